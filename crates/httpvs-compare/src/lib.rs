@@ -1,0 +1,1 @@
+//! The protocol matrix: composes serve, load and netem into side-by-side comparisons with verdicts.

@@ -1,0 +1,138 @@
+//! Classified request and connection failures: every failure is one `ErrorKind`, never a string.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Why a request or a connection attempt failed. Counted by kind in the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "code")]
+pub enum ErrorKind {
+    /// The host name did not resolve.
+    Dns,
+    /// The TCP connection was refused (nothing listens there).
+    Refused,
+    /// The connection (TCP connect, TLS or QUIC handshake) did not complete within `--connect-timeout`.
+    ConnectTimeout,
+    /// The TLS handshake failed (certificate, ALPN, alert).
+    Tls,
+    /// The QUIC handshake failed for a reason other than TLS or a timeout.
+    Handshake,
+    /// The peer offered no QUIC version we speak.
+    VersionNegotiation,
+    /// The response did not complete within `--timeout`.
+    RequestTimeout,
+    /// The connection was reset (RST) by the peer.
+    Reset,
+    /// The peer closed the connection (FIN) while a response was outstanding.
+    ConnectionClosed,
+    /// The server sent GOAWAY with an error code and this request was lost with it.
+    Goaway(u64),
+    /// The HTTP/2 stream was reset with this RST_STREAM error code.
+    StreamReset(u64),
+    /// The HTTP/3 stream or connection ended with this H3 error code.
+    H3(u64),
+    /// The QUIC connection was closed with this transport error code.
+    QuicTransport(u64),
+    /// The QUIC connection idled out.
+    IdleTimeout,
+    /// The peer violated the protocol (bad frame, bad response head, bad chunking).
+    Protocol,
+    /// The body ended before its announced length.
+    TruncatedBody,
+    /// Any other local I/O error.
+    Io,
+}
+
+impl ErrorKind {
+    /// A short stable name, used as the key in text and JSON reports.
+    pub fn name(&self) -> String {
+        match self {
+            ErrorKind::Dns => "dns".into(),
+            ErrorKind::Refused => "refused".into(),
+            ErrorKind::ConnectTimeout => "connect_timeout".into(),
+            ErrorKind::Tls => "tls".into(),
+            ErrorKind::Handshake => "handshake".into(),
+            ErrorKind::VersionNegotiation => "version_negotiation".into(),
+            ErrorKind::RequestTimeout => "request_timeout".into(),
+            ErrorKind::Reset => "reset".into(),
+            ErrorKind::ConnectionClosed => "connection_closed".into(),
+            ErrorKind::Goaway(c) => format!("goaway({})", h2_code_name(*c)),
+            ErrorKind::StreamReset(c) => format!("rst_stream({})", h2_code_name(*c)),
+            ErrorKind::H3(c) => format!("h3({})", h3_code_name(*c)),
+            ErrorKind::QuicTransport(c) => format!("quic_transport(0x{c:x})"),
+            ErrorKind::IdleTimeout => "idle_timeout".into(),
+            ErrorKind::Protocol => "protocol".into(),
+            ErrorKind::TruncatedBody => "truncated_body".into(),
+            ErrorKind::Io => "io".into(),
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// The RFC 9113 name of an HTTP/2 error code.
+pub fn h2_code_name(code: u64) -> &'static str {
+    match code {
+        0x0 => "NO_ERROR",
+        0x1 => "PROTOCOL_ERROR",
+        0x2 => "INTERNAL_ERROR",
+        0x3 => "FLOW_CONTROL_ERROR",
+        0x4 => "SETTINGS_TIMEOUT",
+        0x5 => "STREAM_CLOSED",
+        0x6 => "FRAME_SIZE_ERROR",
+        0x7 => "REFUSED_STREAM",
+        0x8 => "CANCEL",
+        0x9 => "COMPRESSION_ERROR",
+        0xa => "CONNECT_ERROR",
+        0xb => "ENHANCE_YOUR_CALM",
+        0xc => "INADEQUATE_SECURITY",
+        0xd => "HTTP_1_1_REQUIRED",
+        _ => "UNKNOWN",
+    }
+}
+
+/// The RFC 9114 name of an HTTP/3 error code.
+pub fn h3_code_name(code: u64) -> &'static str {
+    match code {
+        0x100 => "H3_NO_ERROR",
+        0x101 => "H3_GENERAL_PROTOCOL_ERROR",
+        0x102 => "H3_INTERNAL_ERROR",
+        0x103 => "H3_STREAM_CREATION_ERROR",
+        0x104 => "H3_CLOSED_CRITICAL_STREAM",
+        0x105 => "H3_FRAME_UNEXPECTED",
+        0x106 => "H3_FRAME_ERROR",
+        0x107 => "H3_EXCESSIVE_LOAD",
+        0x108 => "H3_ID_ERROR",
+        0x109 => "H3_SETTINGS_ERROR",
+        0x10a => "H3_MISSING_SETTINGS",
+        0x10b => "H3_REQUEST_REJECTED",
+        0x10c => "H3_REQUEST_CANCELLED",
+        0x10d => "H3_REQUEST_INCOMPLETE",
+        0x10e => "H3_MESSAGE_ERROR",
+        0x10f => "H3_CONNECT_ERROR",
+        0x110 => "H3_VERSION_FALLBACK",
+        0x200 => "QPACK_DECOMPRESSION_FAILED",
+        0x201 => "QPACK_ENCODER_STREAM_ERROR",
+        0x202 => "QPACK_DECODER_STREAM_ERROR",
+        _ => "UNKNOWN",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_stable() {
+        assert_eq!(
+            ErrorKind::StreamReset(7).name(),
+            "rst_stream(REFUSED_STREAM)"
+        );
+        assert_eq!(ErrorKind::H3(0x10b).name(), "h3(H3_REQUEST_REJECTED)");
+        assert_eq!(ErrorKind::Refused.to_string(), "refused");
+    }
+}

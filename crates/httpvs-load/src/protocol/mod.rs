@@ -1,0 +1,191 @@
+//! How to send: the seam between the engine and each HTTP protocol (h1, h2c/h2, h3).
+//!
+//! The engine (when to send) and the stats (what to record) only see the types in this file.
+//! A protocol opens a [`Connection`] and sends requests on it; it never touches a schedule,
+//! a histogram or a report. Adding a protocol means one new file that implements [`Protocol`].
+
+use crate::error::ErrorKind;
+use bytes::Bytes;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Which wire protocol a run uses, after `auto` has been resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProtocolKind {
+    /// HTTP/1.1 over TCP, or over TLS with ALPN http/1.1.
+    H1,
+    /// HTTP/2 over cleartext TCP with prior knowledge.
+    H2c,
+    /// HTTP/2 over TLS (ALPN h2).
+    H2,
+    /// HTTP/3 over QUIC.
+    H3,
+}
+
+impl ProtocolKind {
+    /// The name users type after `-p`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProtocolKind::H1 => "h1",
+            ProtocolKind::H2c => "h2c",
+            ProtocolKind::H2 => "h2",
+            ProtocolKind::H3 => "h3",
+        }
+    }
+}
+
+/// Where requests go: resolved once before the run.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// `http` or `https`.
+    pub scheme: String,
+    /// Host as written in the URL (used for SNI and the Host/:authority header).
+    pub host: String,
+    /// Port (explicit or the scheme's default).
+    pub port: u16,
+    /// The resolved address connections go to.
+    pub addr: SocketAddr,
+    /// How long the DNS lookup took (reported as the DNS phase).
+    pub dns: Duration,
+}
+
+/// One request, built once before the run and shared by every worker.
+#[derive(Debug, Clone)]
+pub struct RequestSpec {
+    /// Method, e.g. GET.
+    pub method: http::Method,
+    /// Full URI (scheme, authority, path and query).
+    pub uri: http::Uri,
+    /// Extra headers from `-H`, in order.
+    pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    /// Request body (`-d`, `--data-file`); empty for none.
+    pub body: Bytes,
+}
+
+/// Options every protocol honours when it opens a connection.
+#[derive(Clone)]
+pub struct ConnectOptions {
+    /// Bound on TCP connect + TLS handshake (or the QUIC handshake).
+    pub connect_timeout: Duration,
+    /// TLS client configuration for https targets (ALPN is set by the protocol).
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Requested concurrent streams per connection (`-m`): h2/h3 streams, h1 pipelining depth.
+    pub streams: u32,
+    /// `--no-keepalive`: h1 sends `Connection: close` and uses a connection once.
+    pub keepalive: bool,
+}
+
+/// What opening a connection cost, phase by phase.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectInfo {
+    /// TCP connect time (zero for QUIC).
+    pub tcp_connect: Duration,
+    /// TLS handshake time, or the QUIC handshake time for h3.
+    pub handshake: Duration,
+    /// ALPN protocol the server chose, if any.
+    pub alpn: Option<Vec<u8>>,
+    /// The server's concurrent-stream limit (h2 SETTINGS_MAX_CONCURRENT_STREAMS, h3 max bidi).
+    pub server_max_streams: Option<u32>,
+}
+
+/// What one completed exchange looked like; the engine adds the total latency itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ResponseInfo {
+    /// HTTP status code.
+    pub status: u16,
+    /// From the request's send start to the first response byte (the head).
+    pub ttfb: Duration,
+    /// Decoded response header bytes (names + values), for header-compression accounting.
+    pub header_bytes: u64,
+    /// Response body bytes.
+    pub body_bytes: u64,
+    /// The response asked to close the connection (h1 `Connection: close`).
+    pub close_requested: bool,
+}
+
+/// Why a send did not produce a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// The server never processed it: above a GOAWAY's last-stream-id, REFUSED_STREAM,
+    /// or an h1 connection closed before any byte of its response. The engine resends it
+    /// on a new connection and counts it as "retried", not failed.
+    Retry(RetryReason),
+    /// The request failed; counted under this kind.
+    Failed(ErrorKind),
+}
+
+/// Why a request is safe to send again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RetryReason {
+    /// h2/h3 GOAWAY with a last-stream-id below this stream.
+    Goaway,
+    /// h2 RST_STREAM(REFUSED_STREAM) or h3 H3_REQUEST_REJECTED.
+    Refused,
+    /// h1: the server closed the connection (after `Connection: close` or keep-alive limit)
+    /// before this request's response began.
+    ConnectionClosed,
+}
+
+/// Who ended a connection, as the report counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CloseCause {
+    /// Still open.
+    Open,
+    /// The server sent GOAWAY (h2/h3); the connection drains and takes no new requests.
+    Goaway,
+    /// The server sent `Connection: close` (h1).
+    ConnectionClose,
+    /// The server closed the TCP connection (FIN) or the QUIC connection without an error.
+    Fin,
+    /// The connection was reset or failed with an error.
+    Reset,
+    /// We closed it (end of run, `--no-keepalive`).
+    Local,
+}
+
+/// Bytes on the wire for one connection so far (TLS/QUIC framing included where visible).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WireBytes {
+    /// All bytes written to the socket.
+    pub sent: u64,
+    /// All bytes read from the socket.
+    pub received: u64,
+    /// Encoded request header bytes sent (HPACK/QPACK/h1 head), when the protocol can see them.
+    pub header_sent: u64,
+    /// Encoded response header bytes received, when the protocol can see them.
+    pub header_received: u64,
+    /// UDP datagrams sent (h3 only).
+    pub datagrams_sent: u64,
+    /// UDP datagrams received (h3 only).
+    pub datagrams_received: u64,
+}
+
+/// One open connection. `send` takes `&self` so up to `-m` sends may run at once on it.
+/// Futures need not be `Send`: each worker runs its connections on one thread.
+pub trait Connection: 'static {
+    /// Sends one request and reads the whole response.
+    fn send(&self, req: &RequestSpec) -> impl Future<Output = Result<ResponseInfo, SendError>>;
+    /// Whether new requests may still be sent here; false after GOAWAY, close, or an error.
+    fn accepts_requests(&self) -> bool;
+    /// Why the connection stopped accepting requests ([`CloseCause::Open`] while it accepts).
+    fn close_cause(&self) -> CloseCause;
+    /// Wire byte counters so far.
+    fn wire(&self) -> WireBytes;
+    /// Closes the connection from our side (end of run).
+    fn close(&self);
+}
+
+/// A protocol: how to open a [`Connection`] to a target.
+pub trait Protocol: 'static {
+    /// The connection type this protocol opens.
+    type Conn: Connection;
+    /// Opens one connection, timing its phases.
+    fn connect(
+        &self,
+        target: &Target,
+        options: &ConnectOptions,
+    ) -> impl Future<Output = Result<(Self::Conn, ConnectInfo), ErrorKind>>;
+}

@@ -1,0 +1,1 @@
+//! Network emulation: a deterministic netem core (packet in at t, packets out at their times) and a TUN relay shell.
