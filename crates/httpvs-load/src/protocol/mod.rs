@@ -163,6 +163,31 @@ pub struct WireBytes {
     pub datagrams_received: u64,
 }
 
+/// What the QUIC stack reports about one connection (h3 only).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct QuicStats {
+    /// UDP datagrams sent.
+    pub datagrams_sent: u64,
+    /// UDP datagrams received.
+    pub datagrams_received: u64,
+    /// UDP payload bytes sent.
+    pub udp_bytes_sent: u64,
+    /// UDP payload bytes received.
+    pub udp_bytes_received: u64,
+    /// Packets the stack declared lost.
+    pub packets_lost: u64,
+    /// Packets (or frames) retransmitted.
+    pub retransmits: u64,
+    /// Smoothed RTT at the end.
+    pub smoothed_rtt: std::time::Duration,
+    /// Minimum RTT seen (when the stack exposes it; else the smoothed RTT).
+    pub min_rtt: std::time::Duration,
+    /// Congestion window at the end, bytes.
+    pub cwnd: u64,
+    /// Requests sent as 0-RTT early data.
+    pub early_requests: u64,
+}
+
 /// One open connection. `send` takes `&self` so up to `-m` sends may run at once on it.
 /// Futures need not be `Send`: each worker runs its connections on one thread.
 pub trait Connection: 'static {
@@ -176,6 +201,10 @@ pub trait Connection: 'static {
     fn wire(&self) -> WireBytes;
     /// Closes the connection from our side (end of run).
     fn close(&self);
+    /// QUIC-level statistics; `None` for TCP protocols.
+    fn quic_stats(&self) -> Option<QuicStats> {
+        None
+    }
 }
 
 /// A protocol: how to open a [`Connection`] to a target.
