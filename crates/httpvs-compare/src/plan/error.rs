@@ -1,0 +1,111 @@
+//! Plan errors: one line that names the file, the line and the field, e.g. `plan.toml:7: conditions[1].netem: ...`.
+
+use std::fmt;
+
+/// A plan that could not be read or does not make sense.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanError {
+    /// Where the plan came from (a path, or `default plan`).
+    pub origin: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The field, as a path: `conditions[1].netem`, `repeats`.
+    pub field: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.origin)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if !self.field.is_empty() {
+            write!(f, ": {}", self.field)?;
+        }
+        write!(f, ": {}", self.message.replace('\n', " "))
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+impl PlanError {
+    /// An error about a field found after parsing (no line known).
+    pub fn field(origin: &str, field: impl Into<String>, message: impl Into<String>) -> Self {
+        PlanError {
+            origin: origin.to_string(),
+            line: None,
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Turns a TOML error into one line that names the field under its span.
+    pub fn from_toml(origin: &str, text: &str, err: &toml::de::Error) -> Self {
+        let message = err.message().trim().to_string();
+        let Some(span) = err.span() else {
+            return PlanError::field(origin, "", message);
+        };
+        let offset = span.start.min(text.len());
+        let line = text[..offset].matches('\n').count() + 1;
+        PlanError {
+            origin: origin.to_string(),
+            line: Some(line),
+            field: field_at(text, line),
+            message,
+        }
+    }
+}
+
+/// The dotted path of the key set on `line` (1-based): its `[table]` or `[[array]]` header plus its key.
+fn field_at(text: &str, line: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let here = lines.get(line - 1).map_or("", |l| l.trim());
+    let key = if here.starts_with('[') {
+        String::new()
+    } else {
+        here.split_once('=')
+            .map_or("", |(k, _)| k.trim())
+            .trim_matches('"')
+            .to_string()
+    };
+    let mut section = String::new();
+    for (i, l) in lines.iter().enumerate().take(line).rev() {
+        let l = l.trim();
+        if let Some(name) = l.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
+            let name = name.trim();
+            let index = lines[..=i]
+                .iter()
+                .filter(|x| x.trim().starts_with(&format!("[[{name}]]")))
+                .count()
+                - 1;
+            section = format!("{name}[{index}]");
+            break;
+        }
+        if let Some(name) = l.strip_prefix('[').and_then(|r| r.split(']').next()) {
+            section = name.trim().to_string();
+            break;
+        }
+    }
+    match (section.is_empty(), key.is_empty()) {
+        (true, _) => key,
+        (false, true) => section,
+        (false, false) => format!("{section}.{key}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_keys_inside_arrays_of_tables() {
+        let text =
+            "repeats = 1\n[[conditions]]\nname = \"a\"\n[[conditions]]\nname = \"b\"\nnetem = 3\n";
+        assert_eq!(field_at(text, 6), "conditions[1].netem");
+        assert_eq!(field_at(text, 1), "repeats");
+        let text = "[server]\nthreads = \"x\"\n";
+        assert_eq!(field_at(text, 2), "server.threads");
+    }
+}

@@ -1,0 +1,381 @@
+//! The plan: which protocols, shapes, payloads and network conditions a comparison runs, read from TOML.
+//!
+//! The default matrix is itself a plan (`plans/default.toml`, embedded here and printed by
+//! `httpvs compare --print-plan`). Values are checked while parsing, so a bad one is reported
+//! with its line and field; cross-field checks run in [`Plan::validate`].
+
+mod error;
+pub mod units;
+
+pub use error::PlanError;
+pub use units::{ByteSize, Shape, Span};
+
+use crate::variant::Variant;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::str::FromStr;
+
+/// The default matrix shipped with httpvs.
+pub const DEFAULT_PLAN: &str = include_str!("../../../../plans/default.toml");
+
+/// A whole comparison: the matrix and how long each cell runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// Short name shown in reports.
+    #[serde(default)]
+    pub name: String,
+    /// What the plan shows, one or two sentences.
+    #[serde(default)]
+    pub description: String,
+    /// Protocols, in table order.
+    pub protocols: Vec<Variant>,
+    /// The protocol ratios are taken against (default: h1 when present, else the first).
+    #[serde(default)]
+    pub baseline: Option<Variant>,
+    /// Client shapes per protocol; several shapes make several rows.
+    #[serde(default)]
+    pub shapes: BTreeMap<Variant, ShapeList>,
+    /// Request/response payloads.
+    pub payloads: Vec<Payload>,
+    /// Network conditions.
+    pub conditions: Vec<Condition>,
+    /// Measured period of each repeat.
+    pub duration: Span,
+    /// Warm-up before each measured period (not counted).
+    #[serde(default = "default_warmup")]
+    pub warmup: Span,
+    /// Repeats per cell; the report gives their median and min–max spread.
+    #[serde(default = "default_repeats")]
+    pub repeats: u32,
+    /// Settings of the embedded server.
+    #[serde(default)]
+    pub server: ServerSettings,
+    /// Settings of the client.
+    #[serde(default)]
+    pub client: ClientSettings,
+}
+
+fn default_warmup() -> Span {
+    Span(std::time::Duration::from_millis(500))
+}
+
+fn default_repeats() -> u32 {
+    3
+}
+
+/// One or more shapes, written `"64"` or `"16, 64, 256"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "ShapeListText", into = "String")]
+pub struct ShapeList(pub Vec<Shape>);
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ShapeListText {
+    Number(u32),
+    Text(String),
+}
+
+impl TryFrom<ShapeListText> for ShapeList {
+    type Error = String;
+    fn try_from(value: ShapeListText) -> Result<Self, String> {
+        let text = match value {
+            ShapeListText::Number(n) => n.to_string(),
+            ShapeListText::Text(s) => s,
+        };
+        text.parse()
+    }
+}
+
+impl FromStr for ShapeList {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        let shapes = text
+            .split(',')
+            .map(str::parse)
+            .collect::<Result<Vec<Shape>, String>>()?;
+        Ok(ShapeList(shapes))
+    }
+}
+
+impl From<ShapeList> for String {
+    fn from(list: ShapeList) -> String {
+        let parts: Vec<String> = list.0.iter().map(Shape::to_string).collect();
+        parts.join(", ")
+    }
+}
+
+/// What is requested and what comes back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Payload {
+    /// Short name shown in tables (`small`, `large`).
+    pub name: String,
+    /// Request path (default `/`; `/echo` returns the request body).
+    #[serde(default = "default_path")]
+    pub path: String,
+    /// Response size asked of the embedded server with `size=` (ignored for user targets).
+    #[serde(default)]
+    pub size: Option<ByteSize>,
+    /// Request method (default GET).
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// Request body size in bytes (generated), if any.
+    #[serde(default)]
+    pub body: Option<ByteSize>,
+    /// Extra request headers, `name: value`.
+    #[serde(default)]
+    pub headers: Vec<String>,
+}
+
+fn default_path() -> String {
+    "/".into()
+}
+
+fn default_method() -> String {
+    "GET".into()
+}
+
+impl Payload {
+    /// The path and query the embedded server is asked for.
+    pub fn path_and_query(&self) -> String {
+        match self.size {
+            None => self.path.clone(),
+            Some(size) => {
+                let sep = if self.path.contains('?') { '&' } else { '?' };
+                format!("{}{sep}size={}", self.path, size.0)
+            }
+        }
+    }
+}
+
+/// A network condition: netem parameters applied to the client's link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    /// Short name shown in tables (`clean`, `wan`, `lossy`).
+    pub name: String,
+    /// netem parameters for both directions, e.g. `delay 20ms loss 2%`; empty means no emulation.
+    #[serde(default)]
+    pub netem: String,
+    /// netem parameters for the client-to-server direction only (overrides `netem` there).
+    #[serde(default)]
+    pub up: Option<String>,
+    /// netem parameters for the server-to-client direction only (overrides `netem` there).
+    #[serde(default)]
+    pub down: Option<String>,
+    /// Only these payloads run under this condition (default: all).
+    #[serde(default)]
+    pub payloads: Option<Vec<String>>,
+}
+
+impl Condition {
+    /// The netem string for the client-to-server direction.
+    pub fn up(&self) -> &str {
+        self.up.as_deref().unwrap_or(&self.netem).trim()
+    }
+
+    /// The netem string for the server-to-client direction.
+    pub fn down(&self) -> &str {
+        self.down.as_deref().unwrap_or(&self.netem).trim()
+    }
+
+    /// Whether no emulation is needed.
+    pub fn is_clean(&self) -> bool {
+        self.up().is_empty() && self.down().is_empty()
+    }
+
+    /// Whether `payload` runs under this condition.
+    pub fn runs(&self, payload: &str) -> bool {
+        self.payloads
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|p| p == payload))
+    }
+}
+
+/// Embedded-server settings (ignored for user targets).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    /// Worker threads (default: one per server CPU).
+    #[serde(default)]
+    pub threads: Option<usize>,
+    /// Close connections after this many requests (h1 `Connection: close`, h2/h3 GOAWAY).
+    #[serde(default)]
+    pub max_requests_per_conn: Option<u64>,
+    /// h2 SETTINGS_MAX_CONCURRENT_STREAMS and h3 max bidi streams.
+    #[serde(default)]
+    pub max_streams: Option<u32>,
+}
+
+/// Client settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientSettings {
+    /// Worker threads (default: one per client CPU).
+    #[serde(default)]
+    pub threads: Option<usize>,
+    /// Per-request timeout.
+    #[serde(default)]
+    pub timeout: Option<Span>,
+}
+
+/// The best-practice shape when a plan names none: many connections for h1, few x many for h2/h3.
+pub fn default_shape(variant: Variant) -> Shape {
+    if variant.multiplexed() {
+        Shape {
+            connections: 4,
+            streams: 32,
+        }
+    } else {
+        Shape {
+            connections: 64,
+            streams: 1,
+        }
+    }
+}
+
+impl Plan {
+    /// The default matrix.
+    pub fn default_plan() -> Plan {
+        // The embedded plan is checked by a unit test, so failing here is a build defect.
+        Plan::parse(DEFAULT_PLAN, "default plan").expect("plans/default.toml is valid")
+    }
+
+    /// Reads and checks a plan file.
+    pub fn load(path: &Path) -> Result<Plan, PlanError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| PlanError::field(&origin, "", format!("cannot read: {e}")))?;
+        Plan::parse(&text, &origin)
+    }
+
+    /// Parses and checks plan text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Plan, PlanError> {
+        let plan: Plan =
+            toml::from_str(text).map_err(|e| PlanError::from_toml(origin, text, &e))?;
+        plan.validate(origin)?;
+        Ok(plan)
+    }
+
+    /// Cross-field checks that parsing alone cannot make.
+    pub fn validate(&self, origin: &str) -> Result<(), PlanError> {
+        let err = |field: String, msg: String| Err(PlanError::field(origin, field, msg));
+        if self.protocols.is_empty() {
+            return err("protocols".into(), "names no protocol".into());
+        }
+        if let Some(dup) = first_duplicate(self.protocols.iter().map(|v| v.name())) {
+            return err("protocols".into(), format!("'{dup}' is listed twice"));
+        }
+        if let Some(b) = self.baseline {
+            if !self.protocols.contains(&b) {
+                return err("baseline".into(), format!("'{b}' is not among protocols"));
+            }
+        }
+        for (v, list) in &self.shapes {
+            if list.0.is_empty() {
+                return err(format!("shapes.{v}"), "names no shape".into());
+            }
+        }
+        if self.payloads.is_empty() {
+            return err("payloads".into(), "names no payload".into());
+        }
+        if let Some(dup) = first_duplicate(self.payloads.iter().map(|p| p.name.as_str())) {
+            return err("payloads".into(), format!("name '{dup}' is used twice"));
+        }
+        for (i, p) in self.payloads.iter().enumerate() {
+            self.validate_payload(origin, i, p)?;
+        }
+        if self.conditions.is_empty() {
+            return err("conditions".into(), "names no condition".into());
+        }
+        if let Some(dup) = first_duplicate(self.conditions.iter().map(|c| c.name.as_str())) {
+            return err("conditions".into(), format!("name '{dup}' is used twice"));
+        }
+        for (i, c) in self.conditions.iter().enumerate() {
+            for name in c.payloads.iter().flatten() {
+                if !self.payloads.iter().any(|p| &p.name == name) {
+                    let msg = format!("'{name}' is not a payload of this plan");
+                    return err(format!("conditions[{i}].payloads"), msg);
+                }
+            }
+        }
+        if !(1..=100).contains(&self.repeats) {
+            return err("repeats".into(), "must be 1..=100".into());
+        }
+        if self.duration.0.is_zero() {
+            return err("duration".into(), "must be more than 0".into());
+        }
+        Ok(())
+    }
+
+    fn validate_payload(&self, origin: &str, i: usize, p: &Payload) -> Result<(), PlanError> {
+        let field = |name: &str| format!("payloads[{i}].{name}");
+        if p.name.trim().is_empty() {
+            return Err(PlanError::field(origin, field("name"), "is empty"));
+        }
+        if !p.path.starts_with('/') {
+            return Err(PlanError::field(origin, field("path"), "must start with /"));
+        }
+        if http_method_invalid(&p.method) {
+            let msg = format!("'{}' is not an HTTP method", p.method);
+            return Err(PlanError::field(origin, field("method"), msg));
+        }
+        for h in &p.headers {
+            let ok = h.split_once(':').is_some_and(|(n, _)| !n.trim().is_empty());
+            if !ok {
+                let msg = format!("'{h}' is not 'name: value'");
+                return Err(PlanError::field(origin, field("headers"), msg));
+            }
+        }
+        Ok(())
+    }
+
+    /// The baseline protocol: the plan's, else h1 when present, else the first protocol.
+    pub fn baseline(&self) -> Variant {
+        self.baseline.unwrap_or_else(|| {
+            if self.protocols.contains(&Variant::H1) {
+                Variant::H1
+            } else {
+                self.protocols[0]
+            }
+        })
+    }
+
+    /// The shapes a protocol runs at (the plan's, else its best-practice default).
+    pub fn shapes_for(&self, variant: Variant) -> Vec<Shape> {
+        self.shapes
+            .get(&variant)
+            .map_or_else(|| vec![default_shape(variant)], |l| l.0.clone())
+    }
+
+    /// The `--quick` variant: one repeat, short periods, the first payload only.
+    pub fn quick(mut self) -> Plan {
+        self.repeats = 1;
+        let cap = |s: Span, ms: u64| Span(s.0.min(std::time::Duration::from_millis(ms)));
+        self.duration = cap(self.duration, 600);
+        self.warmup = cap(self.warmup, 250);
+        // Every condition runs the one payload left, even one that named only others.
+        self.payloads.truncate(1);
+        for c in &mut self.conditions {
+            c.payloads = None;
+        }
+        for list in self.shapes.values_mut() {
+            list.0.truncate(1);
+        }
+        self
+    }
+}
+
+fn first_duplicate<'a>(names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let mut seen = std::collections::BTreeSet::new();
+    names.into_iter().find(|n| !seen.insert(*n))
+}
+
+fn http_method_invalid(method: &str) -> bool {
+    method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,91 @@
+//! Plan parsing tests: the shipped plans parse, and each kind of mistake names its field.
+
+use super::*;
+
+#[test]
+fn default_plan_parses_and_covers_the_issue_matrix() {
+    let plan = Plan::default_plan();
+    assert_eq!(plan.protocols, Variant::ALL.to_vec());
+    assert_eq!(plan.baseline(), Variant::H1);
+    assert!(plan.payloads.len() >= 2);
+    let names: Vec<&str> = plan.conditions.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["clean", "wan", "lossy", "severe"]);
+    assert!(plan.conditions[0].is_clean());
+    assert_eq!(plan.repeats, 3);
+}
+
+#[test]
+fn every_shipped_plan_parses() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plans");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            Plan::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+fn error_of(text: &str) -> String {
+    Plan::parse(text, "p.toml").unwrap_err().to_string()
+}
+
+const MINIMAL: &str = "protocols = [\"h1\", \"h2c\"]\nduration = \"1s\"\n\
+[[payloads]]\nname = \"small\"\n[[conditions]]\nname = \"clean\"\n";
+
+#[test]
+fn minimal_plan_parses_with_defaults() {
+    let plan = Plan::parse(MINIMAL, "p.toml").unwrap();
+    assert_eq!(plan.repeats, 3);
+    assert_eq!(
+        plan.shapes_for(Variant::H2c).to_vec(),
+        vec![default_shape(Variant::H2c)]
+    );
+    assert_eq!(plan.payloads[0].path_and_query(), "/");
+}
+
+#[test]
+fn bad_values_name_their_field_and_line() {
+    let e = error_of(&MINIMAL.replace("\"h2c\"", "\"spdy\""));
+    assert!(
+        e.starts_with("p.toml:1: protocols: 'spdy' is not a protocol"),
+        "{e}"
+    );
+    let e = error_of(&format!("{MINIMAL}netem = 3\n"));
+    assert!(e.starts_with("p.toml:7: conditions[0].netem:"), "{e}");
+    let e = error_of(&MINIMAL.replace("\"1s\"", "\"soon\""));
+    assert!(e.contains("duration: 'soon' is not a duration"), "{e}");
+    let e = error_of(&format!("{MINIMAL}[shapes]\nh2c = \"4y32\"\n"));
+    assert!(e.contains(":8: shapes.h2c: '4y32' is not a shape"), "{e}");
+    let e = error_of(&MINIMAL.replace("name = \"small\"", "name = \"small\"\nsize = \"1q\""));
+    assert!(e.contains("payloads[0].size: '1q' is not a size"), "{e}");
+    assert!(!e.contains('\n'));
+}
+
+#[test]
+fn unknown_and_missing_fields_are_named() {
+    let e = error_of(&format!("repeets = 2\n{MINIMAL}"));
+    assert!(e.contains("repeets") && e.contains("unknown field"), "{e}");
+    let e = error_of(&MINIMAL.replace("duration = \"1s\"\n", ""));
+    assert!(e.contains("duration"), "{e}");
+}
+
+#[test]
+fn cross_field_mistakes_are_named() {
+    let e = error_of(&format!("baseline = \"h3\"\n{MINIMAL}"));
+    assert_eq!(e, "p.toml: baseline: 'h3' is not among protocols");
+    let e = error_of(&format!("{MINIMAL}payloads = [\"huge\"]\n"));
+    assert!(
+        e.contains("conditions[0].payloads: 'huge' is not a payload"),
+        "{e}"
+    );
+    let e = error_of(&MINIMAL.replace("duration", "repeats = 0\nduration"));
+    assert_eq!(e, "p.toml: repeats: must be 1..=100");
+}
+
+#[test]
+fn quick_keeps_one_short_repeat_of_the_first_payload() {
+    let plan = Plan::default_plan().quick();
+    assert_eq!(plan.repeats, 1);
+    assert_eq!(plan.payloads.len(), 1);
+    assert!(plan.duration.0 <= std::time::Duration::from_millis(600));
+}
