@@ -51,9 +51,9 @@ impl FromStr for ByteSize {
 impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0;
-        if n >= 1024 * 1024 && n % (1024 * 1024) == 0 {
+        if n >= 1024 * 1024 && n.is_multiple_of(1024 * 1024) {
             write!(f, "{}m", n / (1024 * 1024))
-        } else if n >= 1024 && n % 1024 == 0 {
+        } else if n >= 1024 && n.is_multiple_of(1024) {
             write!(f, "{}k", n / 1024)
         } else {
             write!(f, "{n}")
@@ -105,7 +105,7 @@ impl FromStr for Span {
 impl fmt::Display for Span {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ms = self.0.as_millis();
-        if ms % 1000 == 0 {
+        if ms.is_multiple_of(1000) {
             write!(f, "{}s", ms / 1000)
         } else {
             write!(f, "{ms}ms")
