@@ -1,0 +1,152 @@
+//! Rendering results: the terminal tables and the self-contained HTML report read the same table views.
+
+pub mod format;
+pub mod html;
+#[cfg(test)]
+pub mod sample;
+mod svg;
+pub mod text;
+
+use crate::results::{Results, Row, Table};
+use crate::variant::Variant;
+use crate::verdict::{self, Verdict};
+
+/// One table, ready to show: rows folded from repeats, labels, ratios, verdict and anomalies.
+pub struct TableView<'a> {
+    /// `clean/small`, or `clean` when the plan has one payload.
+    pub name: String,
+    /// Heading line: condition, its netem string, payload.
+    pub title: String,
+    /// The source table.
+    pub table: Table<'a>,
+    /// Its rows, in plan order.
+    pub rows: Vec<Row>,
+    /// Row labels (protocol, with the shape when a protocol has several).
+    pub labels: Vec<String>,
+    /// Ratio of each row to the baseline.
+    pub ratios: Vec<Option<f64>>,
+    /// The baseline protocol.
+    pub baseline: Variant,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Anomalies, one line each.
+    pub anomalies: Vec<String>,
+}
+
+/// Builds the table views of the results.
+pub fn views(results: &Results) -> Vec<TableView<'_>> {
+    let baseline = results.plan.baseline();
+    let client_cpus = results.setup.client_cpus.len().max(1);
+    let repeats = results.plan.repeats as usize;
+    results
+        .tables()
+        .into_iter()
+        .map(|table| {
+            let rows: Vec<Row> = table.cells.iter().map(|c| c.row()).collect();
+            let labels = rows.iter().map(|r| verdict::label(r, &rows)).collect();
+            let base = verdict::baseline_row(&rows, baseline).cloned();
+            let ratios = rows
+                .iter()
+                .map(|r| verdict::ratio(r, base.as_ref()))
+                .collect();
+            let anomalies = rows
+                .iter()
+                .flat_map(|r| verdict::anomalies(r, &rows, client_cpus, repeats))
+                .collect();
+            let name = if results.several_payloads() {
+                format!("{}/{}", table.condition, table.payload)
+            } else {
+                table.condition.to_string()
+            };
+            TableView {
+                title: title(results, &table),
+                verdict: verdict::verdict(&rows, baseline),
+                name,
+                table,
+                rows,
+                labels,
+                ratios,
+                baseline,
+                anomalies,
+            }
+        })
+        .collect()
+}
+
+fn title(results: &Results, table: &Table<'_>) -> String {
+    let plan = &results.plan;
+    let netem = plan
+        .conditions
+        .iter()
+        .find(|c| c.name == table.condition)
+        .map(|c| {
+            if c.is_clean() {
+                "no emulation".to_string()
+            } else if c.up() == c.down() {
+                c.up().to_string()
+            } else {
+                format!("up: {}, down: {}", or_none(c.up()), or_none(c.down()))
+            }
+        })
+        .unwrap_or_default();
+    let payload = plan
+        .payloads
+        .iter()
+        .find(|p| p.name == table.payload)
+        .map(|p| {
+            let size = p
+                .size
+                .map(|s| format!(" {s}B response"))
+                .unwrap_or_default();
+            let body = p.body.map(|b| format!(" {b}B body")).unwrap_or_default();
+            format!("{} {}{size}{body}", p.method, p.path)
+        })
+        .unwrap_or_default();
+    format!(
+        "== {} ({netem}) · {} ({payload})",
+        table.condition, table.payload
+    )
+}
+
+fn or_none(s: &str) -> &str {
+    if s.is_empty() {
+        "none"
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_has_a_row_per_protocol_and_a_verdict_per_table() {
+        let results = sample::results();
+        let text = text::render(&results);
+        assert_eq!(text.matches("verdict ").count(), 4, "{text}");
+        assert!(
+            text.contains("verdict clean/small: h3 fastest, 3.0x h1"),
+            "{text}"
+        );
+        for v in Variant::ALL {
+            assert!(text.contains(&format!("\n{} ", v.name())), "{text}");
+        }
+    }
+
+    #[test]
+    fn html_is_self_contained_with_charts() {
+        let html = html::render(&sample::results());
+        assert!(html.matches("<svg").count() >= 8);
+        for fetch in ["src=", "href=", "url(", "@import"] {
+            assert!(!html.contains(fetch), "{fetch}");
+        }
+        assert!(!html.contains("<script"));
+        if let Ok(path) = std::env::var("HTTPVS_SAMPLE_HTML") {
+            std::fs::write(path, &html).unwrap();
+        }
+        if let Ok(path) = std::env::var("HTTPVS_SAMPLE_TEXT") {
+            std::fs::write(path, text::render(&sample::results())).unwrap();
+        }
+    }
+}

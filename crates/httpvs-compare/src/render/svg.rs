@@ -1,0 +1,302 @@
+//! Inline SVG charts for the HTML report: grouped bars with error bars, and line charts (CDFs, time series).
+//!
+//! Hand-written SVG keeps the report one offline file with no script and no library.
+
+use std::fmt::Write;
+
+const WIDTH: f64 = 720.0;
+const HEIGHT: f64 = 300.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 150.0;
+const TOP: f64 = 30.0;
+const BOTTOM: f64 = 45.0;
+
+/// One bar series: a name, a colour, and per group an optional (median, min, max).
+pub struct BarSeries {
+    /// Legend name.
+    pub name: String,
+    /// CSS colour.
+    pub color: &'static str,
+    /// Per group: median and min–max, or None when the group has no such bar.
+    pub values: Vec<Option<(f64, f64, f64)>>,
+}
+
+/// One line series.
+pub struct LineSeries {
+    /// Legend name.
+    pub name: String,
+    /// CSS colour.
+    pub color: &'static str,
+    /// Points (x, y), in x order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Escapes text for HTML and SVG.
+pub fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Round tick values covering 0..=max (about five of them).
+fn ticks(max: f64) -> Vec<f64> {
+    if max <= 0.0 || !max.is_finite() {
+        return vec![0.0, 1.0];
+    }
+    let raw = max / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let n = (max / step).ceil() as usize;
+    (0..=n).map(|i| i as f64 * step).collect()
+}
+
+fn tick_label(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else if v >= 1.0 || v == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn open(out: &mut String, title: &str) {
+    let _ = write!(
+        out,
+        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img"><title>{t}</title><text x="{LEFT}" y="18" class="ct">{t}</text>"#,
+        t = escape(title)
+    );
+}
+
+fn legend(out: &mut String, names: &[(&str, &str)]) {
+    for (i, (name, color)) in names.iter().enumerate() {
+        let y = TOP + 14.0 + i as f64 * 18.0;
+        let x = WIDTH - RIGHT + 14.0;
+        let _ = write!(
+            out,
+            r#"<rect x="{x}" y="{}" width="12" height="12" fill="{color}"/><text x="{}" y="{}" class="lg">{}</text>"#,
+            y - 10.0,
+            x + 18.0,
+            y,
+            escape(name)
+        );
+    }
+}
+
+fn y_axis(out: &mut String, ticks: &[f64], top: f64, label: &str, fmt: impl Fn(f64) -> String) {
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    for t in ticks {
+        let y = HEIGHT - BOTTOM - t / top * plot_h;
+        let _ = write!(
+            out,
+            r#"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" class="grid"/><text x="{}" y="{:.1}" class="yt">{}</text>"#,
+            WIDTH - RIGHT,
+            LEFT - 6.0,
+            y + 4.0,
+            fmt(*t)
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<text transform="translate(14 {:.1}) rotate(-90)" class="al">{}</text>"#,
+        TOP + plot_h / 2.0,
+        escape(label)
+    );
+}
+
+/// Grouped bars (one group per label, one bar per series) with min–max error bars.
+pub fn bar_chart(title: &str, groups: &[String], series: &[BarSeries], y_label: &str) -> String {
+    let mut out = String::new();
+    open(&mut out, title);
+    let top_value = series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten().map(|v| v.2.max(v.0)))
+        .fold(0.0, f64::max);
+    let ticks = ticks(top_value * 1.05);
+    let top = ticks.last().copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
+    y_axis(&mut out, &ticks, top, y_label, tick_label);
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    let group_w = plot_w / groups.len().max(1) as f64;
+    let bar_w = (group_w * 0.8) / series.len().max(1) as f64;
+    let y_of = |v: f64| HEIGHT - BOTTOM - v / top * plot_h;
+    for (g, name) in groups.iter().enumerate() {
+        let gx = LEFT + g as f64 * group_w;
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{}" class="xt">{}</text>"#,
+            gx + group_w / 2.0,
+            HEIGHT - BOTTOM + 18.0,
+            escape(name)
+        );
+        for (s, ser) in series.iter().enumerate() {
+            let Some((median, min, max)) = ser.values.get(g).copied().flatten() else {
+                continue;
+            };
+            let x = gx + group_w * 0.1 + s as f64 * bar_w;
+            let _ = write!(
+                out,
+                r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}: {}</title></rect>"#,
+                y_of(median),
+                (bar_w - 2.0).max(1.0),
+                (y_of(0.0) - y_of(median)).max(0.0),
+                ser.color,
+                escape(&ser.name),
+                tick_label(median)
+            );
+            if max > min {
+                let cx = x + (bar_w - 2.0) / 2.0;
+                let _ = write!(
+                    out,
+                    r#"<path d="M{cx:.1} {:.1}V{:.1}M{:.1} {:.1}h6M{:.1} {:.1}h6" class="eb"/>"#,
+                    y_of(min),
+                    y_of(max),
+                    cx - 3.0,
+                    y_of(min),
+                    cx - 3.0,
+                    y_of(max)
+                );
+            }
+        }
+    }
+    let names: Vec<(&str, &str)> = series.iter().map(|s| (s.name.as_str(), s.color)).collect();
+    legend(&mut out, &names);
+    out.push_str("</svg>");
+    out
+}
+
+/// Lines over a linear or log10 x axis; y runs from 0 to `y_max` (or the data's top).
+pub fn line_chart(
+    title: &str,
+    series: &[LineSeries],
+    x_log: bool,
+    labels: (&str, &str),
+    y_max: Option<f64>,
+) -> String {
+    let mut out = String::new();
+    open(&mut out, title);
+    let xs = || series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    let fx = |x: f64| if x_log { x.max(1e-3).log10() } else { x };
+    let (mut x0, mut x1) = (f64::MAX, f64::MIN);
+    for x in xs() {
+        x0 = x0.min(fx(x));
+        x1 = x1.max(fx(x));
+    }
+    if x0 >= x1 {
+        x0 = if x0 == f64::MAX { 0.0 } else { x0 - 1.0 };
+        x1 = x0 + 2.0;
+    }
+    let data_top = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    let ticks = ticks(y_max.unwrap_or(data_top * 1.05));
+    let top = ticks.last().copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
+    y_axis(&mut out, &ticks, top, labels.1, tick_label);
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    let px = |x: f64| LEFT + (fx(x) - x0) / (x1 - x0) * plot_w;
+    let py = |y: f64| HEIGHT - BOTTOM - y / top * plot_h;
+    x_axis(&mut out, x0, x1, x_log, px);
+    let _ = write!(
+        out,
+        r#"<text x="{:.1}" y="{}" class="al">{}</text>"#,
+        LEFT + plot_w / 2.0,
+        HEIGHT - 6.0,
+        escape(labels.0)
+    );
+    for s in series.iter().filter(|s| !s.points.is_empty()) {
+        let mut d = String::new();
+        for (i, (x, y)) in s.points.iter().enumerate() {
+            let _ = write!(
+                d,
+                "{}{:.1} {:.1}",
+                if i == 0 { "M" } else { "L" },
+                px(*x),
+                py(*y)
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<path d="{d}" fill="none" stroke="{}" stroke-width="2"><title>{}</title></path>"#,
+            s.color,
+            escape(&s.name)
+        );
+    }
+    let names: Vec<(&str, &str)> = series.iter().map(|s| (s.name.as_str(), s.color)).collect();
+    legend(&mut out, &names);
+    out.push_str("</svg>");
+    out
+}
+
+fn x_axis(out: &mut String, x0: f64, x1: f64, x_log: bool, px: impl Fn(f64) -> f64) {
+    let values: Vec<f64> = if x_log {
+        (x0.floor() as i32..=x1.ceil() as i32)
+            .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e)))
+            .filter(|v| v.log10() >= x0 - 1e-9 && v.log10() <= x1 + 1e-9)
+            .collect()
+    } else {
+        ticks(x1)
+            .into_iter()
+            .filter(|v| *v >= x0 && *v <= x1)
+            .collect()
+    };
+    for v in values {
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{}" class="xt">{}</text>"#,
+            px(v),
+            HEIGHT - BOTTOM + 16.0,
+            tick_label(v)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round() {
+        assert_eq!(ticks(100.0), vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
+        assert_eq!(ticks(0.0), vec![0.0, 1.0]);
+    }
+
+    #[test]
+    fn charts_are_svg_with_shapes() {
+        let bars = bar_chart(
+            "t",
+            &["clean".into()],
+            &[BarSeries {
+                name: "h1".into(),
+                color: "#123456",
+                values: vec![Some((10.0, 9.0, 11.0))],
+            }],
+            "req/s",
+        );
+        assert!(
+            bars.starts_with("<svg") && bars.contains("<rect") && bars.contains("class=\"eb\"")
+        );
+        let lines = line_chart(
+            "c",
+            &[LineSeries {
+                name: "h2c".into(),
+                color: "red",
+                points: vec![(0.1, 0.0), (1.0, 0.5), (10.0, 1.0)],
+            }],
+            true,
+            ("ms", "fraction"),
+            Some(1.0),
+        );
+        assert!(lines.contains("<path d=\"M"));
+    }
+}

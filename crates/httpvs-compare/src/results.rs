@@ -1,0 +1,209 @@
+//! The results of a comparison: plan, machine facts, set-up and every run of every cell (the `--json` file).
+
+use crate::measurement::{Measurement, Spread};
+use crate::plan::{Plan, Shape};
+use crate::variant::Variant;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Version of the results file; `--from` refuses other major versions.
+pub const RESULTS_SCHEMA_VERSION: u32 = 1;
+
+/// Everything a comparison measured; rendered as text, JSON and HTML.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Results {
+    /// [`RESULTS_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The plan that ran (after `--quick`, `--shape` and `--tune`).
+    pub plan: Plan,
+    /// The machine it ran on.
+    pub machine: crate::machine::MachineFacts,
+    /// How the run was set up: target, pinning, what was skipped and why.
+    pub setup: Setup,
+    /// Every cell, in plan order.
+    pub cells: Vec<CellResult>,
+}
+
+/// How the run was set up.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Setup {
+    /// `embedded server` or the user's URL.
+    pub target: String,
+    /// CPUs the embedded server was pinned to (empty: not pinned).
+    pub server_cpus: Vec<usize>,
+    /// CPUs the client was pinned to (empty: not pinned).
+    pub client_cpus: Vec<usize>,
+    /// One line on pinning ("server on CPU 0, client on CPU 1").
+    pub pinning: String,
+    /// Protocols not run, and why.
+    pub skipped_protocols: Vec<Skipped>,
+    /// Conditions not run, and why.
+    pub skipped_conditions: Vec<Skipped>,
+    /// Shapes chosen by `--tune`, with what each candidate did.
+    pub tuning: Vec<TuneChoice>,
+    /// Wall-clock seconds the whole comparison took.
+    pub elapsed_seconds: f64,
+    /// Seconds since the Unix epoch at the start.
+    pub started_unix: u64,
+}
+
+/// Something that was not run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// Protocol or condition name.
+    pub name: String,
+    /// Why, in one line.
+    pub reason: String,
+}
+
+/// What `--tune` chose for a protocol.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneChoice {
+    /// The protocol.
+    pub variant: Variant,
+    /// The chosen shape.
+    pub chosen: Shape,
+    /// Every candidate and its req/s.
+    pub candidates: Vec<(Shape, f64)>,
+}
+
+/// One cell: a protocol at a shape with a payload under a condition, and its repeats.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellResult {
+    /// Condition name.
+    pub condition: String,
+    /// Payload name.
+    pub payload: String,
+    /// Protocol.
+    pub variant: Variant,
+    /// Client shape.
+    pub shape: Shape,
+    /// The repeats.
+    pub runs: Vec<RunResult>,
+    /// Why the cell could not run at all, if so.
+    #[serde(default)]
+    pub failure: Option<String>,
+}
+
+/// One repeat: compare's summary and the full load report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    /// What tables, verdicts and charts read.
+    pub summary: Measurement,
+    /// The load generator's full report, as its JSON.
+    pub report: serde_json::Value,
+    /// The emulated link's counters, when a link was in use.
+    #[serde(default)]
+    pub link: Option<serde_json::Value>,
+}
+
+/// A table row: a cell's repeats folded into medians and spreads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Protocol.
+    pub variant: Variant,
+    /// Client shape.
+    pub shape: Shape,
+    /// Successful req/s across repeats.
+    pub rps: Spread,
+    /// Median of the repeats' p50, ms.
+    pub p50_ms: f64,
+    /// Median of the repeats' p99, ms.
+    pub p99_ms: f64,
+    /// Median wire bytes per request.
+    pub bytes_per_request: f64,
+    /// Median connections opened.
+    pub connections: f64,
+    /// Failed requests, all repeats together.
+    pub errors: u64,
+    /// Retried requests, all repeats together.
+    pub retried: u64,
+    /// Succeeded requests, all repeats together.
+    pub succeeded: u64,
+    /// Highest client CPU fraction seen in a repeat.
+    pub client_cpu_max: Option<f64>,
+    /// Why it could not run, if so.
+    pub failure: Option<String>,
+}
+
+impl CellResult {
+    /// Folds the repeats into one row.
+    pub fn row(&self) -> Row {
+        let runs = || self.runs.iter().map(|r| &r.summary);
+        let median = |f: fn(&Measurement) -> f64| Spread::of(runs().map(f)).median;
+        Row {
+            variant: self.variant,
+            shape: self.shape,
+            rps: Spread::of(runs().map(|m| m.requests_per_sec)),
+            p50_ms: median(|m| m.p50_ms),
+            p99_ms: median(|m| m.p99_ms),
+            bytes_per_request: median(|m| m.wire_bytes_per_request),
+            connections: median(|m| m.connections_opened as f64),
+            errors: runs().map(|m| m.failed).sum(),
+            retried: runs().map(|m| m.retried).sum(),
+            succeeded: runs().map(|m| m.succeeded).sum(),
+            client_cpu_max: runs().filter_map(|m| m.client_cpu).reduce(f64::max),
+            failure: self.failure.clone(),
+        }
+    }
+}
+
+/// The cells of one table: a condition and a payload.
+#[derive(Debug, Clone)]
+pub struct Table<'a> {
+    /// Condition name.
+    pub condition: &'a str,
+    /// Payload name.
+    pub payload: &'a str,
+    /// Its cells, in plan order.
+    pub cells: Vec<&'a CellResult>,
+}
+
+impl Results {
+    /// The tables, in plan order: by condition, then payload.
+    pub fn tables(&self) -> Vec<Table<'_>> {
+        let mut tables: Vec<Table<'_>> = Vec::new();
+        for cell in &self.cells {
+            let found = tables
+                .iter_mut()
+                .find(|t| t.condition == cell.condition && t.payload == cell.payload);
+            match found {
+                Some(t) => t.cells.push(cell),
+                None => tables.push(Table {
+                    condition: &cell.condition,
+                    payload: &cell.payload,
+                    cells: vec![cell],
+                }),
+            }
+        }
+        tables
+    }
+
+    /// Whether the plan has more than one payload (tables then name theirs).
+    pub fn several_payloads(&self) -> bool {
+        self.plan.payloads.len() > 1
+    }
+
+    /// Reads a results file written by `--json`.
+    pub fn read(path: &Path) -> Result<Results, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+        let version = value.get("schema_version").and_then(|v| v.as_u64());
+        if version != Some(u64::from(RESULTS_SCHEMA_VERSION)) {
+            return Err(format!(
+                "{}: not a results file of httpvs compare (schema_version {:?}, expected {RESULTS_SCHEMA_VERSION})",
+                path.display(),
+                version
+            ));
+        }
+        serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Writes the results as pretty JSON.
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        std::fs::write(path, text + "\n")
+    }
+}

@@ -1,0 +1,193 @@
+//! Verdicts and anomalies: which protocol won a table, by how much, whether it is a tie, and what looks wrong.
+
+use crate::results::Row;
+use crate::variant::Variant;
+
+/// When a table has a single repeat there is no measured spread; differences under this are ties.
+pub const SINGLE_RUN_TIE: f64 = 0.05;
+
+/// Client CPU at or above this fraction of its cores means the client, not the protocol, was measured.
+pub const SATURATED_CPU: f64 = 0.90;
+
+/// The verdict of one table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// The one-line verdict, e.g. "h2c fastest, 3.1x h1 (spread ±4%)".
+    pub line: String,
+    /// The fastest row's protocol, if any row measured anything.
+    pub fastest: Option<Variant>,
+    /// Protocols that tie with the fastest (inside the spread).
+    pub tied: Vec<Variant>,
+}
+
+/// Row label: the protocol, plus its shape when the table has several shapes of it.
+pub fn label(row: &Row, rows: &[Row]) -> String {
+    let shapes = rows.iter().filter(|r| r.variant == row.variant).count();
+    if shapes > 1 {
+        format!("{}@{}", row.variant, row.shape)
+    } else {
+        row.variant.to_string()
+    }
+}
+
+/// The ratio of a row's median req/s to the baseline's (None without a usable baseline).
+pub fn ratio(row: &Row, baseline: Option<&Row>) -> Option<f64> {
+    let base = baseline?.rps.median;
+    (base > 0.0).then(|| row.rps.median / base)
+}
+
+/// The baseline row of a table: the first row of the baseline protocol.
+pub fn baseline_row(rows: &[Row], baseline: Variant) -> Option<&Row> {
+    rows.iter()
+        .find(|r| r.variant == baseline && r.failure.is_none())
+}
+
+/// The relative margin inside which two rows tie: their spreads, or 5% for single runs.
+fn tie_margin(a: &Row, b: &Row) -> f64 {
+    let measured = a.rps.relative_half_range() + b.rps.relative_half_range();
+    if measured > 0.0 {
+        measured
+    } else {
+        SINGLE_RUN_TIE
+    }
+}
+
+/// Whether `b` is within the spread of `a` (rows' min–max ranges overlap, or within 5% for single runs).
+pub fn ties(a: &Row, b: &Row) -> bool {
+    if a.rps.min < a.rps.max || b.rps.min < b.rps.max {
+        return a.rps.min <= b.rps.max && b.rps.min <= a.rps.max;
+    }
+    let top = a.rps.median.max(b.rps.median);
+    top > 0.0 && (a.rps.median - b.rps.median).abs() / top <= tie_margin(a, b)
+}
+
+/// The verdict for a table's rows.
+pub fn verdict(rows: &[Row], baseline: Variant) -> Verdict {
+    let mut ranked: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.failure.is_none() && r.rps.median > 0.0)
+        .collect();
+    ranked.sort_by(|a, b| b.rps.median.total_cmp(&a.rps.median));
+    let Some(best) = ranked.first().copied() else {
+        return Verdict {
+            line: "no protocol completed a request".into(),
+            fastest: None,
+            tied: vec![],
+        };
+    };
+    let base = baseline_row(rows, baseline);
+    let tied: Vec<&Row> = ranked[1..]
+        .iter()
+        .copied()
+        .filter(|r| ties(best, r))
+        .collect();
+    let spread = format_spread(best);
+    let vs_base = match ratio(best, base) {
+        Some(r) if best.variant != baseline => format!(", {} {baseline}", format_ratio(r)),
+        _ => String::new(),
+    };
+    let mut line = if tied.is_empty() {
+        format!("{} fastest{vs_base} ({spread})", label(best, rows))
+    } else {
+        let names: Vec<String> = std::iter::once(best)
+            .chain(tied.iter().copied())
+            .map(|r| label(r, rows))
+            .collect();
+        format!("tie: {}{vs_base} ({spread})", names.join(" ≈ "))
+    };
+    if let Some(worst) = ranked.last().filter(|w| ranked.len() > 2 && !ties(best, w)) {
+        if let Some(r) = ratio(worst, base).filter(|_| worst.variant != baseline) {
+            line.push_str(&format!(
+                "; slowest {} {}",
+                label(worst, rows),
+                format_ratio(r)
+            ));
+            line.push_str(&format!(" {baseline}{}", explain_slow(worst, base)));
+        }
+    }
+    for r in rows
+        .iter()
+        .filter(|r| r.failure.is_none() && r.rps.median <= 0.0)
+    {
+        line.push_str(&format!("; {} completed nothing", label(r, rows)));
+    }
+    Verdict {
+        line,
+        fastest: Some(best.variant),
+        tied: tied.iter().map(|r| r.variant).collect(),
+    }
+}
+
+/// A short reason for a slow row, when its figures point at one.
+fn explain_slow(row: &Row, base: Option<&Row>) -> &'static str {
+    let base_p99 = base.map_or(0.0, |b| b.p99_ms);
+    if row.variant == Variant::H1Close {
+        " (a new connection per request)"
+    } else if matches!(row.variant, Variant::H2 | Variant::H2c) && row.p99_ms > base_p99 * 1.5 {
+        " (head-of-line blocking: one lost packet stalls every stream on the connection)"
+    } else {
+        ""
+    }
+}
+
+/// `3.1x`, `0.62x`.
+pub fn format_ratio(r: f64) -> String {
+    if r >= 10.0 {
+        format!("{r:.0}x")
+    } else if r >= 1.0 {
+        format!("{r:.1}x")
+    } else {
+        format!("{r:.2}x")
+    }
+}
+
+/// `spread ±4%`, or `1 run` when there is a single repeat.
+pub fn format_spread(row: &Row) -> String {
+    if row.rps.min == row.rps.max {
+        return "single run: differences under 5% are ties".into();
+    }
+    format!("spread ±{:.0}%", row.rps.relative_half_range() * 100.0)
+}
+
+/// What looks wrong in a row, one line each.
+pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) -> Vec<String> {
+    let name = label(row, rows);
+    let mut out = Vec::new();
+    if let Some(f) = &row.failure {
+        out.push(format!("{name}: did not run: {f}"));
+        return out;
+    }
+    let configured = f64::from(row.shape.connections);
+    if row.variant.keepalive() && row.connections > 2.0 * configured {
+        let per_conn = row.succeeded as f64 / repeats.max(1) as f64 / row.connections.max(1.0);
+        out.push(format!(
+            "{name}: connection churn: {:.0} connections opened for {} configured, about {:.0} requests each \
+             (the server closes them: check its max requests per connection)",
+            row.connections, row.shape.connections, per_conn
+        ));
+    }
+    if row.errors > 0 {
+        let total = row.errors + row.succeeded;
+        out.push(format!(
+            "{name}: {} errors ({:.1}% of requests)",
+            row.errors,
+            100.0 * row.errors as f64 / total.max(1) as f64
+        ));
+    }
+    if row.retried > 0 {
+        out.push(format!(
+            "{name}: {} requests retried on a new connection (GOAWAY, Connection: close or REFUSED_STREAM)",
+            row.retried
+        ));
+    }
+    if let Some(cpu) = row.client_cpu_max.filter(|c| *c >= SATURATED_CPU) {
+        out.push(format!(
+            "{name}: client saturated: {:.0}% of its {client_cpus} CPU(s), so this row measures the client, not the protocol",
+            cpu * 100.0
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,86 @@
+//! Verdict tests on hand-made rows: winners, ties inside the spread, and anomalies.
+
+use super::*;
+use crate::measurement::Spread;
+use crate::plan::Shape;
+
+fn row(variant: Variant, rps: [f64; 3]) -> Row {
+    Row {
+        variant,
+        shape: Shape {
+            connections: 4,
+            streams: 1,
+        },
+        rps: Spread::of(rps),
+        p50_ms: 1.0,
+        p99_ms: 2.0,
+        bytes_per_request: 200.0,
+        connections: 4.0,
+        errors: 0,
+        retried: 0,
+        succeeded: 1000,
+        client_cpu_max: Some(0.5),
+        failure: None,
+    }
+}
+
+#[test]
+fn fastest_with_ratio_and_spread() {
+    let rows = [
+        row(Variant::H1, [100.0, 100.0, 100.0]),
+        row(Variant::H2c, [300.0, 310.0, 324.0]),
+        row(Variant::H1Close, [20.0, 21.0, 22.0]),
+    ];
+    let v = verdict(&rows, Variant::H1);
+    assert_eq!(v.fastest, Some(Variant::H2c));
+    assert!(
+        v.line.starts_with("h2c fastest, 3.1x h1 (spread ±4%)"),
+        "{}",
+        v.line
+    );
+    assert!(v
+        .line
+        .contains("slowest h1-close 0.21x h1 (a new connection per request)"));
+}
+
+#[test]
+fn overlapping_spreads_are_a_tie() {
+    let rows = [
+        row(Variant::H1, [100.0, 101.0, 102.0]),
+        row(Variant::H2c, [150.0, 160.0, 170.0]),
+        row(Variant::H2, [140.0, 155.0, 165.0]),
+    ];
+    let v = verdict(&rows, Variant::H1);
+    assert_eq!(v.tied, vec![Variant::H2]);
+    assert!(v.line.starts_with("tie: h2c ≈ h2, 1.6x h1"), "{}", v.line);
+}
+
+#[test]
+fn single_runs_tie_within_five_percent() {
+    let rows = [
+        row(Variant::H1, [100.0, 100.0, 100.0]),
+        row(Variant::H2c, [103.0, 103.0, 103.0]),
+    ];
+    let v = verdict(&rows, Variant::H1);
+    assert!(v.line.starts_with("tie: h2c ≈ h1"), "{}", v.line);
+}
+
+#[test]
+fn nothing_completed() {
+    let rows = [row(Variant::H1, [0.0, 0.0, 0.0])];
+    assert_eq!(verdict(&rows, Variant::H1).fastest, None);
+}
+
+#[test]
+fn anomalies_flag_churn_errors_retries_and_saturation() {
+    let mut r = row(Variant::H2, [100.0, 100.0, 100.0]);
+    r.connections = 40.0;
+    r.errors = 10;
+    r.retried = 5;
+    r.client_cpu_max = Some(0.97);
+    let rows = [r.clone()];
+    let a = anomalies(&r, &rows, 1, 3);
+    assert_eq!(a.len(), 4, "{a:?}");
+    assert!(a[0].contains("connection churn: 40 connections opened for 4 configured"));
+    assert!(a[3].contains("client saturated: 97%"));
+}
