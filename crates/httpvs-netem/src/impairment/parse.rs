@@ -1,0 +1,428 @@
+//! Parser of netem's argument syntax (as `tc qdisc ... netem` takes it), with errors that name the bad token.
+
+use super::{Chance, Distribution, Impairment, LossModel, Rate, Reorder};
+use std::time::Duration;
+
+/// A netem string that could not be understood; the message names the offending token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ParseError {
+    message: String,
+}
+
+impl ParseError {
+    fn new(message: impl Into<String>) -> ParseError {
+        ParseError {
+            message: message.into(),
+        }
+    }
+}
+
+/// Tokens left to read, with lookahead for optional numeric arguments.
+struct Tokens<'a> {
+    items: Vec<&'a str>,
+    at: usize,
+}
+
+impl<'a> Tokens<'a> {
+    fn next(&mut self) -> Option<&'a str> {
+        let item = self.items.get(self.at).copied();
+        self.at += 1;
+        item
+    }
+
+    fn peek(&self) -> Option<&'a str> {
+        self.items.get(self.at).copied()
+    }
+
+    /// The argument `what` of keyword `after`, which must be there.
+    fn value(&mut self, after: &str, what: &str) -> Result<&'a str, ParseError> {
+        self.next()
+            .ok_or_else(|| ParseError::new(format!("`{after}` needs {what}")))
+    }
+
+    /// The next token if it starts like a number (netem's optional arguments).
+    fn optional_number(&mut self) -> Option<&'a str> {
+        let next = self.peek()?;
+        if next.starts_with(|c: char| c.is_ascii_digit() || c == '.' || c == '-') {
+            self.at += 1;
+            Some(next)
+        } else {
+            None
+        }
+    }
+}
+
+/// Parses a whole netem string into an [`Impairment`].
+pub fn parse(text: &str) -> Result<Impairment, ParseError> {
+    let mut tokens = Tokens {
+        items: text.split_whitespace().collect(),
+        at: 0,
+    };
+    let mut imp = Impairment::default();
+    let mut distribution_given = false;
+    let mut gap_given = false;
+    while let Some(word) = tokens.next() {
+        match word.to_ascii_lowercase().as_str() {
+            "limit" => imp.limit = parse_count(tokens.value("limit", "a packet count")?, "limit")?,
+            "delay" | "latency" => {
+                imp.delay = parse_time(tokens.value("delay", "a time such as 50ms")?)?;
+                if let Some(t) = tokens.optional_number() {
+                    imp.jitter = parse_time(t)?;
+                    if let Some(c) = tokens.optional_number() {
+                        imp.delay_correlation = parse_percent(c)?;
+                    }
+                }
+            }
+            "distribution" | "dist" => {
+                let name = tokens.value("distribution", "uniform, normal, pareto or paretonormal")?;
+                imp.distribution = parse_distribution(name)?;
+                distribution_given = true;
+            }
+            "loss" | "drop" => imp.loss = Some(parse_loss(&mut tokens)?),
+            "ecn" => imp.ecn = true,
+            "duplicate" => imp.duplicate = parse_chance(&mut tokens, "duplicate")?,
+            "corrupt" => imp.corrupt = parse_chance(&mut tokens, "corrupt")?,
+            "reorder" => {
+                let chance = parse_chance(&mut tokens, "reorder")?;
+                let gap = imp.reorder.map_or(0, |r| r.gap);
+                imp.reorder = Some(Reorder { chance, gap });
+            }
+            "gap" => {
+                let gap = parse_count(tokens.value("gap", "a packet count")?, "gap")?;
+                let chance = imp.reorder.map_or(Chance::NEVER, |r| r.chance);
+                imp.reorder = Some(Reorder { chance, gap });
+                gap_given = true;
+            }
+            "rate" => imp.rate = Some(parse_rate_spec(&mut tokens)?),
+            "seed" => {
+                let value = tokens.value("seed", "a number")?;
+                imp.seed = Some(value.parse().map_err(|_| {
+                    ParseError::new(format!("bad seed `{value}`: expected a whole number"))
+                })?);
+            }
+            "slot" => return Err(ParseError::new("`slot` is not supported by httpvs netem")),
+            _ => {
+                return Err(ParseError::new(format!(
+                    "unknown netem keyword `{word}` (expected limit, delay, distribution, loss, ecn, duplicate, corrupt, reorder, gap, rate or seed)"
+                )))
+            }
+        }
+    }
+    validate(imp, distribution_given, gap_given)
+}
+
+/// The checks `tc` makes after reading all options.
+fn validate(
+    mut imp: Impairment,
+    distribution_given: bool,
+    gap_given: bool,
+) -> Result<Impairment, ParseError> {
+    if distribution_given && imp.jitter.is_zero() {
+        return Err(ParseError::new(
+            "`distribution` needs a jitter: write `delay TIME JITTER distribution NAME`",
+        ));
+    }
+    if let Some(reorder) = &mut imp.reorder {
+        if reorder.chance.probability == 0.0 && gap_given {
+            return Err(ParseError::new("`gap` needs `reorder PERCENT`"));
+        }
+        if imp.delay.is_zero() {
+            return Err(ParseError::new(
+                "`reorder` needs a delay: reordered packets skip it (write e.g. `delay 10ms reorder 25%`)",
+            ));
+        }
+        reorder.gap = reorder.gap.max(1);
+    }
+    if imp.ecn && imp.loss.is_none() {
+        return Err(ParseError::new("`ecn` needs a loss model"));
+    }
+    if imp.limit == 0 {
+        return Err(ParseError::new("bad limit `0`: at least one packet"));
+    }
+    Ok(imp)
+}
+
+fn parse_loss(tokens: &mut Tokens<'_>) -> Result<LossModel, ParseError> {
+    let first = tokens.value("loss", "a percentage, `random`, `state` or `gemodel`")?;
+    match first.to_ascii_lowercase().as_str() {
+        "random" => Ok(LossModel::Random(parse_chance(tokens, "loss random")?)),
+        "state" => {
+            let p13 = parse_percent(tokens.value("loss state", "p13")?)?;
+            let mut p = [p13, 1.0 - p13, 0.0, 1.0, 0.0];
+            for slot in p.iter_mut().skip(1) {
+                match tokens.optional_number() {
+                    Some(t) => *slot = parse_percent(t)?,
+                    None => break,
+                }
+            }
+            Ok(LossModel::State {
+                p13: p[0],
+                p31: p[1],
+                p32: p[2],
+                p23: p[3],
+                p14: p[4],
+            })
+        }
+        "gemodel" => {
+            let p0 = parse_percent(tokens.value("loss gemodel", "p")?)?;
+            let mut p = [p0, 1.0 - p0, 1.0, 0.0];
+            for slot in p.iter_mut().skip(1) {
+                match tokens.optional_number() {
+                    Some(t) => *slot = parse_percent(t)?,
+                    None => break,
+                }
+            }
+            Ok(LossModel::GilbertElliott {
+                p: p[0],
+                r: p[1],
+                one_minus_h: p[2],
+                one_minus_k: p[3],
+            })
+        }
+        _ => {
+            let probability = parse_percent(first)?;
+            let correlation = match tokens.optional_number() {
+                Some(t) => parse_percent(t)?,
+                None => 0.0,
+            };
+            Ok(LossModel::Random(Chance {
+                probability,
+                correlation,
+            }))
+        }
+    }
+}
+
+fn parse_chance(tokens: &mut Tokens<'_>, keyword: &str) -> Result<Chance, ParseError> {
+    let probability = parse_percent(tokens.value(keyword, "a percentage such as 1%")?)?;
+    let correlation = match tokens.optional_number() {
+        Some(t) => parse_percent(t)?,
+        None => 0.0,
+    };
+    Ok(Chance {
+        probability,
+        correlation,
+    })
+}
+
+fn parse_rate_spec(tokens: &mut Tokens<'_>) -> Result<Rate, ParseError> {
+    let bytes_per_sec = parse_rate(tokens.value("rate", "a rate such as 10mbit")?)?;
+    let mut rate = Rate {
+        bytes_per_sec,
+        packet_overhead: 0,
+        cell_size: 0,
+        cell_overhead: 0,
+    };
+    if let Some(t) = tokens.optional_number() {
+        rate.packet_overhead = parse_signed(t, "packet overhead")?;
+        if let Some(t) = tokens.optional_number() {
+            rate.cell_size = parse_count(t, "cell size")?;
+            if let Some(t) = tokens.optional_number() {
+                rate.cell_overhead = parse_signed(t, "cell overhead")?;
+            }
+        }
+    }
+    Ok(rate)
+}
+
+fn parse_distribution(name: &str) -> Result<Distribution, ParseError> {
+    match name.to_ascii_lowercase().as_str() {
+        "uniform" => Ok(Distribution::Uniform),
+        "normal" => Ok(Distribution::Normal),
+        "pareto" => Ok(Distribution::Pareto),
+        "paretonormal" => Ok(Distribution::ParetoNormal),
+        _ => Err(ParseError::new(format!(
+            "unknown distribution `{name}` (expected uniform, normal, pareto or paretonormal)"
+        ))),
+    }
+}
+
+/// A probability: `1%`, `0.5%`, or a bare number of percent as `tc` reads it.
+fn parse_percent(token: &str) -> Result<f64, ParseError> {
+    let number = token.strip_suffix('%').unwrap_or(token);
+    match number.parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v / 100.0),
+        _ => Err(ParseError::new(format!(
+            "bad percentage `{token}`: expected 0% to 100%, e.g. 1% or 0.5%"
+        ))),
+    }
+}
+
+/// A time: `50ms`, `1.5s`, `200us`, `100ns`; a bare number is microseconds, as in `tc`.
+fn parse_time(token: &str) -> Result<Duration, ParseError> {
+    let split = token
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(token.len());
+    let (number, unit) = token.split_at(split);
+    let scale_ns = match unit.to_ascii_lowercase().as_str() {
+        "s" | "sec" | "secs" => 1e9,
+        "ms" | "msec" | "msecs" => 1e6,
+        "" | "us" | "usec" | "usecs" | "µs" => 1e3,
+        "ns" | "nsec" | "nsecs" => 1.0,
+        _ => f64::NAN,
+    };
+    match number.parse::<f64>() {
+        Ok(v) if scale_ns.is_finite() && v >= 0.0 && v * scale_ns < 3.6e12 => {
+            Ok(Duration::from_nanos((v * scale_ns).round() as u64))
+        }
+        _ => Err(ParseError::new(format!(
+            "bad time `{token}`: expected e.g. 50ms, 1.5s, 200us (at most one hour)"
+        ))),
+    }
+}
+
+/// A rate as `tc` reads it: `10mbit`, `512kbit`, `1gbit`, `100kbps` (bytes), a bare number of bits/s.
+fn parse_rate(token: &str) -> Result<u64, ParseError> {
+    let split = token
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(token.len());
+    let (number, unit) = token.split_at(split);
+    let bits_per_unit: f64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "bit" => 1.0,
+        "kbit" => 1e3,
+        "kibit" => 1024.0,
+        "mbit" => 1e6,
+        "mibit" => 1024.0 * 1024.0,
+        "gbit" => 1e9,
+        "gibit" => 1024.0 * 1024.0 * 1024.0,
+        "tbit" => 1e12,
+        "bps" => 8.0,
+        "kbps" => 8e3,
+        "kibps" => 8.0 * 1024.0,
+        "mbps" => 8e6,
+        "mibps" => 8.0 * 1024.0 * 1024.0,
+        "gbps" => 8e9,
+        "gibps" => 8.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => f64::NAN,
+    };
+    match number.parse::<f64>() {
+        Ok(v) if bits_per_unit.is_finite() && v * bits_per_unit >= 8.0 => {
+            Ok((v * bits_per_unit / 8.0).round() as u64)
+        }
+        _ => Err(ParseError::new(format!(
+            "bad rate `{token}`: expected e.g. 10mbit, 512kbit, 1gbit or 100kbps (bytes)"
+        ))),
+    }
+}
+
+fn parse_count(token: &str, what: &str) -> Result<u32, ParseError> {
+    token
+        .parse()
+        .map_err(|_| ParseError::new(format!("bad {what} `{token}`: expected a whole number")))
+}
+
+fn parse_signed(token: &str, what: &str) -> Result<i32, ParseError> {
+    token
+        .parse()
+        .map_err(|_| ParseError::new(format!("bad {what} `{token}`: expected a whole number")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_syntax_reads_every_option() {
+        let imp = parse(
+            "limit 500 delay 50ms 10ms 25% distribution normal loss 1% 25% duplicate 0.1% corrupt 1% reorder 25% 50% gap 5 rate 10mbit 14 seed 7",
+        )
+        .unwrap();
+        assert_eq!(imp.limit, 500);
+        assert_eq!(imp.delay, Duration::from_millis(50));
+        assert_eq!(imp.jitter, Duration::from_millis(10));
+        assert!((imp.delay_correlation - 0.25).abs() < 1e-12);
+        assert_eq!(imp.distribution, Distribution::Normal);
+        assert_eq!(
+            imp.loss,
+            Some(LossModel::Random(Chance {
+                probability: 0.01,
+                correlation: 0.25
+            }))
+        );
+        assert!((imp.duplicate.probability - 0.001).abs() < 1e-12);
+        assert!((imp.corrupt.probability - 0.01).abs() < 1e-12);
+        let reorder = imp.reorder.unwrap();
+        assert_eq!(reorder.gap, 5);
+        assert!((reorder.chance.correlation - 0.5).abs() < 1e-12);
+        let rate = imp.rate.unwrap();
+        assert_eq!(rate.bytes_per_sec, 1_250_000);
+        assert_eq!(rate.packet_overhead, 14);
+        assert_eq!(imp.seed, Some(7));
+    }
+
+    #[test]
+    fn loss_models_take_tc_defaults() {
+        let state = parse("loss state 1%").unwrap().loss.unwrap();
+        assert_eq!(
+            state,
+            LossModel::State {
+                p13: 0.01,
+                p31: 0.99,
+                p32: 0.0,
+                p23: 1.0,
+                p14: 0.0
+            }
+        );
+        let ge = parse("loss gemodel 1% 10% 70% 0.1%").unwrap().loss.unwrap();
+        assert_eq!(
+            ge,
+            LossModel::GilbertElliott {
+                p: 0.01,
+                r: 0.1,
+                one_minus_h: 0.7,
+                one_minus_k: 0.001
+            }
+        );
+        let random = parse("loss random 3").unwrap().loss.unwrap();
+        assert_eq!(
+            random,
+            LossModel::Random(Chance {
+                probability: 0.03,
+                correlation: 0.0
+            })
+        );
+    }
+
+    #[test]
+    fn errors_name_the_bad_token() {
+        let cases = [
+            ("delay 50parsecs", "50parsecs"),
+            ("loss 120%", "120%"),
+            ("lose 1%", "lose"),
+            ("rate fast", "fast"),
+            ("delay 10ms 1ms distribution gaussian", "gaussian"),
+            ("limit many", "many"),
+        ];
+        for (text, token) in cases {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.contains(&format!("`{token}`")), "{text}: {err}");
+        }
+        assert!(parse("reorder 25%")
+            .unwrap_err()
+            .to_string()
+            .contains("delay"));
+        assert!(parse("delay").unwrap_err().to_string().contains("`delay`"));
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for text in [
+            "delay 50ms 10ms 25% distribution pareto loss 1% duplicate 0.1% corrupt 1% reorder 25% gap 5 rate 10mbit",
+            "limit 20 loss state 1% 30% 5% 80% 0.5%",
+            "loss gemodel 1% 10% 70% 0.1% ecn",
+            "rate 1500kbit 14 48 5",
+        ] {
+            let imp = parse(text).unwrap();
+            assert_eq!(parse(&imp.to_string()).unwrap(), imp, "{text} -> {imp}");
+        }
+    }
+
+    #[test]
+    fn units_follow_tc() {
+        assert_eq!(parse_time("100").unwrap(), Duration::from_micros(100));
+        assert_eq!(parse_time("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_rate("100kbps").unwrap(), 100_000);
+        assert_eq!(parse_rate("1gbit").unwrap(), 125_000_000);
+    }
+}
