@@ -1,5 +1,7 @@
 //! Test support: finds real peers (curl, nginx, caddy, h2load, h2spec) and skips or fails clearly without them.
 
+pub mod caddy;
+
 use std::path::PathBuf;
 
 /// Whether a missing peer must fail the test run (set by `scripts/test` when `CI=true`).

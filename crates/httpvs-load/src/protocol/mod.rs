@@ -4,6 +4,8 @@
 //! A protocol opens a [`Connection`] and sends requests on it; it never touches a schedule,
 //! a histogram or a report. Adding a protocol means one new file that implements [`Protocol`].
 
+pub mod h3;
+
 use crate::error::ErrorKind;
 use bytes::Bytes;
 use std::future::Future;

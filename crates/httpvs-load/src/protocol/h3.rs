@@ -1,0 +1,257 @@
+//! HTTP/3 over QUIC (quinn + h3): one UDP socket and quinn endpoint per worker thread, shared by
+//! that worker's connections; each connection carries up to `-m` concurrent request streams.
+//!
+//! Layout: `connection.rs` (one connection: send, GOAWAY, stats), `tap.rs` + `frames.rs` (what h3
+//! does not expose: QPACK header sizes and the GOAWAY id), `classify.rs` (errors), `alt_svc.rs`.
+
+mod alt_svc;
+mod classify;
+mod connection;
+mod frames;
+mod tap;
+
+pub use alt_svc::{alt_svc_h3, h3_port_in};
+pub use connection::H3Connection;
+
+use crate::error::ErrorKind;
+use crate::protocol::{ConnectInfo, ConnectOptions, Protocol, Target};
+use quinn::crypto::rustls::{HandshakeData, QuicClientConfig};
+use std::cell::RefCell;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The ALPN token of HTTP/3.
+pub const ALPN_H3: &[u8] = b"h3";
+
+/// UDP socket buffer size asked of the kernel: QUIC bursts a congestion window per socket.
+const UDP_BUFFER_BYTES: usize = 4 << 20;
+
+/// How long a handshake may go unanswered before we check for an ICMP port-unreachable.
+const REFUSED_PROBE_AFTER: Duration = Duration::from_millis(250);
+
+/// HTTP/3 choices beyond the common [`ConnectOptions`].
+#[derive(Debug, Clone, Copy)]
+pub struct H3Options {
+    /// `--0rtt`: send requests as 0-RTT early data when a session ticket allows it.
+    pub zero_rtt: bool,
+    /// QUIC idle timeout; keep-alives go out at a third of it so idle connections live on.
+    pub idle_timeout: Duration,
+}
+
+impl Default for H3Options {
+    fn default() -> Self {
+        H3Options {
+            zero_rtt: false,
+            idle_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Whether the worker's UDP socket batches datagrams in the kernel (quinn-udp's GSO/GRO).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpOffload {
+    /// Datagrams per send call (GSO); 1 means off.
+    pub gso_segments: usize,
+    /// Datagrams per receive call (GRO); 1 means off.
+    pub gro_segments: usize,
+}
+
+/// Why a worker's HTTP/3 endpoint could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum H3SetupError {
+    /// Binding or configuring the UDP socket failed.
+    #[error("cannot set up the UDP socket for HTTP/3: {0}")]
+    Socket(#[from] std::io::Error),
+}
+
+/// The HTTP/3 protocol for one worker: its quinn endpoint and client configuration.
+pub struct Http3 {
+    endpoint: quinn::Endpoint,
+    offload: UdpOffload,
+    options: H3Options,
+    transport: Arc<quinn::TransportConfig>,
+    /// The quinn client config derived from the run's TLS config, built on first connect.
+    client_config: RefCell<Option<(Arc<rustls::ClientConfig>, quinn::ClientConfig)>>,
+}
+
+impl Http3 {
+    /// Binds one UDP socket (wildcard address of `target`'s family, port 0) and its endpoint.
+    ///
+    /// Must be called inside the worker's tokio runtime: the endpoint's I/O task runs there.
+    pub fn new(target: &Target, options: H3Options) -> Result<Self, H3SetupError> {
+        let bind = if target.addr.is_ipv6() {
+            SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0))
+        } else {
+            SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))
+        };
+        let socket = socket2::Socket::new(
+            socket2::Domain::for_address(bind),
+            socket2::Type::DGRAM,
+            Some(socket2::Protocol::UDP),
+        )?;
+        // Best effort: the kernel caps these at net.core.{r,w}mem_max.
+        let _ = socket.set_recv_buffer_size(UDP_BUFFER_BYTES);
+        let _ = socket.set_send_buffer_size(UDP_BUFFER_BYTES);
+        socket.bind(&bind.into())?;
+        let runtime: Arc<dyn quinn::Runtime> = Arc::new(quinn::TokioRuntime);
+        let udp = runtime.wrap_udp_socket(socket.into())?;
+        let offload = UdpOffload {
+            gso_segments: udp.max_transmit_segments(),
+            gro_segments: udp.max_receive_segments(),
+        };
+        let endpoint = quinn::Endpoint::new_with_abstract_socket(
+            quinn::EndpointConfig::default(),
+            None,
+            udp,
+            runtime,
+        )?;
+        Ok(Http3 {
+            endpoint,
+            offload,
+            options,
+            transport: Arc::new(transport_config(&options)),
+            client_config: RefCell::new(None),
+        })
+    }
+
+    /// Whether GSO/GRO are on for this worker's socket.
+    pub fn offload(&self) -> UdpOffload {
+        self.offload
+    }
+
+    /// The local address of this worker's UDP socket.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.endpoint.local_addr()
+    }
+
+    /// The quinn client config for the run's TLS config: ALPN h3, early data when asked.
+    fn quic_client_config(
+        &self,
+        options: &ConnectOptions,
+    ) -> Result<quinn::ClientConfig, ErrorKind> {
+        // h3 is https only; the CLI rejects http URLs before a run starts.
+        let tls = options.tls.as_ref().ok_or(ErrorKind::Tls)?;
+        let mut cache = self.client_config.borrow_mut();
+        if let Some((key, config)) = cache.as_ref() {
+            if Arc::ptr_eq(key, tls) {
+                return Ok(config.clone());
+            }
+        }
+        let mut rustls_config = (**tls).clone();
+        rustls_config.alpn_protocols = vec![ALPN_H3.to_vec()];
+        rustls_config.enable_early_data = self.options.zero_rtt;
+        let quic =
+            QuicClientConfig::try_from(Arc::new(rustls_config)).map_err(|_| ErrorKind::Tls)?;
+        let mut config = quinn::ClientConfig::new(Arc::new(quic));
+        config.transport_config(self.transport.clone());
+        *cache = Some((tls.clone(), config.clone()));
+        Ok(config)
+    }
+
+    /// Runs the QUIC handshake (or starts 0-RTT), bounded by the connect timeout.
+    async fn handshake(
+        &self,
+        target: &Target,
+        options: &ConnectOptions,
+    ) -> Result<(quinn::Connection, Option<quinn::ZeroRttAccepted>), ErrorKind> {
+        let config = self.quic_client_config(options)?;
+        let connecting = self
+            .endpoint
+            .connect_with(config, target.addr, &target.host)
+            .map_err(|e| match e {
+                quinn::ConnectError::InvalidServerName(_) => ErrorKind::Tls,
+                quinn::ConnectError::UnsupportedVersion => ErrorKind::VersionNegotiation,
+                _ => ErrorKind::Io,
+            })?;
+        let connecting = if self.options.zero_rtt {
+            match connecting.into_0rtt() {
+                Ok((conn, accepted)) => return Ok((conn, Some(accepted))),
+                Err(connecting) => connecting,
+            }
+        } else {
+            connecting
+        };
+        let handshake = tokio::time::timeout(options.connect_timeout, connecting);
+        tokio::select! {
+            done = handshake => match done {
+                Ok(Ok(conn)) => Ok((conn, None)),
+                Ok(Err(e)) => Err(classify::handshake_failure(&e)),
+                Err(_elapsed) => Err(ErrorKind::ConnectTimeout),
+            },
+            () = refused_after(target.addr, REFUSED_PROBE_AFTER) => Err(ErrorKind::Refused),
+        }
+    }
+}
+
+/// Transport settings for client connections.
+fn transport_config(options: &H3Options) -> quinn::TransportConfig {
+    let mut transport = quinn::TransportConfig::default();
+    let idle = quinn::IdleTimeout::try_from(options.idle_timeout)
+        .unwrap_or_else(|_| quinn::IdleTimeout::from(quinn::VarInt::from_u32(30_000)));
+    transport.max_idle_timeout(Some(idle));
+    transport.keep_alive_interval(Some(options.idle_timeout / 3));
+    // The server may not open request streams towards a client (RFC 9114 §6.1).
+    transport.max_concurrent_bidi_streams(quinn::VarInt::from_u32(0));
+    transport
+}
+
+/// Resolves when `addr` answers with ICMP port-unreachable after `delay`; never otherwise.
+///
+/// quinn's shared socket does not surface ICMP errors, so an unanswered handshake would only
+/// end at the connect timeout. A connected probe socket sees ECONNREFUSED at once.
+async fn refused_after(addr: SocketAddr, delay: Duration) {
+    tokio::time::sleep(delay).await;
+    if !port_unreachable(addr).await {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Sends one byte from a connected UDP socket and waits briefly for ECONNREFUSED.
+/// QUIC servers drop datagrams this short (RFC 9000 §14.1), so a live server ignores it.
+async fn port_unreachable(addr: SocketAddr) -> bool {
+    let local = if addr.is_ipv6() {
+        SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0))
+    } else {
+        SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))
+    };
+    let Ok(probe) = tokio::net::UdpSocket::bind(local).await else {
+        return false;
+    };
+    if probe.connect(addr).await.is_err() || probe.send(&[0]).await.is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 64];
+    matches!(
+        tokio::time::timeout(REFUSED_PROBE_AFTER, probe.recv(&mut buf)).await,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused
+    )
+}
+
+impl Protocol for Http3 {
+    type Conn = H3Connection;
+
+    async fn connect(
+        &self,
+        target: &Target,
+        options: &ConnectOptions,
+    ) -> Result<(H3Connection, ConnectInfo), ErrorKind> {
+        let start = Instant::now();
+        let (quic, zero_rtt) = self.handshake(target, options).await?;
+        let handshake = start.elapsed();
+        let alpn = quic
+            .handshake_data()
+            .and_then(|data| data.downcast::<HandshakeData>().ok())
+            .and_then(|data| data.protocol);
+        let conn = H3Connection::establish(quic, zero_rtt).await?;
+        let info = ConnectInfo {
+            tcp_connect: Duration::ZERO,
+            handshake,
+            alpn,
+            // quinn does not expose the peer's initial_max_streams_bidi transport parameter;
+            // opening a stream beyond it simply waits for MAX_STREAMS.
+            server_max_streams: None,
+        };
+        Ok((conn, info))
+    }
+}

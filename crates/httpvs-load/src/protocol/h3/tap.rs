@@ -1,0 +1,276 @@
+//! A pass-through layer between h3 and h3-quinn that watches HTTP/3 frame headers go by.
+//!
+//! h3 keeps the GOAWAY stream id and the QPACK-encoded header sizes to itself. This layer wraps
+//! h3-quinn's connection and streams (it implements h3's public `quic` traits by delegation) and
+//! feeds what they carry to [`FrameScanner`]s, recording into a shared [`TapCounters`]:
+//! request HEADERS sent, response HEADERS received, and the server's GOAWAY id.
+
+use super::frames::{read_frame_header, FrameEvent, FrameScanner, FRAME_HEADERS};
+use bytes::{Buf, Bytes};
+use h3::error::Code;
+use h3::quic::{self, ConnectionErrorIncoming, StreamErrorIncoming, StreamId, WriteBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// What the tap saw on one connection; shared with the connection handle.
+#[derive(Debug)]
+pub struct TapCounters {
+    /// QPACK-encoded request header bytes sent (HEADERS frame payloads).
+    pub header_sent: AtomicU64,
+    /// QPACK-encoded response header bytes received (HEADERS frame payloads, trailers included).
+    pub header_received: AtomicU64,
+    /// The lowest GOAWAY stream id received; `u64::MAX` while none.
+    goaway: AtomicU64,
+}
+
+impl Default for TapCounters {
+    fn default() -> Self {
+        TapCounters {
+            header_sent: AtomicU64::new(0),
+            header_received: AtomicU64::new(0),
+            goaway: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl TapCounters {
+    /// The stream id in the server's GOAWAY, once one arrived.
+    pub fn goaway_id(&self) -> Option<u64> {
+        match self.goaway.load(Ordering::Acquire) {
+            u64::MAX => None,
+            id => Some(id),
+        }
+    }
+
+    fn record(&self, event: FrameEvent, headers: &AtomicU64) {
+        match event {
+            FrameEvent::Frame { ty, len } if ty == FRAME_HEADERS => {
+                headers.fetch_add(len, Ordering::Relaxed);
+            }
+            FrameEvent::Goaway(id) => {
+                // A later GOAWAY may only lower the id (RFC 9114 §5.2); keep the lowest.
+                self.goaway.fetch_min(id, Ordering::AcqRel);
+            }
+            FrameEvent::Frame { .. } => {}
+        }
+    }
+}
+
+/// h3-quinn's connection with a tap on the streams it hands to h3.
+pub struct TappedConnection {
+    inner: h3_quinn::Connection,
+    counters: Arc<TapCounters>,
+}
+
+impl TappedConnection {
+    /// Wraps a QUIC connection, recording into `counters`.
+    pub fn new(conn: quinn::Connection, counters: Arc<TapCounters>) -> Self {
+        TappedConnection {
+            inner: h3_quinn::Connection::new(conn),
+            counters,
+        }
+    }
+}
+
+impl quic::Connection<Bytes> for TappedConnection {
+    type RecvStream = TappedRecv<h3_quinn::RecvStream>;
+    type OpenStreams = TappedOpener;
+
+    fn poll_accept_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::RecvStream, ConnectionErrorIncoming>> {
+        let inner = std::task::ready!(quic::Connection::<Bytes>::poll_accept_recv(
+            &mut self.inner,
+            cx
+        ))?;
+        Poll::Ready(Ok(TappedRecv {
+            inner,
+            scanner: FrameScanner::uni_stream(),
+            counters: self.counters.clone(),
+        }))
+    }
+
+    fn poll_accept_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::BidiStream, ConnectionErrorIncoming>> {
+        let inner = std::task::ready!(quic::Connection::<Bytes>::poll_accept_bidi(
+            &mut self.inner,
+            cx
+        ))?;
+        Poll::Ready(Ok(TappedBidi::new(inner, self.counters.clone())))
+    }
+
+    fn opener(&self) -> Self::OpenStreams {
+        TappedOpener {
+            inner: quic::Connection::<Bytes>::opener(&self.inner),
+            counters: self.counters.clone(),
+        }
+    }
+}
+
+impl quic::OpenStreams<Bytes> for TappedConnection {
+    type BidiStream = TappedBidi;
+    type SendStream = h3_quinn::SendStream<Bytes>;
+
+    fn poll_open_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::BidiStream, StreamErrorIncoming>> {
+        let inner = std::task::ready!(self.inner.poll_open_bidi(cx))?;
+        Poll::Ready(Ok(TappedBidi::new(inner, self.counters.clone())))
+    }
+
+    fn poll_open_send(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::SendStream, StreamErrorIncoming>> {
+        self.inner.poll_open_send(cx)
+    }
+
+    fn close(&mut self, code: Code, reason: &[u8]) {
+        quic::OpenStreams::<Bytes>::close(&mut self.inner, code, reason)
+    }
+}
+
+/// Opens request streams for `SendRequest` clones, each with a tap.
+pub struct TappedOpener {
+    inner: h3_quinn::OpenStreams,
+    counters: Arc<TapCounters>,
+}
+
+impl Clone for TappedOpener {
+    fn clone(&self) -> Self {
+        TappedOpener {
+            inner: self.inner.clone(),
+            counters: self.counters.clone(),
+        }
+    }
+}
+
+impl quic::OpenStreams<Bytes> for TappedOpener {
+    type BidiStream = TappedBidi;
+    type SendStream = h3_quinn::SendStream<Bytes>;
+
+    fn poll_open_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::BidiStream, StreamErrorIncoming>> {
+        let inner = std::task::ready!(self.inner.poll_open_bidi(cx))?;
+        Poll::Ready(Ok(TappedBidi::new(inner, self.counters.clone())))
+    }
+
+    fn poll_open_send(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::SendStream, StreamErrorIncoming>> {
+        self.inner.poll_open_send(cx)
+    }
+
+    fn close(&mut self, code: Code, reason: &[u8]) {
+        quic::OpenStreams::<Bytes>::close(&mut self.inner, code, reason)
+    }
+}
+
+/// A receive stream whose bytes pass through a frame scanner.
+pub struct TappedRecv<S> {
+    inner: S,
+    scanner: FrameScanner,
+    counters: Arc<TapCounters>,
+}
+
+impl<S: quic::RecvStream<Buf = Bytes>> quic::RecvStream for TappedRecv<S> {
+    type Buf = Bytes;
+
+    fn poll_data(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
+        let chunk = std::task::ready!(self.inner.poll_data(cx))?;
+        if let Some(bytes) = &chunk {
+            let counters = &self.counters;
+            self.scanner
+                .feed(bytes, |e| counters.record(e, &counters.header_received));
+        }
+        Poll::Ready(Ok(chunk))
+    }
+
+    fn stop_sending(&mut self, error_code: u64) {
+        self.inner.stop_sending(error_code)
+    }
+
+    fn recv_id(&self) -> StreamId {
+        self.inner.recv_id()
+    }
+}
+
+/// A request stream: sends are measured frame by frame, receives pass through a scanner.
+pub struct TappedBidi {
+    inner: h3_quinn::BidiStream<Bytes>,
+    scanner: FrameScanner,
+    counters: Arc<TapCounters>,
+}
+
+impl TappedBidi {
+    fn new(inner: h3_quinn::BidiStream<Bytes>, counters: Arc<TapCounters>) -> Self {
+        TappedBidi {
+            inner,
+            scanner: FrameScanner::request_stream(),
+            counters,
+        }
+    }
+}
+
+impl quic::RecvStream for TappedBidi {
+    type Buf = Bytes;
+
+    fn poll_data(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
+        let chunk = std::task::ready!(self.inner.poll_data(cx))?;
+        if let Some(bytes) = &chunk {
+            let counters = &self.counters;
+            self.scanner
+                .feed(bytes, |e| counters.record(e, &counters.header_received));
+        }
+        Poll::Ready(Ok(chunk))
+    }
+
+    fn stop_sending(&mut self, error_code: u64) {
+        self.inner.stop_sending(error_code)
+    }
+
+    fn recv_id(&self) -> StreamId {
+        self.inner.recv_id()
+    }
+}
+
+impl quic::SendStream<Bytes> for TappedBidi {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn send_data<T: Into<WriteBuf<Bytes>>>(&mut self, data: T) -> Result<(), StreamErrorIncoming> {
+        let frame: WriteBuf<Bytes> = data.into();
+        // Each write on a request stream is one frame whose encoded header is the first chunk.
+        if let Some((FRAME_HEADERS, len)) = read_frame_header(frame.chunk()) {
+            self.counters.header_sent.fetch_add(len, Ordering::Relaxed);
+        }
+        self.inner.send_data(frame)
+    }
+
+    fn poll_finish(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
+        self.inner.poll_finish(cx)
+    }
+
+    fn reset(&mut self, reset_code: u64) {
+        self.inner.reset(reset_code)
+    }
+
+    fn send_id(&self) -> StreamId {
+        self.inner.send_id()
+    }
+}

@@ -1,0 +1,209 @@
+//! HTTP/3 interop with a real caddy: QUIC handshake with certificate checks, ALPN h3, requests,
+//! QPACK header accounting and QUIC statistics.
+
+use bytes::Bytes;
+use httpvs_load::protocol::h3::{alt_svc_h3, H3Options, Http3};
+use httpvs_load::protocol::{ConnectOptions, Connection, Protocol, RequestSpec, Target};
+use httpvs_testkit::caddy::{Caddy, CADDY_BODY};
+use std::sync::Arc;
+use std::time::Duration;
+
+const TEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A TLS client config trusting only caddy's internal root CA.
+fn tls_trusting(ca_pem: &std::path::Path) -> Arc<rustls::ClientConfig> {
+    let pem = std::fs::read(ca_pem).expect("caddy root CA");
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+        roots.add(cert.expect("PEM")).expect("root cert");
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Arc::new(config)
+}
+
+fn target(caddy: &Caddy) -> Target {
+    Target {
+        scheme: "https".into(),
+        host: "127.0.0.1".into(),
+        port: caddy.port(),
+        addr: caddy.addr(),
+        dns: Duration::ZERO,
+    }
+}
+
+fn get(url: &str) -> RequestSpec {
+    RequestSpec {
+        method: http::Method::GET,
+        uri: url.parse().expect("uri"),
+        headers: vec![(
+            http::header::USER_AGENT,
+            http::HeaderValue::from_static("httpvs-test"),
+        )],
+        body: Bytes::new(),
+    }
+}
+
+#[tokio::test]
+async fn h3_requests_to_caddy_negotiate_h3_and_succeed() {
+    let Some(bin) = httpvs_testkit::require_peer("caddy") else {
+        return;
+    };
+    let caddy = Caddy::start(&bin).expect("caddy starts");
+    let target = target(&caddy);
+    let options = ConnectOptions {
+        connect_timeout: Duration::from_secs(5),
+        tls: Some(tls_trusting(&caddy.root_ca_path())),
+        streams: 4,
+        keepalive: true,
+    };
+    let run = async {
+        let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
+        let (conn, info) = h3.connect(&target, &options).await.expect("connects");
+        assert_eq!(info.alpn.as_deref(), Some(&b"h3"[..]), "ALPN h3");
+        assert!(info.handshake > Duration::ZERO);
+        assert_eq!(info.tcp_connect, Duration::ZERO);
+
+        // Four requests at once on one connection, then a 404.
+        let req = get(&caddy.url());
+        let sends = (0..4).map(|_| conn.send(&req));
+        for response in futures_util::future::join_all(sends).await {
+            let response = response.expect("200 from caddy");
+            assert_eq!(response.status, 200);
+            assert_eq!(response.body_bytes, CADDY_BODY.len() as u64);
+            assert!(response.header_bytes > 0);
+        }
+        let missing = conn
+            .send(&get(&format!("{}status/404", caddy.url())))
+            .await
+            .expect("404 is a response");
+        assert_eq!(missing.status, 404);
+
+        assert!(conn.accepts_requests());
+        let wire = conn.wire();
+        assert!(wire.header_sent > 0 && wire.header_received > 0, "{wire:?}");
+        assert!(wire.datagrams_sent > 0 && wire.sent > wire.header_sent);
+        let quic = conn.quic_stats().expect("h3 has QUIC stats");
+        assert_eq!(quic.udp_bytes_sent, wire.sent);
+        assert!(quic.smoothed_rtt > Duration::ZERO && quic.cwnd > 0);
+        assert_eq!(quic.early_requests, 0, "0-RTT is off by default");
+        conn.close();
+        assert!(!conn.accepts_requests());
+    };
+    tokio::time::timeout(TEST_TIMEOUT, run)
+        .await
+        .unwrap_or_else(|_| panic!("timed out; caddy log:\n{}", caddy.log()));
+}
+
+#[tokio::test]
+async fn h3_to_caddy_with_an_untrusted_certificate_is_a_tls_error() {
+    let Some(bin) = httpvs_testkit::require_peer("caddy") else {
+        return;
+    };
+    let caddy = Caddy::start(&bin).expect("caddy starts");
+    let target = target(&caddy);
+    let empty_roots = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_root_certificates(rustls::RootCertStore::empty())
+    .with_no_client_auth();
+    let options = ConnectOptions {
+        connect_timeout: Duration::from_secs(5),
+        tls: Some(Arc::new(empty_roots)),
+        streams: 1,
+        keepalive: true,
+    };
+    let run = async {
+        let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
+        let err = h3.connect(&target, &options).await.err().expect("fails");
+        assert_eq!(err, httpvs_load::ErrorKind::Tls);
+    };
+    tokio::time::timeout(TEST_TIMEOUT, run)
+        .await
+        .expect("bounded");
+}
+
+#[test]
+fn caddy_advertises_h3_in_alt_svc_and_the_parser_finds_its_port() {
+    let (Some(bin), Some(curl)) = (
+        httpvs_testkit::require_peer("caddy"),
+        httpvs_testkit::require_peer("curl"),
+    ) else {
+        return;
+    };
+    let caddy = Caddy::start(&bin).expect("caddy starts");
+    // The discovery request goes over TCP (h2), as `-p auto --alt-svc` does it.
+    let out = std::process::Command::new(curl)
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-D",
+            "-",
+            "--max-time",
+            "10",
+            "--cacert",
+        ])
+        .arg(caddy.root_ca_path())
+        .arg(caddy.url())
+        .output()
+        .expect("curl runs");
+    let head = String::from_utf8_lossy(&out.stdout);
+    let mut headers = http::HeaderMap::new();
+    for line in head.lines().skip(1) {
+        if let Some((name, value)) = line.split_once(':') {
+            if let (Ok(n), Ok(v)) = (
+                http::HeaderName::from_bytes(name.trim().as_bytes()),
+                http::HeaderValue::from_str(value.trim()),
+            ) {
+                headers.append(n, v);
+            }
+        }
+    }
+    assert_eq!(alt_svc_h3(&headers), Some(caddy.port()), "head:\n{head}");
+}
+
+#[tokio::test]
+async fn nothing_listening_is_refused_not_a_timeout() {
+    let port = httpvs_testkit::caddy::free_tcp_and_udp_port().expect("port");
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let target = Target {
+        scheme: "https".into(),
+        host: "127.0.0.1".into(),
+        port,
+        addr,
+        dns: Duration::ZERO,
+    };
+    let options = ConnectOptions {
+        connect_timeout: Duration::from_secs(10),
+        tls: Some(tls_trusting_nothing()),
+        streams: 1,
+        keepalive: true,
+    };
+    let run = async {
+        let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
+        let err = h3.connect(&target, &options).await.err().expect("fails");
+        assert_eq!(err, httpvs_load::ErrorKind::Refused);
+    };
+    tokio::time::timeout(TEST_TIMEOUT, run)
+        .await
+        .expect("bounded");
+}
+
+fn tls_trusting_nothing() -> Arc<rustls::ClientConfig> {
+    Arc::new(
+        rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth(),
+    )
+}
