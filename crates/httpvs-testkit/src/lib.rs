@@ -1,6 +1,7 @@
 //! Test support: finds real peers (curl, nginx, caddy, h2load, h2spec) and skips or fails clearly without them.
 
 pub mod caddy;
+pub mod nginx;
 
 use std::path::PathBuf;
 

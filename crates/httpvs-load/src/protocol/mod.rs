@@ -4,7 +4,11 @@
 //! A protocol opens a [`Connection`] and sends requests on it; it never touches a schedule,
 //! a histogram or a report. Adding a protocol means one new file that implements [`Protocol`].
 
+pub mod h1;
 pub mod h3;
+pub mod tcp;
+pub mod tls;
+pub mod wire;
 
 use crate::error::ErrorKind;
 use bytes::Bytes;
@@ -12,6 +16,9 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The User-Agent every protocol sends unless `-H` sets one.
+pub const USER_AGENT: &str = concat!("httpvs/", env!("CARGO_PKG_VERSION"));
 
 /// Which wire protocol a run uses, after `auto` has been resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

@@ -1,0 +1,44 @@
+//! HTTP/1.1 over TCP or TLS (ALPN http/1.1): keep-alive, `--no-keepalive`, and pipelining
+//! up to `-m` requests deep. Heads are serialized once per request and responses parsed with
+//! httparse from a reused buffer.
+
+mod connection;
+mod request_head;
+mod response;
+
+pub use connection::Http1Connection;
+pub use request_head::serialize_head;
+pub use response::{parse_head, BodyFraming, ChunkedBody, ResponseHead};
+
+use super::tcp;
+use super::tls::{AlpnConfigs, ALPN_HTTP11};
+use super::wire::WireCounter;
+use super::{ConnectInfo, ConnectOptions, Protocol, Target};
+use crate::error::ErrorKind;
+
+/// The HTTP/1.1 protocol (h1, and h1 over TLS for https targets).
+#[derive(Debug, Default)]
+pub struct Http1 {
+    tls: AlpnConfigs,
+}
+
+impl Protocol for Http1 {
+    type Conn = Http1Connection;
+
+    async fn connect(
+        &self,
+        target: &Target,
+        options: &ConnectOptions,
+    ) -> Result<(Http1Connection, ConnectInfo), ErrorKind> {
+        let tls = tcp::tls_for(target, options, &self.tls, &[ALPN_HTTP11])?;
+        let counter = WireCounter::new_shared();
+        let (transport, info) =
+            tcp::connect(target, tls, options.connect_timeout, counter.clone()).await?;
+        // A server may ignore ALPN (None), but must not pick something else.
+        if info.alpn.as_deref().is_some_and(|p| p != ALPN_HTTP11) {
+            return Err(ErrorKind::Tls);
+        }
+        let conn = Http1Connection::new(transport, counter, options.keepalive);
+        Ok((conn, info))
+    }
+}

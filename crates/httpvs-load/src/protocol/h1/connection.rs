@@ -1,0 +1,394 @@
+//! One HTTP/1.1 connection: keep-alive, pipelining (writes in order, responses read in the
+//! same order), and how the connection ends.
+//!
+//! Concurrent `send` calls take a ticket when they write; each then waits for its turn to read,
+//! so up to `-m` requests are on the wire at once. A send that is dropped half-way (a request
+//! timeout) leaves the byte stream unusable, so a guard retires the connection.
+
+use super::request_head::HeadCache;
+use super::response::{parse_head, BodyFraming, ChunkedBody, ResponseHead};
+use crate::error::ErrorKind;
+use crate::protocol::tcp::{io_error_kind, Transport};
+use crate::protocol::wire::WireCounter;
+use crate::protocol::{CloseCause, RequestSpec, ResponseInfo, RetryReason, SendError, WireBytes};
+use bytes::{Buf, BytesMut};
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
+use tokio::sync::{Mutex, Notify};
+
+/// Bytes asked of the socket per read: large reads keep syscalls per response low.
+const READ_CHUNK: usize = 64 * 1024;
+
+const RETRY: SendError = SendError::Retry(RetryReason::ConnectionClosed);
+
+/// An open HTTP/1.1 connection (plain or TLS).
+pub struct Http1Connection {
+    writer: Mutex<WriteSide>,
+    /// Taken by the send whose turn it is to read, and put back after its response.
+    reader: RefCell<Option<ReadSide>>,
+    /// Wakes sends waiting for their turn to read.
+    turn: Notify,
+    next_turn: Cell<u64>,
+    /// Responses from this ticket on will never be read (close, EOF, error, abandoned send);
+    /// `u64::MAX` while healthy. Earlier pipelined responses still complete.
+    dead_from: Cell<u64>,
+    cause: Cell<CloseCause>,
+    counter: Arc<WireCounter>,
+    keepalive: bool,
+}
+
+struct WriteSide {
+    io: WriteHalf<Transport>,
+    heads: HeadCache,
+    next_ticket: u64,
+}
+
+struct ReadSide {
+    io: ReadHalf<Transport>,
+    buf: BytesMut,
+}
+
+/// Why reading a response stopped early, and what that says about the connection.
+struct ReadFailure {
+    error: SendError,
+    cause: CloseCause,
+}
+
+impl Http1Connection {
+    pub(super) fn new(transport: Transport, counter: Arc<WireCounter>, keepalive: bool) -> Self {
+        let (read, write) = tokio::io::split(transport);
+        Http1Connection {
+            writer: Mutex::new(WriteSide {
+                io: write,
+                heads: HeadCache::default(),
+                next_ticket: 0,
+            }),
+            reader: RefCell::new(Some(ReadSide {
+                io: read,
+                buf: BytesMut::with_capacity(READ_CHUNK),
+            })),
+            turn: Notify::new(),
+            next_turn: Cell::new(0),
+            dead_from: Cell::new(u64::MAX),
+            cause: Cell::new(CloseCause::Open),
+            counter,
+            keepalive,
+        }
+    }
+
+    /// Records why the connection stopped accepting requests; the first cause wins.
+    fn retire(&self, cause: CloseCause) {
+        if self.cause.get() == CloseCause::Open {
+            self.cause.set(cause);
+        }
+    }
+
+    /// Marks responses after `ticket` as unreadable and wakes their waiters.
+    fn end_reading_after(&self, ticket: u64) {
+        self.dead_from.set(self.dead_from.get().min(ticket + 1));
+        self.turn.notify_waiters();
+    }
+
+    async fn send_request(&self, req: &RequestSpec) -> Result<ResponseInfo, SendError> {
+        let start = Instant::now();
+        let mut in_flight = InFlight {
+            conn: self,
+            ticket: None,
+        };
+        let ticket = self.write_request(req).await?;
+        in_flight.ticket = Some(ticket);
+        self.wait_turn(ticket).await?;
+        let Some(mut side) = self.reader.borrow_mut().take() else {
+            // An earlier reader was abandoned mid-response; `dead_from` already covers us.
+            return Err(RETRY);
+        };
+        let is_head = req.method == http::Method::HEAD;
+        let result = read_response(&mut side, is_head, start, ticket > 0).await;
+        in_flight.ticket = None;
+        match result {
+            Ok((head, info)) => {
+                *self.reader.borrow_mut() = Some(side);
+                self.counter.add_header_received(info.header_bytes);
+                if head.close {
+                    // A pipelined write may already have hit the close (Fin/Reset); the
+                    // server's explicit close is the reason behind it.
+                    if matches!(self.cause.get(), CloseCause::Fin | CloseCause::Reset) {
+                        self.cause.set(CloseCause::ConnectionClose);
+                    }
+                    self.retire(CloseCause::ConnectionClose);
+                    self.end_reading_after(ticket);
+                }
+                self.next_turn.set(ticket + 1);
+                self.turn.notify_waiters();
+                Ok(info)
+            }
+            Err(failure) => {
+                self.retire(failure.cause);
+                self.end_reading_after(ticket);
+                Err(failure.error)
+            }
+        }
+    }
+
+    /// Writes the request; returns its ticket, the position of its response on the wire.
+    async fn write_request(&self, req: &RequestSpec) -> Result<u64, SendError> {
+        let mut side = self.writer.lock().await;
+        // Waiting for the lock may have outlived the connection.
+        if self.cause.get() != CloseCause::Open {
+            return Err(RETRY);
+        }
+        let side = &mut *side;
+        let head = side.heads.head(req, self.keepalive);
+        let mut bytes = head.clone().chain(req.body.clone());
+        // A request cut off half-written (dropped send) would corrupt every later one.
+        let mut partial = PartialWrite {
+            conn: self,
+            done: false,
+        };
+        let written = async {
+            side.io.write_all_buf(&mut bytes).await?;
+            side.io.flush().await
+        }
+        .await;
+        partial.done = true;
+        if let Err(e) = written {
+            return Err(self.write_failed(&e, side.next_ticket > 0));
+        }
+        self.counter.add_header_sent(head.len() as u64);
+        let ticket = side.next_ticket;
+        side.next_ticket += 1;
+        if !self.keepalive {
+            // `--no-keepalive`: this connection carries exactly this request.
+            self.retire(CloseCause::Local);
+        }
+        Ok(ticket)
+    }
+
+    /// A write on a reused connection fails when the server has closed it (keep-alive race):
+    /// nothing of the request was processed, so it may be sent again.
+    fn write_failed(&self, e: &io::Error, reused: bool) -> SendError {
+        let kind = io_error_kind(e);
+        self.retire(match kind {
+            ErrorKind::ConnectionClosed => CloseCause::Fin,
+            _ => CloseCause::Reset,
+        });
+        match kind {
+            ErrorKind::ConnectionClosed | ErrorKind::Reset if reused => RETRY,
+            kind => SendError::Failed(kind),
+        }
+    }
+
+    async fn wait_turn(&self, ticket: u64) -> Result<(), SendError> {
+        loop {
+            let notified = self.turn.notified();
+            tokio::pin!(notified);
+            // Registered before checking, so a notify between check and await is not lost.
+            notified.as_mut().enable();
+            if ticket >= self.dead_from.get() {
+                return Err(RETRY);
+            }
+            if self.next_turn.get() == ticket {
+                return Ok(());
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Retires the connection if a send is dropped (request timeout) after writing its request
+/// but before its response was read: the responses behind it can no longer be found.
+struct InFlight<'a> {
+    conn: &'a Http1Connection,
+    ticket: Option<u64>,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket {
+            self.conn.retire(CloseCause::Local);
+            self.conn.end_reading_after(ticket);
+        }
+    }
+}
+
+/// Retires the connection if a send is dropped while its request is partly written.
+struct PartialWrite<'a> {
+    conn: &'a Http1Connection,
+    done: bool,
+}
+
+impl Drop for PartialWrite<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.conn.retire(CloseCause::Local);
+        }
+    }
+}
+
+async fn fill(side: &mut ReadSide) -> io::Result<usize> {
+    side.buf.reserve(READ_CHUNK);
+    side.io.read_buf(&mut side.buf).await
+}
+
+/// Reads one whole response. `reused`: earlier requests went out on this connection, so an
+/// end before any byte of this response means the server closed it first (retry, not failure).
+async fn read_response(
+    side: &mut ReadSide,
+    is_head: bool,
+    start: Instant,
+    reused: bool,
+) -> Result<(ResponseHead, ResponseInfo), ReadFailure> {
+    let mut ttfb = None;
+    let mut interim_bytes = 0u64;
+    let head = loop {
+        if !side.buf.is_empty() {
+            ttfb.get_or_insert_with(|| start.elapsed());
+            match parse_head(&side.buf, is_head).map_err(protocol_failure)? {
+                Some(head) if head.is_interim() => {
+                    interim_bytes += head.head_len as u64;
+                    side.buf.advance(head.head_len);
+                    continue;
+                }
+                Some(head) => break head,
+                None => {}
+            }
+        }
+        let read = fill(side).await;
+        let before_response = ttfb.is_none() && reused;
+        match read {
+            Ok(0) if before_response => return Err(closed_failure(RETRY)),
+            Ok(0) => {
+                return Err(closed_failure(SendError::Failed(
+                    ErrorKind::ConnectionClosed,
+                )))
+            }
+            Ok(_) => {}
+            Err(e) if before_response && io_error_kind(&e) == ErrorKind::Reset => {
+                return Err(ReadFailure {
+                    error: RETRY,
+                    cause: CloseCause::Reset,
+                })
+            }
+            Err(e) => return Err(io_failure(&e)),
+        }
+    };
+    side.buf.advance(head.head_len);
+    let body_bytes = match head.framing {
+        BodyFraming::Empty => 0,
+        BodyFraming::Length(len) => read_sized_body(side, len).await?,
+        BodyFraming::Chunked => read_chunked_body(side).await?,
+        BodyFraming::UntilClose => read_body_until_close(side).await?,
+    };
+    let info = ResponseInfo {
+        status: head.status,
+        ttfb: ttfb.unwrap_or_default(),
+        // h1 headers are not compressed: decoded size = encoded size, as h2load counts them.
+        header_bytes: interim_bytes + head.head_len as u64,
+        body_bytes,
+        close_requested: head.close,
+    };
+    Ok((head, info))
+}
+
+async fn read_sized_body(side: &mut ReadSide, len: u64) -> Result<u64, ReadFailure> {
+    let mut left = len;
+    loop {
+        let take = left.min(side.buf.len() as u64);
+        side.buf.advance(take as usize);
+        left -= take;
+        if left == 0 {
+            return Ok(len);
+        }
+        read_more_body(side).await?;
+    }
+}
+
+async fn read_chunked_body(side: &mut ReadSide) -> Result<u64, ReadFailure> {
+    let mut body = ChunkedBody::default();
+    let mut total = 0;
+    loop {
+        let fed = body.feed(&side.buf).map_err(protocol_failure)?;
+        side.buf.advance(fed.consumed);
+        total += fed.data;
+        if body.is_done() {
+            return Ok(total);
+        }
+        read_more_body(side).await?;
+    }
+}
+
+async fn read_body_until_close(side: &mut ReadSide) -> Result<u64, ReadFailure> {
+    let mut total = 0;
+    loop {
+        total += side.buf.len() as u64;
+        side.buf.clear();
+        match fill(side).await {
+            Ok(0) => return Ok(total),
+            Ok(_) => {}
+            Err(e) => return Err(io_failure(&e)),
+        }
+    }
+}
+
+/// Reads more of a body whose end is known; the connection ending first truncates it.
+async fn read_more_body(side: &mut ReadSide) -> Result<(), ReadFailure> {
+    match fill(side).await {
+        Ok(0) => Err(closed_failure(SendError::Failed(ErrorKind::TruncatedBody))),
+        Ok(_) => Ok(()),
+        Err(e) => Err(io_failure(&e)),
+    }
+}
+
+fn closed_failure(error: SendError) -> ReadFailure {
+    ReadFailure {
+        error,
+        cause: CloseCause::Fin,
+    }
+}
+
+fn protocol_failure(kind: ErrorKind) -> ReadFailure {
+    ReadFailure {
+        error: SendError::Failed(kind),
+        cause: CloseCause::Reset,
+    }
+}
+
+fn io_failure(e: &io::Error) -> ReadFailure {
+    let kind = io_error_kind(e);
+    ReadFailure {
+        error: SendError::Failed(kind),
+        cause: match kind {
+            ErrorKind::ConnectionClosed => CloseCause::Fin,
+            _ => CloseCause::Reset,
+        },
+    }
+}
+
+impl crate::protocol::Connection for Http1Connection {
+    fn send(
+        &self,
+        req: &RequestSpec,
+    ) -> impl std::future::Future<Output = Result<ResponseInfo, SendError>> {
+        self.send_request(req)
+    }
+
+    fn accepts_requests(&self) -> bool {
+        self.cause.get() == CloseCause::Open
+    }
+
+    fn close_cause(&self) -> CloseCause {
+        self.cause.get()
+    }
+
+    fn wire(&self) -> WireBytes {
+        self.counter.snapshot()
+    }
+
+    /// Stops accepting requests; the socket closes when the engine drops the connection.
+    fn close(&self) {
+        self.retire(CloseCause::Local);
+    }
+}

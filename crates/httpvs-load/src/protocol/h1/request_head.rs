@@ -1,0 +1,160 @@
+//! HTTP/1.1 request heads, serialized once per distinct request and reused for every send.
+
+use crate::protocol::{RequestSpec, USER_AGENT};
+use bytes::Bytes;
+use http::header::{CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING, USER_AGENT as UA};
+use http::Method;
+
+/// A run uses one request (or a handful); more distinct ones than this are re-serialized.
+const CACHED_HEADS: usize = 8;
+
+/// Serialized request heads of one connection, keyed by the request they came from.
+#[derive(Debug, Default)]
+pub struct HeadCache {
+    entries: Vec<(HeadKey, Bytes)>,
+    next_evict: usize,
+}
+
+/// What the head depends on; the body itself is sent separately.
+#[derive(Debug, PartialEq, Eq)]
+struct HeadKey {
+    method: Method,
+    uri: http::Uri,
+    headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    body_len: usize,
+    keepalive: bool,
+}
+
+impl HeadKey {
+    fn matches(&self, req: &RequestSpec, keepalive: bool) -> bool {
+        self.body_len == req.body.len()
+            && self.keepalive == keepalive
+            && self.method == req.method
+            && self.uri == req.uri
+            && self.headers == req.headers
+    }
+}
+
+impl HeadCache {
+    /// The serialized head for `req`, built on first use.
+    pub fn head(&mut self, req: &RequestSpec, keepalive: bool) -> Bytes {
+        if let Some((_, head)) = self.entries.iter().find(|(k, _)| k.matches(req, keepalive)) {
+            return head.clone();
+        }
+        let head = Bytes::from(serialize_head(req, keepalive));
+        let key = HeadKey {
+            method: req.method.clone(),
+            uri: req.uri.clone(),
+            headers: req.headers.clone(),
+            body_len: req.body.len(),
+            keepalive,
+        };
+        if self.entries.len() < CACHED_HEADS {
+            self.entries.push((key, head.clone()));
+        } else {
+            self.entries[self.next_evict] = (key, head.clone());
+            self.next_evict = (self.next_evict + 1) % CACHED_HEADS;
+        }
+        head
+    }
+}
+
+/// Writes the request line and headers. Host and User-Agent are added unless `-H` gave them;
+/// Content-Length is added for a body (or an empty POST/PUT/PATCH, as curl does).
+pub fn serialize_head(req: &RequestSpec, keepalive: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(req.method.as_str().as_bytes());
+    out.push(b' ');
+    let target = req.uri.path_and_query().map_or("/", |pq| pq.as_str());
+    out.extend_from_slice(if target.is_empty() { "/" } else { target }.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    let has = |name: &http::HeaderName| req.headers.iter().any(|(n, _)| n == name);
+    if !has(&HOST) {
+        if let Some(authority) = req.uri.authority() {
+            // Userinfo never goes into Host.
+            let host = authority.as_str().rsplit('@').next().unwrap_or("");
+            push_header(&mut out, b"Host", host.as_bytes());
+        }
+    }
+    if !has(&UA) {
+        push_header(&mut out, b"User-Agent", USER_AGENT.as_bytes());
+    }
+    for (name, value) in &req.headers {
+        push_header(&mut out, name.as_str().as_bytes(), value.as_bytes());
+    }
+    let wants_length =
+        !req.body.is_empty() || matches!(req.method, Method::POST | Method::PUT | Method::PATCH);
+    if wants_length && !has(&CONTENT_LENGTH) && !has(&TRANSFER_ENCODING) {
+        push_header(
+            &mut out,
+            b"Content-Length",
+            req.body.len().to_string().as_bytes(),
+        );
+    }
+    if !keepalive && !has(&CONNECTION) {
+        push_header(&mut out, b"Connection", b"close");
+    }
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+fn push_header(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(method: Method, uri: &str, body: &'static [u8]) -> RequestSpec {
+        RequestSpec {
+            method,
+            uri: uri.parse().unwrap(),
+            headers: vec![],
+            body: Bytes::from_static(body),
+        }
+    }
+
+    #[test]
+    fn get_head_has_host_and_agent() {
+        let head = serialize_head(
+            &spec(Method::GET, "http://u@127.0.0.1:8080/a?b=1", b""),
+            true,
+        );
+        let text = String::from_utf8(head).unwrap();
+        assert_eq!(
+            text,
+            format!(
+                "GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: {USER_AGENT}\r\n\r\n"
+            )
+        );
+    }
+
+    #[test]
+    fn post_without_keepalive_has_length_and_close() {
+        let mut req = spec(Method::POST, "http://h/", b"abc");
+        req.headers
+            .push(("user-agent".parse().unwrap(), "me".parse().unwrap()));
+        let text = String::from_utf8(serialize_head(&req, false)).unwrap();
+        assert!(text.contains("user-agent: me\r\n"), "{text}");
+        assert!(!text.contains("User-Agent"), "{text}");
+        assert!(
+            text.ends_with("Content-Length: 3\r\nConnection: close\r\n\r\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn cache_reuses_heads_per_request() {
+        let mut cache = HeadCache::default();
+        let req = spec(Method::GET, "http://h/x", b"");
+        let a = cache.head(&req, true);
+        let b = cache.head(&req, true);
+        assert_eq!(a.as_ptr(), b.as_ptr());
+        let c = cache.head(&req, false);
+        assert_ne!(a, c);
+    }
+}

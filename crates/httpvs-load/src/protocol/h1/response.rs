@@ -1,0 +1,333 @@
+//! HTTP/1.1 response framing without I/O: the head (httparse) and how its body is delimited
+//! (RFC 9112 §6.3), plus an incremental chunked-body decoder that counts and discards data.
+
+use crate::error::ErrorKind;
+
+/// Most response heads carry far fewer headers; more than this is treated as malformed.
+const MAX_HEADERS: usize = 128;
+/// A chunk-size or trailer line longer than this is malformed (guards memory).
+const MAX_LINE: usize = 16 * 1024;
+
+/// How the body of a response is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyFraming {
+    /// No body (HEAD, 1xx, 204, 304).
+    Empty,
+    /// `Content-Length` bytes.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// Until the server closes the connection.
+    UntilClose,
+}
+
+/// A parsed response head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResponseHead {
+    /// Status code.
+    pub status: u16,
+    /// Bytes of the head, status line through the blank line.
+    pub head_len: usize,
+    /// How the body is delimited.
+    pub framing: BodyFraming,
+    /// The connection ends after this response (`Connection: close`, HTTP/1.0 without
+    /// keep-alive, or a close-delimited body).
+    pub close: bool,
+}
+
+impl ResponseHead {
+    /// 1xx responses other than 101 precede the real response and are skipped.
+    pub fn is_interim(&self) -> bool {
+        (100..200).contains(&self.status) && self.status != 101
+    }
+}
+
+/// Parses a response head at the start of `buf`; `Ok(None)` means more bytes are needed.
+pub fn parse_head(buf: &[u8], request_was_head: bool) -> Result<Option<ResponseHead>, ErrorKind> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    let head_len = match response.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(_) => return Err(ErrorKind::Protocol),
+    };
+    let status = response.code.ok_or(ErrorKind::Protocol)?;
+    let http10 = response.version == Some(0);
+    let mut content_length: Option<u64> = None;
+    let mut chunked = false;
+    let mut transfer_encoding = false;
+    let mut close_token = false;
+    let mut keep_alive_token = false;
+    for header in response.headers.iter() {
+        let name = header.name;
+        if name.eq_ignore_ascii_case("content-length") {
+            let len = parse_content_length(header.value)?;
+            if content_length.is_some_and(|seen| seen != len) {
+                return Err(ErrorKind::Protocol);
+            }
+            content_length = Some(len);
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            transfer_encoding = true;
+            // Only a final `chunked` coding delimits the body; any later coding means close.
+            chunked = last_token(header.value).is_some_and(|t| t.eq_ignore_ascii_case(b"chunked"));
+        } else if name.eq_ignore_ascii_case("connection") {
+            for token in tokens(header.value) {
+                close_token |= token.eq_ignore_ascii_case(b"close");
+                keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
+            }
+        }
+    }
+    let bodiless =
+        request_was_head || (100..200).contains(&status) || status == 204 || status == 304;
+    let framing = if bodiless {
+        BodyFraming::Empty
+    } else if transfer_encoding {
+        if chunked {
+            BodyFraming::Chunked
+        } else {
+            BodyFraming::UntilClose
+        }
+    } else if let Some(len) = content_length {
+        BodyFraming::Length(len)
+    } else {
+        BodyFraming::UntilClose
+    };
+    let close = close_token || (http10 && !keep_alive_token) || framing == BodyFraming::UntilClose;
+    Ok(Some(ResponseHead {
+        status,
+        head_len,
+        framing,
+        close,
+    }))
+}
+
+fn parse_content_length(value: &[u8]) -> Result<u64, ErrorKind> {
+    let digits = value.trim_ascii();
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(ErrorKind::Protocol);
+    }
+    std::str::from_utf8(digits)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or(ErrorKind::Protocol)
+}
+
+fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value
+        .split(|&b| b == b',')
+        .map(<[u8]>::trim_ascii)
+        .filter(|t| !t.is_empty())
+}
+
+fn last_token(value: &[u8]) -> Option<&[u8]> {
+    tokens(value).last()
+}
+
+/// Decodes a chunked body incrementally, counting data bytes without keeping them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkedBody {
+    state: ChunkState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChunkState {
+    Size,
+    Data(u64),
+    DataEnd,
+    Trailer,
+    Done,
+}
+
+/// What one [`ChunkedBody::feed`] call consumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fed {
+    /// Bytes of input consumed (framing and data).
+    pub consumed: usize,
+    /// Body data bytes among them.
+    pub data: u64,
+}
+
+impl Default for ChunkedBody {
+    fn default() -> Self {
+        ChunkedBody {
+            state: ChunkState::Size,
+        }
+    }
+}
+
+impl ChunkedBody {
+    /// The terminating chunk and trailers have been read.
+    pub fn is_done(&self) -> bool {
+        self.state == ChunkState::Done
+    }
+
+    /// Consumes as much of `buf` as forms complete framing; stops when more input is needed
+    /// or the body is done. Bytes after the body are left alone.
+    pub fn feed(&mut self, buf: &[u8]) -> Result<Fed, ErrorKind> {
+        let mut fed = Fed {
+            consumed: 0,
+            data: 0,
+        };
+        loop {
+            let rest = &buf[fed.consumed..];
+            match self.state {
+                ChunkState::Done => return Ok(fed),
+                ChunkState::Size => match httparse::parse_chunk_size(rest) {
+                    Ok(httparse::Status::Complete((n, size))) => {
+                        fed.consumed += n;
+                        self.state = if size == 0 {
+                            ChunkState::Trailer
+                        } else {
+                            ChunkState::Data(size)
+                        };
+                    }
+                    Ok(httparse::Status::Partial) if rest.len() < MAX_LINE => return Ok(fed),
+                    _ => return Err(ErrorKind::Protocol),
+                },
+                ChunkState::Data(left) => {
+                    if rest.is_empty() {
+                        return Ok(fed);
+                    }
+                    let take = left.min(rest.len() as u64);
+                    fed.consumed += take as usize;
+                    fed.data += take;
+                    self.state = if take == left {
+                        ChunkState::DataEnd
+                    } else {
+                        ChunkState::Data(left - take)
+                    };
+                }
+                ChunkState::DataEnd => {
+                    if rest.len() < 2 {
+                        return Ok(fed);
+                    }
+                    if &rest[..2] != b"\r\n" {
+                        return Err(ErrorKind::Protocol);
+                    }
+                    fed.consumed += 2;
+                    self.state = ChunkState::Size;
+                }
+                ChunkState::Trailer => match rest.windows(2).position(|w| w == b"\r\n") {
+                    Some(0) => {
+                        fed.consumed += 2;
+                        self.state = ChunkState::Done;
+                    }
+                    Some(line) => fed.consumed += line + 2,
+                    None if rest.len() < MAX_LINE => return Ok(fed),
+                    None => return Err(ErrorKind::Protocol),
+                },
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(raw: &str) -> ResponseHead {
+        parse_head(raw.as_bytes(), false).unwrap().unwrap()
+    }
+
+    #[test]
+    fn content_length_keep_alive() {
+        let h = head("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
+        assert_eq!(h.status, 200);
+        assert_eq!(h.framing, BodyFraming::Length(5));
+        assert_eq!(h.head_len, 38);
+        assert!(!h.close);
+    }
+
+    #[test]
+    fn chunked_wins_over_length_and_close_is_seen() {
+        let h = head(
+            "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: gzip, chunked\r\nConnection: Keep-Alive, Close\r\n\r\n",
+        );
+        assert_eq!(h.framing, BodyFraming::Chunked);
+        assert!(h.close);
+    }
+
+    #[test]
+    fn bodiless_statuses_and_head_requests() {
+        assert_eq!(
+            head("HTTP/1.1 204 No Content\r\n\r\n").framing,
+            BodyFraming::Empty
+        );
+        assert_eq!(
+            head("HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n").framing,
+            BodyFraming::Empty
+        );
+        let h = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(h.framing, BodyFraming::Empty);
+        assert!(head("HTTP/1.1 100 Continue\r\n\r\n").is_interim());
+    }
+
+    #[test]
+    fn http10_and_unframed_bodies_close() {
+        assert!(head("HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n").close);
+        assert!(
+            !head("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\n").close
+        );
+        let h = head("HTTP/1.1 200 OK\r\n\r\n");
+        assert_eq!(h.framing, BodyFraming::UntilClose);
+        assert!(h.close);
+    }
+
+    #[test]
+    fn malformed_heads_are_protocol_errors() {
+        assert_eq!(
+            parse_head(b"HTTP/1.1 2x0 OK\r\n\r\n", false),
+            Err(ErrorKind::Protocol)
+        );
+        assert_eq!(
+            parse_head(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+                false
+            ),
+            Err(ErrorKind::Protocol)
+        );
+        assert_eq!(parse_head(b"HTTP/1.1 200 O", false), Ok(None));
+    }
+
+    #[test]
+    fn chunked_body_byte_by_byte() {
+        let wire = b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: x\r\n\r\nNEXT";
+        let mut body = ChunkedBody::default();
+        let mut pending = Vec::new();
+        let mut data = 0;
+        let mut used = 0;
+        for &b in wire.iter() {
+            if body.is_done() {
+                break;
+            }
+            pending.push(b);
+            let fed = body.feed(&pending).unwrap();
+            pending.drain(..fed.consumed);
+            used += fed.consumed;
+            data += fed.data;
+        }
+        assert!(body.is_done());
+        assert_eq!(data, 11);
+        assert_eq!(used, wire.len() - 4);
+    }
+
+    #[test]
+    fn chunked_body_in_one_piece_leaves_the_next_response() {
+        let wire = b"3\r\nabc\r\n0\r\n\r\nHTTP/1.1";
+        let mut body = ChunkedBody::default();
+        let fed = body.feed(wire).unwrap();
+        assert!(body.is_done());
+        assert_eq!(fed.data, 3);
+        assert_eq!(&wire[fed.consumed..], b"HTTP/1.1");
+    }
+
+    #[test]
+    fn bad_chunk_framing_is_a_protocol_error() {
+        let mut body = ChunkedBody::default();
+        assert_eq!(body.feed(b"zz\r\n"), Err(ErrorKind::Protocol));
+        let mut body = ChunkedBody::default();
+        assert_eq!(body.feed(b"1\r\naXY"), Err(ErrorKind::Protocol));
+    }
+}

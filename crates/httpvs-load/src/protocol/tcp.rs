@@ -1,0 +1,215 @@
+//! The TCP transport under h1, h2c and h2: connect within a deadline with TCP_NODELAY, an
+//! optional TLS layer, per-phase timings, and the mapping from I/O errors to [`ErrorKind`].
+
+use super::tls::{server_name, AlpnConfigs};
+use super::wire::{ByteCount, CountingIo, TapIo, WireCounter};
+use super::{ConnectInfo, ConnectOptions, Target};
+use crate::error::ErrorKind;
+use rustls::ClientConfig;
+use std::io::{self, IoSlice};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+/// A connected byte stream: plain TCP or TLS over TCP, counted below TLS.
+#[derive(Debug)]
+pub enum Transport {
+    /// Cleartext TCP.
+    Plain(CountingIo<TcpStream>),
+    /// TLS over TCP (boxed: the TLS state is large).
+    Tls(Box<TlsStream<CountingIo<TcpStream>>>),
+}
+
+impl Transport {
+    /// The ALPN protocol the server chose (TLS only).
+    pub fn alpn(&self) -> Option<&[u8]> {
+        match self {
+            Transport::Plain(_) => None,
+            Transport::Tls(tls) => tls.get_ref().1.alpn_protocol(),
+        }
+    }
+}
+
+/// Opens TCP to `target` (TCP_NODELAY set), then TLS with `tls` when given, all within
+/// `connect_timeout`. Returns the stream and its phase timings; bytes go to `counter`.
+pub async fn connect(
+    target: &Target,
+    tls: Option<Arc<ClientConfig>>,
+    connect_timeout: std::time::Duration,
+    counter: Arc<WireCounter>,
+) -> Result<(Transport, ConnectInfo), ErrorKind> {
+    let attempt = connect_unbounded(target, tls, counter);
+    match tokio::time::timeout(connect_timeout, attempt).await {
+        Ok(result) => result,
+        Err(_) => Err(ErrorKind::ConnectTimeout),
+    }
+}
+
+async fn connect_unbounded(
+    target: &Target,
+    tls: Option<Arc<ClientConfig>>,
+    counter: Arc<WireCounter>,
+) -> Result<(Transport, ConnectInfo), ErrorKind> {
+    let started = Instant::now();
+    let tcp = TcpStream::connect(target.addr)
+        .await
+        .map_err(|e| connect_error_kind(&e))?;
+    // Small requests must leave at once; Nagle would hold pipelined/multiplexed writes.
+    tcp.set_nodelay(true).map_err(|e| io_error_kind(&e))?;
+    let mut info = ConnectInfo {
+        tcp_connect: started.elapsed(),
+        ..ConnectInfo::default()
+    };
+    let counted = TapIo::new(tcp, ByteCount(counter));
+    let Some(config) = tls else {
+        return Ok((Transport::Plain(counted), info));
+    };
+    let name = server_name(&target.host).ok_or(ErrorKind::Tls)?;
+    let handshake_started = Instant::now();
+    let stream = TlsConnector::from(config)
+        .connect(name, counted)
+        .await
+        .map_err(|e| handshake_error_kind(&e))?;
+    info.handshake = handshake_started.elapsed();
+    let transport = Transport::Tls(Box::new(stream));
+    info.alpn = transport.alpn().map(<[u8]>::to_vec);
+    Ok((transport, info))
+}
+
+/// The TLS configuration for `target`: `None` for http, the run's configuration with `alpn`
+/// for https (a missing configuration is a TLS error, not a silent downgrade).
+pub fn tls_for(
+    target: &Target,
+    options: &ConnectOptions,
+    configs: &AlpnConfigs,
+    alpn: &[&[u8]],
+) -> Result<Option<Arc<ClientConfig>>, ErrorKind> {
+    if !target.scheme.eq_ignore_ascii_case("https") {
+        return Ok(None);
+    }
+    let base = options.tls.as_ref().ok_or(ErrorKind::Tls)?;
+    Ok(Some(configs.get(base, alpn)))
+}
+
+/// Classifies a TCP connect failure.
+pub fn connect_error_kind(e: &io::Error) -> ErrorKind {
+    match e.kind() {
+        io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
+        _ => io_error_kind(e),
+    }
+}
+
+/// Classifies a TLS handshake failure: anything but a transport error is a TLS error.
+pub fn handshake_error_kind(e: &io::Error) -> ErrorKind {
+    match io_error_kind(e) {
+        ErrorKind::Io | ErrorKind::Protocol => ErrorKind::Tls,
+        kind => kind,
+    }
+}
+
+/// Classifies an I/O error on an open connection.
+pub fn io_error_kind(e: &io::Error) -> ErrorKind {
+    if is_tls_error(e) {
+        return ErrorKind::Tls;
+    }
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
+        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted => ErrorKind::Reset,
+        io::ErrorKind::UnexpectedEof | io::ErrorKind::BrokenPipe => ErrorKind::ConnectionClosed,
+        io::ErrorKind::InvalidData => ErrorKind::Protocol,
+        _ => ErrorKind::Io,
+    }
+}
+
+fn is_tls_error(e: &io::Error) -> bool {
+    e.get_ref()
+        .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
+}
+
+impl AsyncRead for Transport {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Transport {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Transport::Plain(s) => s.is_write_vectored(),
+            Transport::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_flush(cx),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_map_to_kinds() {
+        let kind = |k| io_error_kind(&io::Error::from(k));
+        assert_eq!(kind(io::ErrorKind::ConnectionRefused), ErrorKind::Refused);
+        assert_eq!(kind(io::ErrorKind::ConnectionReset), ErrorKind::Reset);
+        assert_eq!(
+            kind(io::ErrorKind::UnexpectedEof),
+            ErrorKind::ConnectionClosed
+        );
+        let tls = io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::General("x".into()),
+        );
+        assert_eq!(io_error_kind(&tls), ErrorKind::Tls);
+        assert_eq!(
+            connect_error_kind(&io::Error::from(io::ErrorKind::TimedOut)),
+            ErrorKind::ConnectTimeout
+        );
+    }
+}

@@ -1,0 +1,247 @@
+//! TLS client configuration shared by every protocol (h1, h2 over TCP; h3 over QUIC via quinn).
+//!
+//! One [`client_config`] is built per run from `-k` / `--cacert`; each protocol then derives a
+//! copy with its own ALPN list through [`AlpnConfigs`], once, not per connection.
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// ALPN identifier of HTTP/2 over TLS.
+pub const ALPN_H2: &[u8] = b"h2";
+/// ALPN identifier of HTTP/1.1.
+pub const ALPN_HTTP11: &[u8] = b"http/1.1";
+/// ALPN identifier of HTTP/3.
+pub const ALPN_H3: &[u8] = b"h3";
+
+/// Why a TLS client configuration could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsConfigError {
+    /// The `--cacert` file could not be read or is not PEM.
+    #[error("cannot read CA certificate file {path}: {reason}")]
+    CaCertUnreadable {
+        /// The file as given.
+        path: PathBuf,
+        /// What went wrong, from the PEM reader.
+        reason: String,
+    },
+    /// The `--cacert` file holds no certificate.
+    #[error("no certificate found in CA file {0}")]
+    CaCertEmpty(PathBuf),
+    /// A certificate in the `--cacert` file was rejected as a trust anchor.
+    #[error("CA certificate in {path} is not usable: {source}")]
+    CaCertRejected {
+        /// The file as given.
+        path: PathBuf,
+        /// The rustls reason.
+        source: rustls::Error,
+    },
+    /// The ring provider refused the protocol versions (should not happen).
+    #[error("TLS setup failed: {0}")]
+    Setup(rustls::Error),
+}
+
+/// The crypto provider httpvs uses everywhere (ring).
+pub fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Builds the run's TLS client configuration.
+///
+/// `insecure` (`-k`) accepts any certificate but still checks handshake signatures.
+/// `cacert` trusts only the certificates in that PEM file. With neither, the system's roots
+/// are used (rustls-native-certs); an empty system store simply makes verification fail with
+/// a TLS error at connect time, which names the problem.
+pub fn client_config(
+    insecure: bool,
+    cacert: Option<&Path>,
+    alpn: &[&[u8]],
+) -> Result<Arc<ClientConfig>, TlsConfigError> {
+    let provider = provider();
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(TlsConfigError::Setup)?;
+    let mut config = if insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate { provider }))
+            .with_no_client_auth()
+    } else {
+        let roots = match cacert {
+            Some(path) => roots_from_file(path)?,
+            None => system_roots(),
+        };
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
+}
+
+fn roots_from_file(path: &Path) -> Result<RootCertStore, TlsConfigError> {
+    let unreadable = |e: rustls::pki_types::pem::Error| TlsConfigError::CaCertUnreadable {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(path).map_err(unreadable)? {
+        let cert = cert.map_err(unreadable)?;
+        roots
+            .add(cert)
+            .map_err(|source| TlsConfigError::CaCertRejected {
+                path: path.to_path_buf(),
+                source,
+            })?;
+    }
+    if roots.is_empty() {
+        return Err(TlsConfigError::CaCertEmpty(path.to_path_buf()));
+    }
+    Ok(roots)
+}
+
+/// The platform's trust store; certificates it cannot parse are skipped, as browsers do.
+fn system_roots() -> RootCertStore {
+    let mut roots = RootCertStore::empty();
+    let found = rustls_native_certs::load_native_certs();
+    roots.add_parsable_certificates(found.certs);
+    roots
+}
+
+/// Per-protocol copies of the run's TLS configuration with the protocol's ALPN list.
+///
+/// Cloning a `ClientConfig` per connection would cost allocations on every connect, so the
+/// derived copy is kept, keyed by the identity of the base configuration.
+#[derive(Debug, Default)]
+pub struct AlpnConfigs {
+    cached: Mutex<Option<(Arc<ClientConfig>, Arc<ClientConfig>)>>,
+}
+
+impl AlpnConfigs {
+    /// `base` with exactly `alpn` as its ALPN offer.
+    pub fn get(&self, base: &Arc<ClientConfig>, alpn: &[&[u8]]) -> Arc<ClientConfig> {
+        if base
+            .alpn_protocols
+            .iter()
+            .map(Vec::as_slice)
+            .eq(alpn.iter().copied())
+        {
+            return base.clone();
+        }
+        // A poisoned lock only means another thread panicked mid-get; the cache is still valid.
+        let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((key, derived)) = cached.as_ref() {
+            if Arc::ptr_eq(key, base) {
+                return derived.clone();
+            }
+        }
+        let mut config = ClientConfig::clone(base);
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        let derived = Arc::new(config);
+        *cached = Some((base.clone(), derived.clone()));
+        derived
+    }
+}
+
+/// The name to verify the certificate against and send as SNI: IPv6 literals lose their brackets.
+pub fn server_name(host: &str) -> Option<ServerName<'static>> {
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    ServerName::try_from(bare.to_string()).ok()
+}
+
+/// `-k`: trusts any certificate, but still verifies that the handshake was signed by its key.
+#[derive(Debug)]
+struct AcceptAnyCertificate {
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insecure_config_offers_the_given_alpn() {
+        let config = client_config(true, None, &[ALPN_H2, ALPN_HTTP11]).unwrap();
+        assert_eq!(
+            config.alpn_protocols,
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
+    }
+
+    #[test]
+    fn alpn_copies_are_cached_per_base() {
+        let base = client_config(true, None, &[]).unwrap();
+        let configs = AlpnConfigs::default();
+        let a = configs.get(&base, &[ALPN_H2]);
+        let b = configs.get(&base, &[ALPN_H2]);
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(a.alpn_protocols, vec![b"h2".to_vec()]);
+        let same = configs.get(&a, &[ALPN_H2]);
+        assert!(Arc::ptr_eq(&a, &same));
+    }
+
+    #[test]
+    fn missing_cacert_file_is_a_clear_error() {
+        let err = client_config(false, Some(Path::new("/nonexistent/ca.pem")), &[]).unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/ca.pem"), "{err}");
+    }
+
+    #[test]
+    fn server_names_strip_ipv6_brackets() {
+        assert!(server_name("[::1]").is_some());
+        assert!(server_name("127.0.0.1").is_some());
+        assert!(server_name("localhost").is_some());
+    }
+}

@@ -1,0 +1,193 @@
+//! Bytes on the wire: an I/O wrapper that shows every byte read or written to a [`WireTap`],
+//! and the per-connection [`WireCounter`] behind `Connection::wire()`.
+//!
+//! Under TLS the counting wrapper sits below TLS (so totals include TLS records), and a
+//! protocol's frame tap sits above it (so it sees plaintext frames).
+
+use super::WireBytes;
+use std::io::{self, IoSlice};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// Sees the bytes of one connection as they cross an I/O boundary.
+pub trait WireTap {
+    /// `bytes` were written (accepted by the inner writer).
+    fn sent(&mut self, bytes: &[u8]);
+    /// `bytes` were read.
+    fn received(&mut self, bytes: &[u8]);
+}
+
+/// Byte counters of one connection, shared between the connection handle and its I/O.
+///
+/// Atomics rather than `Cell` so an h2 driver task may own the I/O; each field has one
+/// writer at a time, so the relaxed adds are uncontended.
+#[derive(Debug, Default)]
+pub struct WireCounter {
+    sent: AtomicU64,
+    received: AtomicU64,
+    header_sent: AtomicU64,
+    header_received: AtomicU64,
+}
+
+impl WireCounter {
+    /// A new zeroed counter, ready to share.
+    pub fn new_shared() -> Arc<WireCounter> {
+        Arc::new(WireCounter::default())
+    }
+
+    /// Adds encoded request header bytes (h1 head, HPACK block).
+    pub fn add_header_sent(&self, n: u64) {
+        self.header_sent.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Adds encoded response header bytes.
+    pub fn add_header_received(&self, n: u64) {
+        self.header_received.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The counts so far.
+    pub fn snapshot(&self) -> WireBytes {
+        WireBytes {
+            sent: self.sent.load(Ordering::Relaxed),
+            received: self.received.load(Ordering::Relaxed),
+            header_sent: self.header_sent.load(Ordering::Relaxed),
+            header_received: self.header_received.load(Ordering::Relaxed),
+            ..WireBytes::default()
+        }
+    }
+}
+
+/// Counts every byte into the shared counter.
+#[derive(Debug, Clone)]
+pub struct ByteCount(pub Arc<WireCounter>);
+
+impl WireTap for ByteCount {
+    fn sent(&mut self, bytes: &[u8]) {
+        self.0.sent.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    }
+
+    fn received(&mut self, bytes: &[u8]) {
+        self.0
+            .received
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    }
+}
+
+/// An I/O stream whose traffic is shown to a [`WireTap`].
+#[derive(Debug)]
+pub struct TapIo<S, T> {
+    inner: S,
+    tap: T,
+}
+
+impl<S, T> TapIo<S, T> {
+    /// Wraps `inner`, showing its traffic to `tap`.
+    pub fn new(inner: S, tap: T) -> Self {
+        TapIo { inner, tap }
+    }
+
+    /// The wrapped stream.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The tap.
+    pub fn tap(&self) -> &T {
+        &self.tap
+    }
+}
+
+/// A stream counted into a [`WireCounter`].
+pub type CountingIo<S> = TapIo<S, ByteCount>;
+
+impl<S: AsyncRead + Unpin, T: WireTap + Unpin> AsyncRead for TapIo<S, T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = poll {
+            let fresh = &buf.filled()[before..];
+            if !fresh.is_empty() {
+                this.tap.received(fresh);
+            }
+        }
+        poll
+    }
+}
+
+impl<S: AsyncWrite + Unpin, T: WireTap + Unpin> AsyncWrite for TapIo<S, T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = poll {
+            this.tap.sent(&buf[..n]);
+        }
+        poll
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(n)) = poll {
+            let mut left = n;
+            for buf in bufs {
+                if left == 0 {
+                    break;
+                }
+                let take = left.min(buf.len());
+                this.tap.sent(&buf[..take]);
+                left -= take;
+            }
+        }
+        poll
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn counts_both_directions() {
+        let (a, mut b) = tokio::io::duplex(64);
+        let counter = WireCounter::new_shared();
+        let mut io = TapIo::new(a, ByteCount(counter.clone()));
+        io.write_all(b"hello").await.unwrap();
+        let bufs = [IoSlice::new(b"ab"), IoSlice::new(b"cde")];
+        let n = io.write_vectored(&bufs).await.unwrap();
+        b.write_all(b"world!").await.unwrap();
+        let mut got = [0u8; 6];
+        io.read_exact(&mut got).await.unwrap();
+        let wire = counter.snapshot();
+        assert_eq!(wire.sent, 5 + n as u64);
+        assert_eq!(wire.received, 6);
+    }
+}
