@@ -1,1 +1,26 @@
-//! The httpvs reference server: one process serving HTTP/1.1, h2c, h2 over TLS and HTTP/3.
+//! The httpvs reference server: one process serving HTTP/1.1, h2c, h2 over TLS and HTTP/3, with
+//! Fortio-style responses (`size`, `delay`, `status`, `close`, `header`, probability lists) and the
+//! limits that decide protocol comparisons (streams, requests per connection, idle, sizes).
+//!
+//! Tests start it in-process: `start(ServeConfig::loopback_ephemeral())`.
+
+pub mod body;
+pub mod cert;
+mod config;
+mod conn_io;
+mod error;
+pub mod h1;
+pub mod h2;
+mod h3;
+mod listen;
+pub mod query;
+pub mod respond;
+mod server;
+mod tcp;
+mod totals;
+mod worker;
+
+pub use config::{Limits, ServeConfig};
+pub use error::ServeError;
+pub use server::{start, RunningServer};
+pub use totals::{ByProto, Rejections, ServerTotals};

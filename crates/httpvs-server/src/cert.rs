@@ -1,0 +1,137 @@
+//! The server certificate: loaded from PEM files or generated self-signed, and the TLS/QUIC configs built on it.
+
+use crate::error::ServeError;
+use rustls::crypto::ring::default_provider;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The names a generated certificate is valid for.
+const SELF_SIGNED_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// A certificate chain with its key, and what clients need to trust it.
+pub struct ServerCert {
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    ca_pem: String,
+}
+
+impl ServerCert {
+    /// Generates a self-signed certificate for localhost, 127.0.0.1 and ::1.
+    pub fn self_signed() -> Result<ServerCert, ServeError> {
+        let names: Vec<String> = SELF_SIGNED_NAMES.iter().map(|s| s.to_string()).collect();
+        let generated = rcgen::generate_simple_self_signed(names)
+            .map_err(|e| ServeError::Cert(e.to_string()))?;
+        let key = PrivateKeyDer::try_from(generated.key_pair.serialize_der())
+            .map_err(|e| ServeError::Cert(e.to_string()))?;
+        Ok(ServerCert {
+            ca_pem: generated.cert.pem(),
+            chain: vec![generated.cert.der().clone()],
+            key,
+        })
+    }
+
+    /// Loads a PEM certificate chain and a PEM private key.
+    pub fn from_pem_files(cert_path: &Path, key_path: &Path) -> Result<ServerCert, ServeError> {
+        let read = |path: &Path| {
+            std::fs::read(path).map_err(|source| ServeError::ReadCert {
+                path: path.to_path_buf(),
+                source,
+            })
+        };
+        let cert_pem = read(cert_path)?;
+        let key_pem = read(key_path)?;
+        let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut cert_pem.as_slice())
+            .collect::<Result<_, _>>()
+            .map_err(|e| ServeError::Cert(format!("{}: {e}", cert_path.display())))?;
+        if chain.is_empty() {
+            return Err(ServeError::Cert(format!(
+                "{}: no CERTIFICATE block",
+                cert_path.display()
+            )));
+        }
+        let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
+            .map_err(|e| ServeError::Cert(format!("{}: {e}", key_path.display())))?
+            .ok_or_else(|| {
+                ServeError::Cert(format!("{}: no PRIVATE KEY block", key_path.display()))
+            })?;
+        Ok(ServerCert {
+            chain,
+            key,
+            ca_pem: String::from_utf8_lossy(&cert_pem).into_owned(),
+        })
+    }
+
+    /// The PEM clients should trust (the generated cert, or the loaded chain file).
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// The DER of the leaf certificate.
+    pub fn leaf_der(&self) -> &[u8] {
+        self.chain.first().map_or(&[], |c| c.as_ref())
+    }
+
+    /// SHA-256 of the leaf certificate's DER, lower-case hex.
+    pub fn fingerprint(&self) -> String {
+        hex_sha256(self.leaf_der())
+    }
+
+    /// A rustls server config for TCP: TLS 1.2/1.3 with ALPN h2 then http/1.1.
+    pub fn tls_config(&self) -> Result<Arc<rustls::ServerConfig>, ServeError> {
+        let mut config = self.base_config(rustls::DEFAULT_VERSIONS)?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Arc::new(config))
+    }
+
+    /// A quinn server config: TLS 1.3 with ALPN h3.
+    pub fn quic_config(&self) -> Result<quinn::ServerConfig, ServeError> {
+        let mut config = self.base_config(&[&rustls::version::TLS13])?;
+        config.alpn_protocols = vec![b"h3".to_vec()];
+        config.max_early_data_size = 0;
+        let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(config)
+            .map_err(|e| ServeError::Cert(e.to_string()))?;
+        Ok(quinn::ServerConfig::with_crypto(Arc::new(crypto)))
+    }
+
+    fn base_config(
+        &self,
+        versions: &[&'static rustls::SupportedProtocolVersion],
+    ) -> Result<rustls::ServerConfig, ServeError> {
+        rustls::ServerConfig::builder_with_provider(Arc::new(default_provider()))
+            .with_protocol_versions(versions)
+            .map_err(|e| ServeError::Cert(e.to_string()))?
+            .with_no_client_auth()
+            .with_single_cert(self.chain.clone(), self.key.clone_key())
+            .map_err(|e| ServeError::Cert(e.to_string()))
+    }
+}
+
+/// Lower-case hex SHA-256 of `bytes`.
+pub fn hex_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn self_signed_cert_builds_tls_and_quic_configs() {
+        let cert = ServerCert::self_signed().unwrap();
+        assert_eq!(cert.fingerprint().len(), 64);
+        assert!(cert.ca_pem().contains("BEGIN CERTIFICATE"));
+        cert.tls_config().unwrap();
+        cert.quic_config().unwrap();
+    }
+
+    #[test]
+    fn missing_file_is_a_read_error() {
+        let err = ServerCert::from_pem_files(Path::new("/nonexistent.pem"), Path::new("/x"));
+        assert!(matches!(err, Err(ServeError::ReadCert { .. })));
+    }
+}

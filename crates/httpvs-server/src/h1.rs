@@ -1,0 +1,148 @@
+//! HTTP/1.1 (cleartext or TLS) on hyper: a service whose `GET /` answer is ready without a task or
+//! a box, `Connection: close` on the Nth request or `close=1`, and graceful drain on shutdown.
+
+use crate::body::Body;
+use crate::conn_io::ConnState;
+use crate::respond::{self, Answer, Decision, Pending, RequestView};
+use crate::totals::{Event, Proto};
+use crate::worker::WorkerCtx;
+use http::header::CONNECTION;
+use http::{HeaderValue, Request, Response};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+const CLOSE: HeaderValue = HeaderValue::from_static("close");
+
+/// Serves one HTTP/1.1 connection until it closes, idles out, or drains at shutdown.
+pub async fn serve<I>(io: I, proto: Proto, ctx: &Arc<WorkerCtx>, state: Arc<ConnState>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = H1Service {
+        ctx: ctx.clone(),
+        state: state.clone(),
+        proto,
+    };
+    let mut conn = pin!(ctx.h1.serve_connection(TokioIo::new(io), service));
+    let mut idle = pin!(state.idle(ctx.limits.idle_timeout));
+    let mut shutdown = ctx.shutdown.clone();
+    let mut draining = false;
+    loop {
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            _ = &mut idle => {
+                ctx.counters.event(Event::IdleClosed);
+                return;
+            }
+            _ = crate::worker::stopping(&mut shutdown), if !draining => {
+                conn.as_mut().graceful_shutdown();
+                draining = true;
+            }
+        }
+    }
+}
+
+struct H1Service {
+    ctx: Arc<WorkerCtx>,
+    state: Arc<ConnState>,
+    proto: Proto,
+}
+
+/// The response future: ready at once, or boxed when it reads a body or waits.
+pub enum H1Future {
+    /// Decided from the head alone.
+    Ready(Option<Response<Body>>),
+    /// Reads the body and/or waits first.
+    Later(Pin<Box<dyn Future<Output = Response<Body>> + Send>>),
+}
+
+impl Future for H1Future {
+    type Output = Result<Response<Body>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            H1Future::Ready(r) => Poll::Ready(Ok(r.take().unwrap_or_default())),
+            H1Future::Later(f) => f.as_mut().poll(cx).map(Ok),
+        }
+    }
+}
+
+impl Default for Body {
+    fn default() -> Body {
+        Body::Whole(None)
+    }
+}
+
+impl hyper::service::Service<Request<Incoming>> for H1Service {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = H1Future;
+
+    fn call(&self, req: Request<Incoming>) -> H1Future {
+        self.ctx.counters.request(self.proto);
+        let n = self.state.next_request();
+        let last = self
+            .ctx
+            .limits
+            .max_requests_per_conn
+            .is_some_and(|max| n >= max);
+        let (parts, body) = req.into_parts();
+        let body_empty = hyper::body::Body::is_end_stream(&body);
+        let view = RequestView {
+            method: &parts.method,
+            uri: &parts.uri,
+            headers: &parts.headers,
+            body_empty,
+        };
+        match respond::decide(&view, &self.ctx.limits, &self.ctx.counters) {
+            Decision::Now(answer) => H1Future::Ready(Some(finish(answer, last))),
+            Decision::Later(pending) => {
+                let ctx = self.ctx.clone();
+                let state = self.state.clone();
+                H1Future::Later(Box::pin(async move {
+                    let answer = answer_later(*pending, body, body_empty, &ctx, &state).await;
+                    finish(answer, last)
+                }))
+            }
+        }
+    }
+}
+
+async fn answer_later(
+    pending: Pending,
+    mut body: Incoming,
+    body_empty: bool,
+    ctx: &WorkerCtx,
+    state: &ConnState,
+) -> Answer {
+    let mut collector = respond::BodyCollector::new(ctx.limits.max_body_bytes, pending.echo);
+    if !body_empty {
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else { break };
+            if let Ok(data) = frame.into_data() {
+                if collector.push(data).is_err() {
+                    return respond::body_too_large(&ctx.limits, &ctx.counters);
+                }
+            }
+        }
+    }
+    if let Some(delay) = pending.plan.delay {
+        state.delay(delay).await;
+    }
+    pending.answer(collector.finish())
+}
+
+fn finish(answer: Answer, last: bool) -> Response<Body> {
+    let mut response = answer.response;
+    if answer.close || last {
+        response.headers_mut().insert(CONNECTION, CLOSE);
+    }
+    response
+}

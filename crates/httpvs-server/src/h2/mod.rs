@@ -1,0 +1,122 @@
+//! HTTP/2 (h2c and h2 over TLS) on the h2 crate directly: one task per connection accepts streams
+//! and answers `GET /` inline (so responses of one read are written together); streams that read
+//! a body or wait get their own task. GOAWAY on shutdown, on `close=1` and after N streams.
+
+mod gate;
+mod stream;
+
+pub use gate::{FrameGate, GateSignal, GatedIo};
+
+use crate::conn_io::ConnState;
+use crate::totals::{Event, Proto};
+use crate::worker::WorkerCtx;
+use bytes::Bytes;
+use h2::server::{Connection, SendResponse};
+use h2::{Reason, RecvStream};
+use http::Request;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::Poll;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// Serves one HTTP/2 connection (the preface not yet consumed) until it closes.
+pub async fn serve<I>(io: I, proto: Proto, ctx: &Arc<WorkerCtx>, state: Arc<ConnState>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    match ctx.limits.max_requests_per_conn {
+        Some(limit) => {
+            let signal = Arc::new(GateSignal::default());
+            let gated = GatedIo::new(io, limit, signal.clone());
+            run(gated, proto, ctx, state, Some(signal)).await
+        }
+        None => run(io, proto, ctx, state, None).await,
+    }
+}
+
+#[allow(clippy::large_enum_variant)] // lives on the stack for one loop turn
+enum Next {
+    Stream(Request<RecvStream>, SendResponse<Bytes>),
+    Closed,
+    Failed(h2::Error),
+    GateReached,
+}
+
+async fn run<I>(
+    io: I,
+    proto: Proto,
+    ctx: &Arc<WorkerCtx>,
+    state: Arc<ConnState>,
+    gate: Option<Arc<GateSignal>>,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let handshake = ctx.h2.handshake::<I, Bytes>(io);
+    let Ok(Ok(mut conn)) = tokio::time::timeout(ctx.handshake_timeout(), handshake).await else {
+        return;
+    };
+    let mut idle = pin!(state.idle(ctx.limits.idle_timeout));
+    let mut shutdown = ctx.shutdown.clone();
+    let mut going_away = false;
+    loop {
+        let next = tokio::select! {
+            next = next_stream(&mut conn, gate.as_deref(), going_away) => next,
+            _ = &mut idle => {
+                ctx.counters.event(Event::IdleClosed);
+                return;
+            }
+            _ = crate::worker::stopping(&mut shutdown), if !going_away => Next::GateReached,
+        };
+        match next {
+            Next::Stream(request, respond) => {
+                let close = stream::answer(request, respond, proto, ctx, &state);
+                if close && !going_away {
+                    go_away(&mut conn, ctx, &mut going_away);
+                }
+            }
+            Next::GateReached => go_away(&mut conn, ctx, &mut going_away),
+            Next::Closed => return,
+            Next::Failed(e) => {
+                if e.is_go_away() && e.is_library() && e.reason() == Some(Reason::ENHANCE_YOUR_CALM)
+                {
+                    ctx.counters.event(Event::RapidReset);
+                    ctx.counters.event(Event::GoAway);
+                }
+                return;
+            }
+        }
+    }
+}
+
+fn go_away<I, B>(conn: &mut Connection<I, B>, ctx: &WorkerCtx, going_away: &mut bool)
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+    B: bytes::Buf,
+{
+    if !*going_away {
+        conn.graceful_shutdown();
+        ctx.counters.event(Event::GoAway);
+        *going_away = true;
+    }
+}
+
+/// The next accepted stream; or, when the gate has let N streams through, a turn to send GOAWAY.
+async fn next_stream<I>(
+    conn: &mut Connection<I, Bytes>,
+    gate: Option<&GateSignal>,
+    going_away: bool,
+) -> Next
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    std::future::poll_fn(|cx| match conn.poll_accept(cx) {
+        Poll::Ready(Some(Ok((request, respond)))) => Poll::Ready(Next::Stream(request, respond)),
+        Poll::Ready(Some(Err(e))) => Poll::Ready(Next::Failed(e)),
+        Poll::Ready(None) => Poll::Ready(Next::Closed),
+        Poll::Pending if !going_away && gate.is_some_and(|g| g.is_triggered()) => {
+            Poll::Ready(Next::GateReached)
+        }
+        Poll::Pending => Poll::Pending,
+    })
+    .await
+}

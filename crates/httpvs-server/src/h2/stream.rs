@@ -1,0 +1,120 @@
+//! One HTTP/2 stream: decide the answer, send it inline when it is ready, or in a task that reads
+//! the body, waits the delay and sends a large body as flow control allows.
+
+use crate::body::{Body, CHUNK};
+use crate::conn_io::ConnState;
+use crate::respond::{self, Answer, Decision, Pending, RequestView};
+use crate::totals::Proto;
+use crate::worker::WorkerCtx;
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::{RecvStream, SendStream};
+use http::{Method, Request, Response};
+use std::sync::Arc;
+
+/// Answers a stream; returns whether the connection should go away after it (`close=1`).
+pub fn answer(
+    request: Request<RecvStream>,
+    respond: SendResponse<Bytes>,
+    proto: Proto,
+    ctx: &Arc<WorkerCtx>,
+    state: &Arc<ConnState>,
+) -> bool {
+    ctx.counters.request(proto);
+    state.next_request();
+    let (parts, body) = request.into_parts();
+    let head_only = parts.method == Method::HEAD;
+    let view = RequestView {
+        method: &parts.method,
+        uri: &parts.uri,
+        headers: &parts.headers,
+        body_empty: body.is_end_stream(),
+    };
+    match respond::decide(&view, &ctx.limits, &ctx.counters) {
+        Decision::Now(answer) => {
+            let close = answer.close;
+            send_small(respond, answer, head_only);
+            close
+        }
+        Decision::Later(pending) => {
+            let close = pending.plan.close;
+            let ctx = ctx.clone();
+            let state = state.clone();
+            tokio::spawn(async move {
+                let answer = answer_later(*pending, body, &ctx, &state).await;
+                send(respond, answer, head_only).await;
+            });
+            close
+        }
+    }
+}
+
+/// Sends a response whose body is small enough to hand to h2 at once.
+fn send_small(mut respond: SendResponse<Bytes>, answer: Answer, head_only: bool) {
+    let (parts, mut body) = answer.response.into_parts();
+    let end = head_only || body.is_empty();
+    let Ok(mut stream) = respond.send_response(Response::from_parts(parts, ()), end) else {
+        return;
+    };
+    if !end {
+        if let Some(chunk) = body.next_chunk(usize::MAX) {
+            let _ = stream.send_data(chunk, true);
+        }
+    }
+}
+
+async fn answer_later(
+    pending: Pending,
+    mut body: RecvStream,
+    ctx: &WorkerCtx,
+    state: &ConnState,
+) -> Answer {
+    let mut collector = respond::BodyCollector::new(ctx.limits.max_body_bytes, pending.echo);
+    while let Some(chunk) = body.data().await {
+        let Ok(chunk) = chunk else { break };
+        let _ = body.flow_control().release_capacity(chunk.len());
+        if collector.push(chunk).is_err() {
+            return respond::body_too_large(&ctx.limits, &ctx.counters);
+        }
+    }
+    if let Some(delay) = pending.plan.delay {
+        state.delay(delay).await;
+    }
+    pending.answer(collector.finish())
+}
+
+/// Sends a response of any size, chunk by chunk as the peer's flow-control window opens.
+async fn send(mut respond: SendResponse<Bytes>, answer: Answer, head_only: bool) {
+    let (parts, mut body) = answer.response.into_parts();
+    if head_only || body.len() <= CHUNK as u64 {
+        return send_small(
+            respond,
+            Answer {
+                response: Response::from_parts(parts, body),
+                close: false,
+            },
+            head_only,
+        );
+    }
+    let Ok(mut stream) = respond.send_response(Response::from_parts(parts, ()), false) else {
+        return;
+    };
+    let _ = send_body(&mut stream, &mut body).await;
+}
+
+async fn send_body(stream: &mut SendStream<Bytes>, body: &mut Body) -> Result<(), h2::Error> {
+    while !body.is_empty() {
+        stream.reserve_capacity(CHUNK.min(body.len() as usize));
+        let granted = match std::future::poll_fn(|cx| stream.poll_capacity(cx)).await {
+            Some(granted) => granted?,
+            None => return Ok(()),
+        };
+        if granted == 0 {
+            continue;
+        }
+        if let Some(chunk) = body.next_chunk(granted) {
+            stream.send_data(chunk, body.is_empty())?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,170 @@
+//! HTTP/3 on quinn + h3: same answers and knobs as TCP. Idle connections are bounded by QUIC's
+//! idle timeout; GOAWAY (with the next stream id, RFC 9114 §5.2) after N requests, on `close=1`
+//! and at shutdown; a client that vanishes only ends its own tasks.
+
+use crate::body::CHUNK;
+use crate::respond::{self, Answer, Decision, RequestView};
+use crate::totals::{Event, Proto};
+use crate::worker::{ConnSlot, WorkerCtx};
+use bytes::{Buf, Bytes};
+use h3::server::{Connection, RequestStream};
+use http::{Method, Response};
+use std::sync::Arc;
+
+type H3Conn = Connection<h3_quinn::Connection, Bytes>;
+type H3Stream = RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+
+/// QUIC transport settings from the limits.
+pub fn transport(limits: &crate::config::Limits) -> quinn::TransportConfig {
+    let mut t = quinn::TransportConfig::default();
+    t.max_concurrent_bidi_streams(limits.max_streams.into());
+    let idle = quinn::IdleTimeout::try_from(limits.idle_timeout)
+        .unwrap_or_else(|_| quinn::IdleTimeout::from(quinn::VarInt::from_u32(30_000)));
+    t.max_idle_timeout(Some(idle));
+    t
+}
+
+/// Accepts QUIC connections until shutdown.
+pub async fn accept_loop(endpoint: quinn::Endpoint, ctx: Arc<WorkerCtx>) {
+    let mut shutdown = ctx.shutdown.clone();
+    loop {
+        let incoming = tokio::select! {
+            incoming = endpoint.accept() => match incoming {
+                Some(incoming) => incoming,
+                None => return,
+            },
+            _ = crate::worker::stopping(&mut shutdown) => {
+                endpoint.set_server_config(None);
+                return;
+            }
+        };
+        let Some(slot) = ctx.admit() else {
+            incoming.refuse();
+            continue;
+        };
+        tokio::spawn(serve_connection(incoming, ctx.clone(), slot));
+    }
+}
+
+async fn serve_connection(incoming: quinn::Incoming, ctx: Arc<WorkerCtx>, _slot: ConnSlot) {
+    let connecting = tokio::time::timeout(ctx.handshake_timeout(), incoming).await;
+    let Ok(Ok(quic)) = connecting else { return };
+    ctx.counters.connection(Proto::H3);
+    let mut builder = h3::server::builder();
+    builder.max_field_section_size(ctx.limits.max_header_bytes as u64 + 32 * 64);
+    let Ok(mut conn) = builder.build(h3_quinn::Connection::new(quic)).await else {
+        return;
+    };
+    let mut shutdown = ctx.shutdown.clone();
+    let (close_tx, mut close_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let mut accepted: u64 = 0;
+    let mut goaway_sent = false;
+    loop {
+        let resolver = tokio::select! {
+            r = conn.accept() => match r {
+                Ok(Some(resolver)) => resolver,
+                _ => return,
+            },
+            Some(()) = close_rx.recv(), if !goaway_sent => {
+                go_away(&mut conn, &ctx, &mut goaway_sent).await;
+                continue;
+            }
+            _ = crate::worker::stopping(&mut shutdown), if !goaway_sent => {
+                go_away(&mut conn, &ctx, &mut goaway_sent).await;
+                continue;
+            }
+        };
+        accepted += 1;
+        let over = goaway_sent;
+        let task_ctx = ctx.clone();
+        let close_tx = close_tx.clone();
+        tokio::spawn(async move {
+            let Ok((request, mut stream)) = resolver.resolve_request().await else {
+                return;
+            };
+            if over {
+                // h3 lets through the stream whose id our GOAWAY names; RFC 9114 says it was not processed.
+                stream.stop_stream(h3::error::Code::H3_REQUEST_REJECTED);
+                return;
+            }
+            answer(request, stream, &task_ctx, close_tx).await;
+        });
+        let last = ctx
+            .limits
+            .max_requests_per_conn
+            .is_some_and(|n| accepted >= n);
+        if last && !goaway_sent {
+            go_away(&mut conn, &ctx, &mut goaway_sent).await;
+        }
+    }
+}
+
+async fn go_away(conn: &mut H3Conn, ctx: &WorkerCtx, sent: &mut bool) {
+    // shutdown(1) names the next stream id, so the last accepted one counts as processed.
+    let _ = conn.shutdown(1).await;
+    ctx.counters.event(Event::GoAway);
+    *sent = true;
+}
+
+/// Answers one request; tells the connection through `close_tx` when it asks for `close=1`.
+async fn answer(
+    request: http::Request<()>,
+    mut stream: H3Stream,
+    ctx: &WorkerCtx,
+    close_tx: tokio::sync::mpsc::UnboundedSender<()>,
+) {
+    ctx.counters.request(Proto::H3);
+    let head_only = request.method() == Method::HEAD;
+    let view = RequestView {
+        method: request.method(),
+        uri: request.uri(),
+        headers: request.headers(),
+        body_empty: respond::content_length(request.headers()).unwrap_or(0) == 0
+            && matches!(*request.method(), Method::GET | Method::HEAD),
+    };
+    let answer = match respond::decide(&view, &ctx.limits, &ctx.counters) {
+        Decision::Now(answer) => answer,
+        Decision::Later(pending) => {
+            let mut collector =
+                respond::BodyCollector::new(ctx.limits.max_body_bytes, pending.echo);
+            let mut too_large = false;
+            while let Ok(Some(mut chunk)) = stream.recv_data().await {
+                let bytes = chunk.copy_to_bytes(chunk.remaining());
+                if collector.push(bytes).is_err() {
+                    too_large = true;
+                    break;
+                }
+            }
+            if too_large {
+                respond::body_too_large(&ctx.limits, &ctx.counters)
+            } else {
+                if let Some(delay) = pending.plan.delay {
+                    tokio::time::sleep(delay).await;
+                }
+                pending.answer(collector.finish())
+            }
+        }
+    };
+    let close = answer.close;
+    let _ = send(&mut stream, answer, head_only).await;
+    if close {
+        let _ = close_tx.send(());
+    }
+}
+
+async fn send(
+    stream: &mut H3Stream,
+    answer: Answer,
+    head_only: bool,
+) -> Result<(), h3::error::StreamError> {
+    let (parts, mut body) = answer.response.into_parts();
+    stream
+        .send_response(Response::from_parts(parts, ()))
+        .await?;
+    if !head_only {
+        while let Some(chunk) = body.next_chunk(CHUNK) {
+            stream.send_data(chunk).await?;
+        }
+    }
+    stream.finish().await
+}

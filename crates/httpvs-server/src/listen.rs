@@ -1,0 +1,60 @@
+//! Listening sockets, bound in the caller's thread so "address in use" is reported by `start`:
+//! one TCP socket per worker on the same port (SO_REUSEPORT lets the kernel spread connections),
+//! and one UDP socket for QUIC.
+
+use crate::error::ServeError;
+use socket2::{Domain, Protocol, Socket, Type};
+use std::net::SocketAddr;
+
+/// Listen backlog: bursts of connects (h2load -c 1000) must not be dropped.
+const BACKLOG: i32 = 4096;
+
+/// Binds `count` TCP listeners on `addr` (the first fixes the port when `addr` has port 0).
+pub fn tcp(addr: SocketAddr, count: usize) -> Result<Vec<std::net::TcpListener>, ServeError> {
+    let first = tcp_one(addr, count > 1)?;
+    let bound = first
+        .local_addr()
+        .map_err(|source| bind_error(addr, "tcp", source))?;
+    let mut all = vec![first];
+    for _ in 1..count {
+        all.push(tcp_one(bound, true)?);
+    }
+    Ok(all)
+}
+
+fn tcp_one(addr: SocketAddr, reuse_port: bool) -> Result<std::net::TcpListener, ServeError> {
+    let err = |source| bind_error(addr, "tcp", source);
+    let socket =
+        Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP)).map_err(err)?;
+    socket.set_reuse_address(true).map_err(err)?;
+    if reuse_port {
+        socket.set_reuse_port(true).map_err(err)?;
+    }
+    if addr.is_ipv6() {
+        socket.set_only_v6(true).map_err(err)?;
+    }
+    socket.set_nonblocking(true).map_err(err)?;
+    socket.bind(&addr.into()).map_err(err)?;
+    socket.listen(BACKLOG).map_err(err)?;
+    Ok(socket.into())
+}
+
+/// Binds the UDP socket for QUIC.
+pub fn udp(addr: SocketAddr) -> Result<std::net::UdpSocket, ServeError> {
+    let err = |source| bind_error(addr, "udp", source);
+    let socket =
+        Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP)).map_err(err)?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true).map_err(err)?;
+    }
+    socket.bind(&addr.into()).map_err(err)?;
+    Ok(socket.into())
+}
+
+fn bind_error(addr: SocketAddr, proto: &'static str, source: std::io::Error) -> ServeError {
+    ServeError::Bind {
+        addr,
+        proto,
+        source,
+    }
+}

@@ -1,0 +1,212 @@
+//! What to answer, whatever the protocol: limits (431, 413), the query (400), the drawn plan, and
+//! the response built from it. Protocol modules only move bytes.
+
+use crate::body::{Body, FIXED_BODY};
+use crate::config::Limits;
+use crate::query::{parse_query, ResponsePlan, ResponseSpec};
+use crate::totals::{Counters, Event};
+use bytes::Bytes;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, Uri};
+
+const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain");
+
+/// The path whose response body is the request body.
+pub const ECHO_PATH: &str = "/echo";
+
+/// The parts of a request the answer depends on.
+pub struct RequestView<'a> {
+    /// Request method.
+    pub method: &'a Method,
+    /// Request target.
+    pub uri: &'a Uri,
+    /// Request headers.
+    pub headers: &'a HeaderMap,
+    /// Whether the request has no body (END_STREAM on the headers, no Content-Length/chunked).
+    pub body_empty: bool,
+}
+
+/// An answer decided before reading the body.
+pub enum Decision {
+    /// Send this response now; the request body (if any) is not needed.
+    Now(Answer),
+    /// Read the body (echo it or drain it) within `max_body_bytes`, wait the delay, then answer.
+    Later(Box<Pending>),
+}
+
+/// A response and whether the connection should close (h1) or go away (h2, h3) after it.
+pub struct Answer {
+    /// The response.
+    pub response: Response<Body>,
+    /// Close or GOAWAY after this response.
+    pub close: bool,
+}
+
+/// A request whose answer waits for its body and its delay.
+pub struct Pending {
+    /// The parsed query, for its extra headers.
+    pub spec: ResponseSpec,
+    /// The drawn plan.
+    pub plan: ResponsePlan,
+    /// Whether the body is echoed (else drained).
+    pub echo: bool,
+}
+
+/// Decides the answer from the request head.
+pub fn decide(req: &RequestView<'_>, limits: &Limits, counters: &Counters) -> Decision {
+    let header_bytes: usize = req
+        .headers
+        .iter()
+        .map(|(n, v)| n.as_str().len() + v.len())
+        .sum();
+    if header_bytes > limits.max_header_bytes {
+        counters.event(Event::HeadersTooLarge);
+        let text = format!("request headers over {} bytes\n", limits.max_header_bytes);
+        return Decision::Now(error(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, text));
+    }
+    if req.body_empty && is_fast_path(req.method, req.uri) {
+        return Decision::Now(fixed_answer());
+    }
+    if content_length(req.headers).is_some_and(|n| n > limits.max_body_bytes) {
+        return Decision::Now(body_too_large(limits, counters));
+    }
+    let spec = match req.uri.query() {
+        None => ResponseSpec::default(),
+        Some(q) => match parse_query(q) {
+            Ok(spec) => spec,
+            Err(e) => {
+                counters.event(Event::BadQuery);
+                return Decision::Now(error(StatusCode::BAD_REQUEST, format!("{e}\n")));
+            }
+        },
+    };
+    let plan = spec.plan(|| rand::random_range(0..1_000_000));
+    let echo = req.uri.path() == ECHO_PATH && req.method != Method::HEAD;
+    Decision::Later(Box::new(Pending { spec, plan, echo }))
+}
+
+/// The declared Content-Length, if any and valid.
+pub fn content_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Whether a plain `GET /` with no query and no body can take the pre-built answer.
+pub fn is_fast_path(method: &Method, uri: &Uri) -> bool {
+    method == Method::GET && uri.path() == "/" && uri.query().is_none()
+}
+
+/// The pre-built answer to `GET /`.
+pub fn fixed_answer() -> Answer {
+    let mut response = Response::new(Body::fixed());
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, TEXT_PLAIN);
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(FIXED_BODY.len()));
+    Answer {
+        response,
+        close: false,
+    }
+}
+
+/// The 413 answer; it closes the connection since the rest of the body is not read.
+pub fn body_too_large(limits: &Limits, counters: &Counters) -> Answer {
+    counters.event(Event::BodyTooLarge);
+    let text = format!("request body over {} bytes\n", limits.max_body_bytes);
+    let mut answer = error(StatusCode::PAYLOAD_TOO_LARGE, text);
+    answer.close = true;
+    answer
+}
+
+/// A plain-text error answer.
+pub fn error(status: StatusCode, text: String) -> Answer {
+    let mut answer = text_answer(Body::bytes(text));
+    *answer.response.status_mut() = status;
+    answer
+}
+
+fn text_answer(body: Body) -> Answer {
+    let len = body.len();
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, TEXT_PLAIN);
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
+    Answer {
+        response,
+        close: false,
+    }
+}
+
+impl Pending {
+    /// The answer once the body is read (`echoed` holds it when echoing).
+    pub fn answer(&self, echoed: Option<Bytes>) -> Answer {
+        let body = match (self.plan.size, echoed) {
+            (Some(size), _) => Body::generated(size),
+            (None, Some(bytes)) => Body::bytes(bytes),
+            (None, None) => Body::fixed(),
+        };
+        let mut answer = text_answer(body);
+        *answer.response.status_mut() =
+            StatusCode::from_u16(self.plan.status).unwrap_or(StatusCode::OK);
+        let headers = answer.response.headers_mut();
+        for (name, value) in &self.spec.headers {
+            headers.append(name.clone(), value.clone());
+        }
+        answer.close = self.plan.close;
+        answer
+    }
+}
+
+/// Whether the status forbids a body (HEAD is handled by the protocol layers).
+pub fn status_has_body(status: StatusCode) -> bool {
+    !(status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED)
+}
+
+/// The request body passed `max_body_bytes`.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyTooLarge;
+
+/// Collected request body bytes, or `Err(BodyTooLarge)` when over the limit.
+pub struct BodyCollector {
+    limit: u64,
+    keep: bool,
+    seen: u64,
+    chunks: Vec<Bytes>,
+}
+
+impl BodyCollector {
+    /// Collects (`keep`) or only counts body bytes up to `limit`.
+    pub fn new(limit: u64, keep: bool) -> BodyCollector {
+        BodyCollector {
+            limit,
+            keep,
+            seen: 0,
+            chunks: Vec::new(),
+        }
+    }
+
+    /// Adds a chunk; `Err` once the limit is passed.
+    pub fn push(&mut self, chunk: Bytes) -> Result<(), BodyTooLarge> {
+        self.seen += chunk.len() as u64;
+        if self.seen > self.limit {
+            return Err(BodyTooLarge);
+        }
+        if self.keep && !chunk.is_empty() {
+            self.chunks.push(chunk);
+        }
+        Ok(())
+    }
+
+    /// The kept bytes, joined (no copy for a single chunk).
+    pub fn finish(mut self) -> Option<Bytes> {
+        if !self.keep {
+            return None;
+        }
+        Some(match self.chunks.len() {
+            0 => Bytes::new(),
+            1 => self.chunks.pop().unwrap_or_default(),
+            _ => Bytes::from(self.chunks.concat()),
+        })
+    }
+}

@@ -1,0 +1,193 @@
+//! What the server did: per-worker counters (no shared cache line on the hot path) summed into `ServerTotals`.
+
+use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// The protocol a connection or request was served with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proto {
+    /// HTTP/1.1 over cleartext TCP.
+    H1,
+    /// HTTP/1.1 over TLS.
+    H1Tls,
+    /// HTTP/2 prior knowledge over cleartext TCP.
+    H2c,
+    /// HTTP/2 over TLS.
+    H2,
+    /// HTTP/3 over QUIC.
+    H3,
+}
+
+/// One worker's counters, padded to its own cache lines.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub struct Counters {
+    connections: [AtomicU64; 5],
+    requests: [AtomicU64; 5],
+    goaways: AtomicU64,
+    over_max_connections: AtomicU64,
+    headers_too_large: AtomicU64,
+    bodies_too_large: AtomicU64,
+    rapid_reset_cutoffs: AtomicU64,
+    idle_closed: AtomicU64,
+    bad_queries: AtomicU64,
+}
+
+/// A counted event other than a connection or a request.
+#[derive(Debug, Clone, Copy)]
+pub enum Event {
+    /// GOAWAY sent (h2 or h3).
+    GoAway,
+    /// Connection refused because `max_connections` were open.
+    OverMaxConnections,
+    /// 431 sent.
+    HeadersTooLarge,
+    /// 413 sent.
+    BodyTooLarge,
+    /// Connection cut off for resetting streams (CVE-2023-44487).
+    RapidReset,
+    /// Connection closed after `idle_timeout` without I/O.
+    IdleClosed,
+    /// 400 sent for a malformed query.
+    BadQuery,
+}
+
+impl Counters {
+    /// Counts an accepted connection.
+    pub fn connection(&self, proto: Proto) {
+        self.connections[proto as usize].fetch_add(1, Relaxed);
+    }
+
+    /// Counts a request.
+    pub fn request(&self, proto: Proto) {
+        self.requests[proto as usize].fetch_add(1, Relaxed);
+    }
+
+    /// Counts an event.
+    pub fn event(&self, event: Event) {
+        let counter = match event {
+            Event::GoAway => &self.goaways,
+            Event::OverMaxConnections => &self.over_max_connections,
+            Event::HeadersTooLarge => &self.headers_too_large,
+            Event::BodyTooLarge => &self.bodies_too_large,
+            Event::RapidReset => &self.rapid_reset_cutoffs,
+            Event::IdleClosed => &self.idle_closed,
+            Event::BadQuery => &self.bad_queries,
+        };
+        counter.fetch_add(1, Relaxed);
+    }
+}
+
+/// Counts by protocol.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ByProto {
+    /// HTTP/1.1 over cleartext TCP.
+    pub h1: u64,
+    /// HTTP/1.1 over TLS.
+    pub h1_tls: u64,
+    /// h2c prior knowledge.
+    pub h2c: u64,
+    /// h2 over TLS.
+    pub h2: u64,
+    /// HTTP/3.
+    pub h3: u64,
+}
+
+impl ByProto {
+    /// The sum over protocols.
+    pub fn total(&self) -> u64 {
+        self.h1 + self.h1_tls + self.h2c + self.h2 + self.h3
+    }
+
+    fn add(&mut self, counters: &[AtomicU64; 5]) {
+        let v = |p: Proto| counters[p as usize].load(Relaxed);
+        self.h1 += v(Proto::H1);
+        self.h1_tls += v(Proto::H1Tls);
+        self.h2c += v(Proto::H2c);
+        self.h2 += v(Proto::H2);
+        self.h3 += v(Proto::H3);
+    }
+}
+
+/// Requests and connections refused or cut off by a limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Rejections {
+    /// Connections closed at once because `max_connections` were open.
+    pub over_max_connections: u64,
+    /// 431 responses.
+    pub headers_too_large: u64,
+    /// 413 responses.
+    pub bodies_too_large: u64,
+    /// Connections cut off with GOAWAY for rapid resets.
+    pub rapid_reset_cutoffs: u64,
+    /// Connections closed after the idle timeout.
+    pub idle_closed: u64,
+    /// 400 responses for malformed queries.
+    pub bad_queries: u64,
+}
+
+/// The server's totals since start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ServerTotals {
+    /// Connections accepted, by protocol.
+    pub connections: ByProto,
+    /// Requests answered, by protocol.
+    pub requests: ByProto,
+    /// GOAWAY frames sent (h2 and h3).
+    pub goaways_sent: u64,
+    /// Refusals by limit.
+    pub rejected: Rejections,
+}
+
+impl ServerTotals {
+    /// Sums workers' counters.
+    pub fn sum<'a>(workers: impl IntoIterator<Item = &'a Counters>) -> ServerTotals {
+        let mut t = ServerTotals::default();
+        for c in workers {
+            t.connections.add(&c.connections);
+            t.requests.add(&c.requests);
+            t.goaways_sent += c.goaways.load(Relaxed);
+            let r = &mut t.rejected;
+            r.over_max_connections += c.over_max_connections.load(Relaxed);
+            r.headers_too_large += c.headers_too_large.load(Relaxed);
+            r.bodies_too_large += c.bodies_too_large.load(Relaxed);
+            r.rapid_reset_cutoffs += c.rapid_reset_cutoffs.load(Relaxed);
+            r.idle_closed += c.idle_closed.load(Relaxed);
+            r.bad_queries += c.bad_queries.load(Relaxed);
+        }
+        t
+    }
+}
+
+impl std::fmt::Display for ServerTotals {
+    /// The totals block printed when `httpvs serve` stops.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let row = |f: &mut std::fmt::Formatter<'_>, name: &str, b: &ByProto| {
+            writeln!(
+                f,
+                "{name:<12} {:>10} total  (h1 {}, h1+tls {}, h2c {}, h2 {}, h3 {})",
+                b.total(),
+                b.h1,
+                b.h1_tls,
+                b.h2c,
+                b.h2,
+                b.h3
+            )
+        };
+        row(f, "connections", &self.connections)?;
+        row(f, "requests", &self.requests)?;
+        writeln!(f, "{:<12} {:>10}", "goaways", self.goaways_sent)?;
+        let r = &self.rejected;
+        write!(
+            f,
+            "{:<12} over-max-connections {}, 431 {}, 413 {}, 400 {}, rapid-reset {}, idle-closed {}",
+            "rejected",
+            r.over_max_connections,
+            r.headers_too_large,
+            r.bodies_too_large,
+            r.bad_queries,
+            r.rapid_reset_cutoffs,
+            r.idle_closed
+        )
+    }
+}

@@ -1,0 +1,110 @@
+//! One worker thread's context: limits, its own counters, the shutdown signal, protocol builders,
+//! and the connection count that enforces `max_connections` across workers.
+
+use crate::config::Limits;
+use crate::totals::{Counters, Event};
+use hyper_util::rt::TokioTimer;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Slack above `max_header_bytes` for hyper's own hard cap (request line, separators), so the
+/// server's own check answers 431 with a reason first.
+const H1_HEADER_SLACK: usize = 8 * 1024;
+
+/// What every connection task of one worker shares.
+pub struct WorkerCtx {
+    /// Limits from the config.
+    pub limits: Limits,
+    /// This worker's counters.
+    pub counters: Arc<Counters>,
+    /// Open connections over all workers.
+    pub live_all: Arc<AtomicUsize>,
+    /// Open connections of this worker (shutdown waits for zero).
+    pub live_here: Arc<AtomicUsize>,
+    /// Becomes the drain deadline when the server stops accepting.
+    pub shutdown: watch::Receiver<Option<Instant>>,
+    /// HTTP/1.1 connection settings.
+    pub h1: hyper::server::conn::http1::Builder,
+    /// HTTP/2 connection settings.
+    pub h2: h2::server::Builder,
+}
+
+impl WorkerCtx {
+    /// A worker context with protocol builders set from `limits`.
+    pub fn new(
+        limits: Limits,
+        counters: Arc<Counters>,
+        live_all: Arc<AtomicUsize>,
+        shutdown: watch::Receiver<Option<Instant>>,
+    ) -> WorkerCtx {
+        WorkerCtx {
+            h1: h1_builder(&limits),
+            h2: h2_builder(&limits),
+            limits,
+            counters,
+            live_all,
+            live_here: Arc::new(AtomicUsize::new(0)),
+            shutdown,
+        }
+    }
+
+    /// Takes a connection slot, or counts a refusal when `max_connections` are open.
+    pub fn admit(self: &Arc<Self>) -> Option<ConnSlot> {
+        let before = self.live_all.fetch_add(1, Relaxed);
+        if before >= self.limits.max_connections {
+            self.live_all.fetch_sub(1, Relaxed);
+            self.counters.event(Event::OverMaxConnections);
+            return None;
+        }
+        self.live_here.fetch_add(1, Relaxed);
+        Some(ConnSlot { ctx: self.clone() })
+    }
+
+    /// The bound on handshakes and the preface probe.
+    pub fn handshake_timeout(&self) -> Duration {
+        self.limits.idle_timeout
+    }
+}
+
+/// A held connection slot; dropping it frees the slot.
+pub struct ConnSlot {
+    ctx: Arc<WorkerCtx>,
+}
+
+impl Drop for ConnSlot {
+    fn drop(&mut self) {
+        self.ctx.live_all.fetch_sub(1, Relaxed);
+        self.ctx.live_here.fetch_sub(1, Relaxed);
+    }
+}
+
+fn h1_builder(limits: &Limits) -> hyper::server::conn::http1::Builder {
+    let mut b = hyper::server::conn::http1::Builder::new();
+    b.timer(TokioTimer::new())
+        .header_read_timeout(limits.idle_timeout)
+        .keep_alive(true)
+        .pipeline_flush(true)
+        .max_buf_size((limits.max_header_bytes + H1_HEADER_SLACK).max(8192))
+        .max_headers(256);
+    b
+}
+
+fn h2_builder(limits: &Limits) -> h2::server::Builder {
+    let mut b = h2::server::Builder::new();
+    let header_list = u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX);
+    b.max_concurrent_streams(limits.max_streams)
+        .max_header_list_size(header_list.saturating_add(32 * 64))
+        .initial_window_size(1 << 20)
+        .initial_connection_window_size(4 << 20)
+        .max_pending_accept_reset_streams(limits.max_pending_reset_streams)
+        .max_local_error_reset_streams(Some(1024))
+        .max_send_buffer_size(crate::body::CHUNK * 2);
+    b
+}
+
+/// Resolves when the server stops accepting (the watch guard is dropped before returning).
+pub async fn stopping(shutdown: &mut watch::Receiver<Option<Instant>>) {
+    let _ = shutdown.wait_for(|stop| stop.is_some()).await;
+}
