@@ -207,3 +207,43 @@ fn tls_trusting_nothing() -> Arc<rustls::ClientConfig> {
         .with_no_client_auth(),
     )
 }
+
+#[tokio::test]
+async fn zero_rtt_sends_early_on_a_resumed_connection_when_asked() {
+    let Some(bin) = httpvs_testkit::require_peer("caddy") else {
+        return;
+    };
+    let caddy = Caddy::start(&bin).expect("caddy starts");
+    let target = target(&caddy);
+    let options = ConnectOptions {
+        connect_timeout: Duration::from_secs(5),
+        tls: Some(tls_trusting(&caddy.root_ca_path())),
+        streams: 1,
+        keepalive: true,
+    };
+    let zero_rtt = H3Options {
+        zero_rtt: true,
+        ..H3Options::default()
+    };
+    let run = async {
+        let h3 = Http3::new(&target, zero_rtt).expect("endpoint");
+        let req = get(&caddy.url());
+        // The first connection does a full handshake and receives a session ticket.
+        let (first, _) = h3.connect(&target, &options).await.expect("connects");
+        first.send(&req).await.expect("first response");
+        assert_eq!(first.quic_stats().map(|q| q.early_requests), Some(0));
+        first.close();
+        let (second, _) = h3.connect(&target, &options).await.expect("resumes");
+        let response = second.send(&req).await.expect("early response");
+        assert_eq!(response.status, 200);
+        let early = second.quic_stats().map(|q| q.early_requests);
+        assert_eq!(
+            early,
+            Some(1),
+            "caddy accepts 0-RTT, so the request went early"
+        );
+    };
+    tokio::time::timeout(TEST_TIMEOUT, run)
+        .await
+        .expect("bounded");
+}
