@@ -1,16 +1,254 @@
 //! `httpvs compare`: flags, validation into the library config, and the run.
 
+use anyhow::Context;
+use httpvs_compare::options::{self, Pinning};
+use httpvs_compare::plan::{Plan, Span};
+use httpvs_compare::render;
+use httpvs_compare::runner::{CellSpec, Progress};
+use httpvs_compare::session::{self, CompareConfig};
+use httpvs_compare::{Results, Variant};
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Flags of `httpvs compare`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Arguments (not built yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    /// Compare protocols on your server instead of the embedded one (probes which it speaks).
+    url: Option<String>,
+    /// Run this plan (TOML) instead of the default matrix.
+    #[arg(long, value_name = "FILE")]
+    plan: Option<PathBuf>,
+    /// Print the default plan (the matrix `compare` runs) and exit.
+    #[arg(long)]
+    print_plan: bool,
+    /// Under a minute: one short repeat of the first payload.
+    #[arg(long)]
+    quick: bool,
+    /// Client shapes per protocol, CONNECTIONS or CONNECTIONSxSTREAMS: h2c=8x60,h1=120.
+    #[arg(long, value_name = "SPEC")]
+    shape: Option<String>,
+    /// Search a small grid of shapes per protocol first, and run each at its best.
+    #[arg(long)]
+    tune: bool,
+    /// Ratios are against this protocol (default h1).
+    #[arg(long, value_name = "PROTOCOL")]
+    baseline: Option<String>,
+    /// Only these protocols: h1,h1-close,h1-tls,h2c,h2,h3.
+    #[arg(long, value_name = "LIST")]
+    protocols: Option<String>,
+    /// Only these conditions of the plan, by name: clean,wan.
+    #[arg(long, value_name = "LIST")]
+    conditions: Option<String>,
+    /// Repeats per cell (overrides the plan).
+    #[arg(long, value_name = "N")]
+    repeats: Option<u32>,
+    /// Measured period per repeat (overrides the plan), e.g. 2s.
+    #[arg(long, value_name = "DUR")]
+    duration: Option<String>,
+    /// Warm-up per repeat (overrides the plan), e.g. 500ms.
+    #[arg(long, value_name = "DUR")]
+    warmup: Option<String>,
+    /// Pin the embedded server to these CPUs (default: the first half).
+    #[arg(long, value_name = "LIST")]
+    server_cpus: Option<String>,
+    /// Pin the client to these CPUs (default: the other half).
+    #[arg(long, value_name = "LIST")]
+    client_cpus: Option<String>,
+    /// Pin nothing.
+    #[arg(long, conflicts_with_all = ["server_cpus", "client_cpus"])]
+    no_pin: bool,
+    /// Write every cell's full load report, the plan and machine facts as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write the HTML report here (default: httpvs-compare-DATE.html in this directory).
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Write no HTML report.
+    #[arg(long, conflicts_with = "html")]
+    no_html: bool,
+    /// Re-render a results file written by --json instead of running.
+    #[arg(long, value_name = "FILE")]
+    from: Option<PathBuf>,
+    /// Accept any certificate from your server (https URLs).
+    #[arg(short = 'k', long)]
+    insecure: bool,
+    /// Trust this CA (PEM) for your server.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
 }
 
 /// Runs `httpvs compare`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    super::not_built("compare")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.print_plan {
+        print!("{}", httpvs_compare::plan::DEFAULT_PLAN);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let results = match &args.from {
+        Some(path) => Results::read(path).map_err(super::usage)?,
+        None => {
+            let config = config(&args)?;
+            let mut progress = Lines::default();
+            session::run(&config, &mut progress).map_err(|e| anyhow::anyhow!("{e}"))?
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = write!(out, "{}", render::text::render(&results));
+    if let Some(path) = &args.json {
+        results
+            .write(path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        let _ = writeln!(out, "\nJSON: {}", path.display());
+    }
+    if !args.no_html {
+        let path = args.html.clone().unwrap_or_else(|| {
+            PathBuf::from(options::default_report_name(results.setup.started_unix))
+        });
+        std::fs::write(&path, render::html::render(&results))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        let _ = writeln!(out, "\nreport: {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Turns flags into the library's config; every bad value is one line and exit 2.
+fn config(args: &Args) -> anyhow::Result<CompareConfig> {
+    let mut plan = match &args.plan {
+        Some(path) => Plan::load(path).map_err(|e| super::usage(e.to_string()))?,
+        None => Plan::default_plan(),
+    };
+    if args.quick {
+        plan = plan.quick();
+    }
+    if let Some(spec) = &args.shape {
+        let shapes = options::parse_shape_overrides(spec)
+            .map_err(|e| super::usage(format!("--shape: {e}")))?;
+        options::apply_shapes(&mut plan, shapes);
+    }
+    if let Some(list) = &args.protocols {
+        plan.protocols =
+            parse_list::<Variant>(list).map_err(|e| super::usage(format!("--protocols: {e}")))?;
+    }
+    if let Some(b) = &args.baseline {
+        plan.baseline = Some(
+            b.parse()
+                .map_err(|e| super::usage(format!("--baseline: {e}")))?,
+        );
+    }
+    if let Some(list) = &args.conditions {
+        let names: Vec<&str> = list.split(',').map(str::trim).collect();
+        if let Some(bad) = names
+            .iter()
+            .find(|n| !plan.conditions.iter().any(|c| &c.name == *n))
+        {
+            let known: Vec<&str> = plan.conditions.iter().map(|c| c.name.as_str()).collect();
+            return Err(super::usage(format!(
+                "--conditions: '{bad}' is not a condition of the plan ({})",
+                known.join(", ")
+            )));
+        }
+        plan.conditions.retain(|c| names.contains(&c.name.as_str()));
+    }
+    if let Some(n) = args.repeats {
+        plan.repeats = n;
+    }
+    if let Some(d) = &args.duration {
+        plan.duration = d
+            .parse::<Span>()
+            .map_err(|e| super::usage(format!("--duration: {e}")))?;
+    }
+    if let Some(d) = &args.warmup {
+        plan.warmup = d
+            .parse::<Span>()
+            .map_err(|e| super::usage(format!("--warmup: {e}")))?;
+    }
+    plan.validate("flags")
+        .map_err(|e| super::usage(e.to_string()))?;
+    Ok(CompareConfig {
+        plan,
+        target: args.url.clone(),
+        custom_plan: args.plan.is_some(),
+        pinning: pinning(args)?,
+        tune: args.tune,
+        insecure: args.insecure,
+        cacert: args.cacert.clone(),
+    })
+}
+
+fn pinning(args: &Args) -> anyhow::Result<Pinning> {
+    if args.no_pin {
+        return Ok(Pinning::default());
+    }
+    let available = options::available_cpus();
+    let mut pin = Pinning::split(&available);
+    let parse = |flag: &str, text: &str| -> anyhow::Result<Vec<usize>> {
+        let cpus = options::parse_cpus(text).map_err(|e| super::usage(format!("{flag}: {e}")))?;
+        match cpus.iter().find(|c| !available.contains(c)) {
+            Some(c) => Err(super::usage(format!(
+                "{flag}: CPU {c} is not available to this process"
+            ))),
+            None => Ok(cpus),
+        }
+    };
+    if let Some(s) = &args.server_cpus {
+        pin.server = parse("--server-cpus", s)?;
+        if args.client_cpus.is_none() {
+            pin.client = available
+                .iter()
+                .copied()
+                .filter(|c| !pin.server.contains(c))
+                .collect();
+        }
+    }
+    if let Some(c) = &args.client_cpus {
+        pin.client = parse("--client-cpus", c)?;
+        if args.server_cpus.is_none() {
+            pin.server = available
+                .iter()
+                .copied()
+                .filter(|c| !pin.client.contains(c))
+                .collect();
+        }
+    }
+    Ok(pin)
+}
+
+fn parse_list<T: std::str::FromStr<Err = String>>(text: &str) -> Result<Vec<T>, String> {
+    text.split(',').map(|s| s.trim().parse()).collect()
+}
+
+/// Prints one line per cell to stderr as the matrix runs.
+#[derive(Default)]
+struct Lines {
+    started: Option<std::time::Instant>,
+}
+
+impl Progress for Lines {
+    fn cell_started(&mut self, index: usize, total: usize, spec: &CellSpec<'_>) {
+        let start = *self.started.get_or_insert_with(std::time::Instant::now);
+        eprint!(
+            "[{index:>3}/{total}] {:>4.0}s  {} / {} / {} {} ... ",
+            start.elapsed().as_secs_f64(),
+            spec.condition.name,
+            spec.payload.name,
+            spec.variant,
+            spec.shape
+        );
+    }
+
+    fn cell_finished(&mut self, cell: &httpvs_compare::results::CellResult) {
+        let row = cell.row();
+        match &row.failure {
+            Some(f) => eprintln!("did not run: {f}"),
+            None => eprintln!(
+                "{} req/s, p99 {}",
+                render::format::thousands(row.rps.median),
+                render::format::millis(row.p99_ms)
+            ),
+        }
+    }
+
+    fn note(&mut self, line: &str) {
+        eprintln!("{line}");
+    }
 }

@@ -1,0 +1,185 @@
+//! Run options beside the plan: shape overrides (`--shape`), CPU pinning and report file names.
+
+use crate::plan::{Plan, Shape, ShapeList};
+use crate::variant::Variant;
+use std::collections::BTreeMap;
+
+/// Parses `--shape h2c=8x60,h1=120`; a bare shape after a protocol adds a row: `h1=16,64`.
+pub fn parse_shape_overrides(text: &str) -> Result<BTreeMap<Variant, ShapeList>, String> {
+    let mut out: BTreeMap<Variant, ShapeList> = BTreeMap::new();
+    let mut current: Option<Variant> = None;
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let shape_text = match item.split_once('=') {
+            Some((proto, shape)) => {
+                let v: Variant = proto.parse()?;
+                out.remove(&v);
+                current = Some(v);
+                shape
+            }
+            None => item,
+        };
+        let Some(v) = current else {
+            return Err(format!(
+                "'{item}' names no protocol (write PROTOCOL=SHAPE, e.g. h2c=8x60)"
+            ));
+        };
+        let shape: Shape = shape_text.parse()?;
+        out.entry(v)
+            .or_insert_with(|| ShapeList(Vec::new()))
+            .0
+            .push(shape);
+    }
+    if out.is_empty() {
+        return Err("names no shape (e.g. h2c=8x60,h1=120)".into());
+    }
+    Ok(out)
+}
+
+/// Applies shape overrides to a plan.
+pub fn apply_shapes(plan: &mut Plan, overrides: BTreeMap<Variant, ShapeList>) {
+    plan.shapes.extend(overrides);
+}
+
+/// Parses a CPU list: `0`, `0,2`, `0-3`, `0-1,4`.
+pub fn parse_cpus(text: &str) -> Result<Vec<usize>, String> {
+    let bad = || format!("'{text}' is not a CPU list (e.g. 0, 0-1, 0,2)");
+    let mut cpus = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let a: usize = a.trim().parse().map_err(|_| bad())?;
+        let b: usize = b.trim().parse().map_err(|_| bad())?;
+        if a > b || b - a > 4096 {
+            return Err(bad());
+        }
+        cpus.extend(a..=b);
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// Where the server and the client run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pinning {
+    /// The server's CPUs (empty: unpinned).
+    pub server: Vec<usize>,
+    /// The client's CPUs (empty: unpinned).
+    pub client: Vec<usize>,
+}
+
+impl Pinning {
+    /// The default split of `available` CPUs: with two or more, the server gets the first half
+    /// (rounded down) and the client the rest; with one, nothing is pinned.
+    pub fn split(available: &[usize]) -> Pinning {
+        if available.len() < 2 {
+            return Pinning::default();
+        }
+        let half = available.len() / 2;
+        Pinning {
+            server: available[..half].to_vec(),
+            client: available[half..].to_vec(),
+        }
+    }
+
+    /// One line for the report.
+    pub fn describe(&self) -> String {
+        let list = |c: &[usize]| {
+            let s: Vec<String> = c.iter().map(usize::to_string).collect();
+            format!("CPU{} {}", if c.len() > 1 { "s" } else { "" }, s.join(","))
+        };
+        match (self.server.is_empty(), self.client.is_empty()) {
+            (true, true) => "not pinned (fewer than 2 CPUs): server and client share them".into(),
+            (false, false) => format!(
+                "server pinned to {}, client to {}",
+                list(&self.server),
+                list(&self.client)
+            ),
+            (false, true) => format!("server pinned to {}, client not pinned", list(&self.server)),
+            (true, false) => format!("client pinned to {}", list(&self.client)),
+        }
+    }
+}
+
+/// The CPUs this process may run on.
+pub fn available_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: pid 0 is this thread; the pointer and size describe `set`.
+    let rc = unsafe { libc::sched_getaffinity(0, size, &mut set) };
+    if rc != 0 {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        return (0..n).collect();
+    }
+    // SAFETY: CPU_ISSET reads the set filled above, for indexes below its capacity.
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|i| unsafe { libc::CPU_ISSET(*i, &set) })
+        .collect()
+}
+
+/// `httpvs-compare-20250101-120000.html`: the default report name, from the Unix time (UTC).
+pub fn default_report_name(unix: u64) -> String {
+    let days = (unix / 86_400) as i64;
+    let secs = unix % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "httpvs-compare-{y:04}{m:02}{d:02}-{:02}{:02}{:02}.html",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shape_overrides() {
+        let o = parse_shape_overrides("h2c=8x60,h1=120").unwrap();
+        assert_eq!(o[&Variant::H2c].0[0].to_string(), "8x60");
+        assert_eq!(o[&Variant::H1].0[0].connections, 120);
+        let o = parse_shape_overrides("h1=16,64").unwrap();
+        assert_eq!(o[&Variant::H1].0.len(), 2);
+        assert!(parse_shape_overrides("8x60")
+            .unwrap_err()
+            .contains("names no protocol"));
+        assert!(parse_shape_overrides("h9=1").is_err());
+    }
+
+    #[test]
+    fn cpu_lists_and_split() {
+        assert_eq!(parse_cpus("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert!(parse_cpus("x").is_err());
+        let p = Pinning::split(&[0, 1]);
+        assert_eq!((p.server, p.client), (vec![0], vec![1]));
+        assert_eq!(Pinning::split(&[0]), Pinning::default());
+        assert!(!available_cpus().is_empty());
+    }
+
+    #[test]
+    fn report_names_carry_the_utc_time() {
+        assert_eq!(
+            default_report_name(0),
+            "httpvs-compare-19700101-000000.html"
+        );
+        assert_eq!(
+            default_report_name(1_735_732_800),
+            "httpvs-compare-20250101-120000.html"
+        );
+    }
+}

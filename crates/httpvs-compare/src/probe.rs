@@ -1,0 +1,82 @@
+//! Probing a user's server: which of the six protocols it speaks, by a two-request trial of each.
+//!
+//! The trial is the load generator itself: `-p h2` offers only h2 in ALPN, `-p h2c` sends the
+//! prior-knowledge preface, `-p h3` makes a real QUIC handshake. So "speaks" means "the same
+//! client compare measures with got responses", and a refusal comes back as a classified reason.
+
+use crate::load_driver::Endpoints;
+use crate::results::Skipped;
+use crate::variant::{Listener, Variant};
+use httpvs_load::stats::Quiet;
+use httpvs_load::{LoadConfig, ProtocolChoice, TlsOptions};
+use std::time::Duration;
+
+/// The endpoints a user URL offers: its scheme decides cleartext or TLS (h3 on the same port).
+pub fn endpoints(url: &http::Uri, tls: TlsOptions) -> Endpoints {
+    let authority = url.authority().map_or("", |a| a.as_str());
+    let base = format!("{}://{authority}", url.scheme_str().unwrap_or("http"));
+    let https = url.scheme_str() == Some("https");
+    Endpoints {
+        http: (!https).then(|| base.clone()),
+        https: https.then(|| base.clone()),
+        h3: https.then_some(base),
+        tls,
+    }
+}
+
+/// Splits `variants` into those the server speaks and those skipped, with why.
+pub fn probe(
+    endpoints: &Endpoints,
+    path: &str,
+    variants: &[Variant],
+) -> (Vec<Variant>, Vec<Skipped>) {
+    let mut speaks = Vec::new();
+    let mut skipped = Vec::new();
+    for v in variants {
+        match trial(endpoints, path, *v) {
+            Ok(()) => speaks.push(*v),
+            Err(reason) => skipped.push(Skipped {
+                name: v.name().into(),
+                reason,
+            }),
+        }
+    }
+    (speaks, skipped)
+}
+
+fn trial(endpoints: &Endpoints, path: &str, variant: Variant) -> Result<(), String> {
+    let Some(base) = endpoints.base(variant) else {
+        return Err(match variant.listener() {
+            Listener::Http => {
+                "the URL is https://; give an http:// URL to compare cleartext".into()
+            }
+            _ => "the URL is http://; give an https:// URL to compare TLS and QUIC".into(),
+        });
+    };
+    let mut config = LoadConfig::new(&format!("{base}{path}"))
+        .map_err(|e| e.to_string())?
+        .protocol(ProtocolChoice::Fixed(variant.kind()))
+        .shape(1, 1)
+        .threads(1)
+        .requests(2)
+        .tls(endpoints.tls.clone());
+    config.keepalive = variant.keepalive();
+    config.connect_timeout = Duration::from_secs(3);
+    config.timeout = Some(Duration::from_secs(5));
+    let report = httpvs_load::run(&config, &mut Quiet).map_err(|e| e.to_string())?;
+    if report.requests.succeeded == 0 {
+        let why: Vec<String> = report
+            .errors
+            .iter()
+            .map(|e| format!("{} x{}", e.kind, e.count))
+            .collect();
+        return Err(format!("no response in a trial ({})", why.join(", ")));
+    }
+    if report.protocol.negotiated != variant.kind().name() {
+        return Err(format!(
+            "the server answered with {} instead",
+            report.protocol.negotiated
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,244 @@
+//! One `httpvs compare` run from start to end: target, pinning, conditions, tuning, the matrix.
+
+use crate::load_driver::{Endpoints, LoadDriver};
+use crate::machine::MachineFacts;
+use crate::options::Pinning;
+use crate::plan::{Payload, Plan};
+use crate::results::{Results, Setup, RESULTS_SCHEMA_VERSION};
+use crate::runner::{self, Progress};
+use crate::variant::Variant;
+use crate::{network, probe, tune};
+use httpvs_load::TlsOptions;
+use httpvs_server::{RunningServer, ServeConfig};
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// What to compare and how.
+#[derive(Debug, Clone)]
+pub struct CompareConfig {
+    /// The matrix.
+    pub plan: Plan,
+    /// The user's URL, or None for the embedded server.
+    pub target: Option<String>,
+    /// Whether the plan came from `--plan` (its payload paths then apply to a user's URL too).
+    pub custom_plan: bool,
+    /// CPU pinning.
+    pub pinning: Pinning,
+    /// Search shapes first.
+    pub tune: bool,
+    /// Accept any certificate from a user's server.
+    pub insecure: bool,
+    /// Trust this CA for a user's server.
+    pub cacert: Option<PathBuf>,
+}
+
+/// Why a comparison could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// The embedded server did not start.
+    #[error("the embedded server did not start: {0}")]
+    Server(String),
+    /// The user's URL is unusable.
+    #[error("{0}")]
+    Target(String),
+    /// Nothing is left to run (no protocol spoken, no condition possible).
+    #[error("{0}")]
+    NothingToRun(String),
+}
+
+/// Runs the comparison and returns every result.
+pub fn run(config: &CompareConfig, progress: &mut dyn Progress) -> Result<Results, CompareError> {
+    let started = Instant::now();
+    let started_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut plan = config.plan.clone();
+    let mut setup = Setup {
+        started_unix,
+        ..Setup::default()
+    };
+    let (target, variants) = match &config.target {
+        None => {
+            let target = Target::embedded(&plan, &config.pinning)?;
+            setup.target = "embedded server (httpvs serve on loopback)".into();
+            setup.server_cpus = config.pinning.server.clone();
+            setup.client_cpus = config.pinning.client.clone();
+            setup.pinning = config.pinning.describe();
+            (target, plan.protocols.clone())
+        }
+        Some(url) => {
+            let (target, variants, skipped) = Target::user(url, config, &mut plan)?;
+            setup.target = url.clone();
+            setup.client_cpus = config.pinning.client.clone();
+            setup.pinning = match config.pinning.client.is_empty() {
+                true => "client not pinned".into(),
+                false => format!("client pinned to CPUs {:?}", config.pinning.client),
+            };
+            for s in &skipped {
+                progress.note(&format!("skipped {}: {}", s.name, s.reason));
+            }
+            setup.skipped_protocols = skipped;
+            (target, variants)
+        }
+    };
+    progress.note(&format!("pinning: {}", setup.pinning));
+    let mut driver = LoadDriver {
+        endpoints: target.endpoints.clone(),
+        client_cpus: config.pinning.client.clone(),
+        threads: plan
+            .client
+            .threads
+            .unwrap_or_else(|| client_threads(&config.pinning)),
+        timeout: plan.client.timeout.map(|s| s.0),
+    };
+    if config.tune {
+        progress.note("tuning: trying a few shapes per protocol on the clean link");
+        setup.tuning = tune::tune(&mut plan, &variants, &config.pinning.client, &mut driver);
+        for t in &setup.tuning {
+            progress.note(&format!("tuned {}: {}", t.variant, t.chosen));
+        }
+    }
+    let shapes: Vec<String> = variants
+        .iter()
+        .map(|v| {
+            let s: Vec<String> = plan.shapes_for(*v).iter().map(|s| s.to_string()).collect();
+            format!("{v}={}", s.join("|"))
+        })
+        .collect();
+    progress.note(&format!("shapes: {}", shapes.join(" ")));
+    let (conditions, skipped) = network::usable_conditions(&plan);
+    for s in &skipped {
+        progress.note(&format!("skipped condition {}: {}", s.name, s.reason));
+    }
+    setup.skipped_conditions = skipped;
+    if conditions.is_empty() {
+        return Err(CompareError::NothingToRun(
+            "no network condition can run here (every one needs the emulator)".into(),
+        ));
+    }
+    let specs = runner::cells(&plan, &conditions, &variants);
+    let cells = runner::run_cells(
+        &specs,
+        plan.repeats,
+        &config.pinning.client,
+        &mut driver,
+        progress,
+    );
+    drop(target);
+    setup.elapsed_seconds = started.elapsed().as_secs_f64();
+    Ok(Results {
+        schema_version: RESULTS_SCHEMA_VERSION,
+        plan,
+        machine: MachineFacts::here(),
+        setup,
+        cells,
+    })
+}
+
+fn client_threads(pinning: &Pinning) -> usize {
+    if pinning.client.is_empty() {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        pinning.client.len()
+    }
+}
+
+/// The target's endpoints, and the embedded server and CA file to clean up at the end.
+struct Target {
+    endpoints: Endpoints,
+    server: Option<RunningServer>,
+    ca_file: Option<PathBuf>,
+}
+
+impl Target {
+    fn embedded(plan: &Plan, pinning: &Pinning) -> Result<Target, CompareError> {
+        let mut serve = ServeConfig::loopback_ephemeral();
+        serve.threads = plan.server.threads.unwrap_or(pinning.server.len().max(1));
+        serve.cpus = (!pinning.server.is_empty()).then(|| pinning.server.clone());
+        serve.limits.max_requests_per_conn = plan.server.max_requests_per_conn;
+        if let Some(m) = plan.server.max_streams {
+            serve.limits.max_streams = m;
+        }
+        let server =
+            httpvs_server::start(serve).map_err(|e| CompareError::Server(e.to_string()))?;
+        let ca_file =
+            std::env::temp_dir().join(format!("httpvs-compare-{}-ca.pem", std::process::id()));
+        std::fs::write(&ca_file, server.ca_pem()).map_err(|e| {
+            CompareError::Server(format!("cannot write its CA to {}: {e}", ca_file.display()))
+        })?;
+        let url = |addr: Option<std::net::SocketAddr>, scheme: &str| {
+            addr.map(|a| format!("{scheme}://{a}"))
+        };
+        let endpoints = Endpoints {
+            http: url(server.http_addr(), "http"),
+            https: url(server.https_addr(), "https"),
+            h3: url(server.h3_addr(), "https"),
+            tls: TlsOptions {
+                insecure: false,
+                cacert: Some(ca_file.clone()),
+            },
+        };
+        Ok(Target {
+            endpoints,
+            server: Some(server),
+            ca_file: Some(ca_file),
+        })
+    }
+
+    fn user(
+        url: &str,
+        config: &CompareConfig,
+        plan: &mut Plan,
+    ) -> Result<(Target, Vec<Variant>, Vec<crate::results::Skipped>), CompareError> {
+        let uri =
+            httpvs_load::config::parse_url(url).map_err(|e| CompareError::Target(e.to_string()))?;
+        let tls = TlsOptions {
+            insecure: config.insecure,
+            cacert: config.cacert.clone(),
+        };
+        let endpoints = probe::endpoints(&uri, tls);
+        let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
+        if !config.custom_plan {
+            // The default payloads ask the embedded server for sizes; a user's URL is what it is.
+            plan.payloads = vec![Payload {
+                name: "url".into(),
+                path: path.clone(),
+                size: None,
+                method: "GET".into(),
+                body: None,
+                headers: Vec::new(),
+            }];
+            for c in &mut plan.conditions {
+                c.payloads = None;
+            }
+        }
+        let (variants, skipped) = probe::probe(&endpoints, &path, &plan.protocols);
+        if variants.is_empty() {
+            let why: Vec<String> = skipped
+                .iter()
+                .map(|s| format!("{}: {}", s.name, s.reason))
+                .collect();
+            return Err(CompareError::NothingToRun(format!(
+                "{url} answered none of the protocols ({})",
+                why.join("; ")
+            )));
+        }
+        let target = Target {
+            endpoints,
+            server: None,
+            ca_file: None,
+        };
+        Ok((target, variants, skipped))
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown(Duration::from_secs(1));
+        }
+        if let Some(path) = self.ca_file.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
