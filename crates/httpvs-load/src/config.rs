@@ -1,0 +1,333 @@
+//! The validated description of one load run: target, protocol, shape, schedule, request and limits.
+//!
+//! The CLI builds a [`LoadConfig`] from flags; `httpvs compare` builds one in code with
+//! [`LoadConfig::new`] and the builder methods. [`LoadConfig::validate`] is the single place
+//! where values are checked, so both paths reject the same things with the same words.
+
+use crate::protocol::ProtocolKind;
+use bytes::Bytes;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which protocol to use: fixed, or `auto` (ALPN for https, h1 for http).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProtocolChoice {
+    /// ALPN (h2, then http/1.1) for https URLs; HTTP/1.1 for http URLs.
+    Auto,
+    /// Exactly this protocol.
+    Fixed(ProtocolKind),
+}
+
+impl ProtocolChoice {
+    /// Parses the value of `-p`: h1, h2c, h2, h3 or auto.
+    pub fn parse(s: &str) -> Option<ProtocolChoice> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "auto" => ProtocolChoice::Auto,
+            "h1" | "http1" | "http/1.1" => ProtocolChoice::Fixed(ProtocolKind::H1),
+            "h2c" => ProtocolChoice::Fixed(ProtocolKind::H2c),
+            "h2" | "http2" => ProtocolChoice::Fixed(ProtocolKind::H2),
+            "h3" | "http3" => ProtocolChoice::Fixed(ProtocolKind::H3),
+            _ => return None,
+        })
+    }
+
+    /// The name users type after `-p`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProtocolChoice::Auto => "auto",
+            ProtocolChoice::Fixed(kind) => kind.name(),
+        }
+    }
+}
+
+/// When the measured part of a run ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StopAfter {
+    /// After this many requests have been started (and have finished).
+    Requests(u64),
+    /// After this long; requests still in flight then are "cut off at the end".
+    Duration(Duration),
+}
+
+/// TLS client options for https targets.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TlsOptions {
+    /// `-k`: accept any server certificate.
+    pub insecure: bool,
+    /// `--cacert`: trust this PEM bundle (in addition to nothing else).
+    pub cacert: Option<PathBuf>,
+}
+
+/// An emulated network to run the load behind (wired by the netem part; not used yet).
+// TODO(netem): replace with the netem crate's link profile when `--net` lands.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NetProfile {
+    /// The profile as the user wrote it, e.g. "delay=20ms,loss=1%".
+    pub spec: String,
+}
+
+/// Everything one run needs, checked by [`LoadConfig::validate`].
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    /// The target URL (http or https, with an authority).
+    pub url: http::Uri,
+    /// `-p`: the protocol, or auto.
+    pub protocol: ProtocolChoice,
+    /// `-c`: connections, spread over the workers.
+    pub connections: u32,
+    /// `-m`: concurrent streams per connection (h2/h3), or the h1 pipelining depth.
+    pub streams: u32,
+    /// `-t`: worker threads (never more than connections).
+    pub threads: usize,
+    /// `-n` or `-z`.
+    pub stop: StopAfter,
+    /// `--warmup`: load that runs first and is not counted.
+    pub warmup: Duration,
+    /// `-X`.
+    pub method: http::Method,
+    /// `-H`, in order.
+    pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    /// `-d` or `--data-file`.
+    pub body: Bytes,
+    /// `--no-keepalive` clears this: one request per connection.
+    pub keepalive: bool,
+    /// `--timeout`: bound on one request (send to last body byte); `None` waits forever.
+    pub timeout: Option<Duration>,
+    /// `--connect-timeout`: bound on TCP connect plus the TLS/QUIC handshake.
+    pub connect_timeout: Duration,
+    /// `-k`, `--cacert`.
+    pub tls: TlsOptions,
+    /// `--rate`: the open model at this many requests per second in total; `None` is the closed model.
+    pub rate: Option<f64>,
+    /// Pin worker thread i to `cpus[i % len]` (compare keeps the server and load apart).
+    pub cpus: Option<Vec<usize>>,
+    /// An emulated network (the netem part wires `--net`).
+    pub net: Option<NetProfile>,
+}
+
+/// Why a configuration cannot run; the CLI prints it as one line and exits 2.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// The URL does not parse or lacks a host.
+    #[error("invalid URL {url:?}: {why}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A value is out of range or two values contradict each other.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Default number of connections (`-c`), as wrk's.
+pub const DEFAULT_CONNECTIONS: u32 = 10;
+/// Default run length when neither `-n` nor `-z` is given, as wrk's.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// Default per-request timeout, as hey's.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
+/// Default connect timeout.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl LoadConfig {
+    /// A config for `url` with defaults: auto protocol, 10 connections, 1 stream, one thread per
+    /// core, 10 s, GET, keep-alive, 20 s request timeout, 10 s connect timeout.
+    pub fn new(url: &str) -> Result<LoadConfig, ConfigError> {
+        let uri = parse_url(url)?;
+        Ok(LoadConfig {
+            url: uri,
+            protocol: ProtocolChoice::Auto,
+            connections: DEFAULT_CONNECTIONS,
+            streams: 1,
+            threads: default_threads(),
+            stop: StopAfter::Duration(DEFAULT_DURATION),
+            warmup: Duration::ZERO,
+            method: http::Method::GET,
+            headers: Vec::new(),
+            body: Bytes::new(),
+            keepalive: true,
+            timeout: Some(DEFAULT_TIMEOUT),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            tls: TlsOptions::default(),
+            rate: None,
+            cpus: None,
+            net: None,
+        })
+    }
+
+    /// Sets the protocol.
+    pub fn protocol(mut self, protocol: ProtocolChoice) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
+    /// Sets connections and streams per connection.
+    pub fn shape(mut self, connections: u32, streams: u32) -> Self {
+        self.connections = connections;
+        self.streams = streams;
+        self
+    }
+
+    /// Sets the worker thread count.
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
+    }
+
+    /// Stops after `n` requests.
+    pub fn requests(mut self, n: u64) -> Self {
+        self.stop = StopAfter::Requests(n);
+        self
+    }
+
+    /// Stops after `d`.
+    pub fn duration(mut self, d: Duration) -> Self {
+        self.stop = StopAfter::Duration(d);
+        self
+    }
+
+    /// Sets the open-model rate (requests per second in total).
+    pub fn rate(mut self, rate: f64) -> Self {
+        self.rate = Some(rate);
+        self
+    }
+
+    /// Sets TLS options.
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// Checks every value; `run` calls this too.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        parse_url(&self.url.to_string())?;
+        if self.connections == 0 {
+            return bad("--connections must be at least 1".into());
+        }
+        if self.streams == 0 {
+            return bad("--streams must be at least 1".into());
+        }
+        if self.threads == 0 {
+            return bad("--threads must be at least 1".into());
+        }
+        match self.stop {
+            StopAfter::Requests(0) => return bad("--requests must be at least 1".into()),
+            StopAfter::Duration(d) if d.is_zero() => {
+                return bad("--duration must be longer than 0".into())
+            }
+            _ => {}
+        }
+        if let Some(rate) = self.rate {
+            if !(rate.is_finite() && rate > 0.0) {
+                return bad(format!("--rate must be a positive number, not {rate}"));
+            }
+        }
+        if self.connect_timeout.is_zero() {
+            return bad("--connect-timeout must be longer than 0".into());
+        }
+        if self.timeout.is_some_and(|t| t.is_zero()) {
+            return bad("--timeout must be longer than 0".into());
+        }
+        if let Some(cpus) = &self.cpus {
+            if cpus.is_empty() {
+                return bad("the CPU list is empty".into());
+            }
+        }
+        let https = self.url.scheme_str() == Some("https");
+        match self.protocol {
+            ProtocolChoice::Fixed(ProtocolKind::H2 | ProtocolKind::H3) if !https => bad(format!(
+                "-p {} needs an https:// URL (use -p h2c for cleartext HTTP/2)",
+                self.protocol.name()
+            )),
+            ProtocolChoice::Fixed(ProtocolKind::H2c) if https => {
+                bad("-p h2c needs an http:// URL (use -p h2 for HTTP/2 over TLS)".into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The effective worker count: never more workers than connections.
+    pub fn worker_count(&self) -> usize {
+        self.threads.clamp(1, self.connections.max(1) as usize)
+    }
+
+    /// Whether this is the open model (`--rate`).
+    pub fn is_open_model(&self) -> bool {
+        self.rate.is_some()
+    }
+}
+
+/// The number of cores, the default for `-t`.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Parses and checks a target URL: http or https, a host, an optional port and path.
+pub fn parse_url(url: &str) -> Result<http::Uri, ConfigError> {
+    let invalid = |why: &str| ConfigError::InvalidUrl {
+        url: url.to_string(),
+        why: why.to_string(),
+    };
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| invalid(&e.to_string()))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        Some(other) => return Err(invalid(&format!("scheme {other} is not http or https"))),
+        None => return Err(invalid("it needs http:// or https://")),
+    }
+    match uri.host() {
+        Some(h) if !h.is_empty() => {}
+        _ => return Err(invalid("it has no host")),
+    }
+    if uri.port_u16() == Some(0) {
+        return Err(invalid("port 0 is not a target"));
+    }
+    if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+        return Err(invalid(
+            "user:password@ in URLs is not supported; use -H Authorization",
+        ));
+    }
+    Ok(uri)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_checked() {
+        assert!(parse_url("http://127.0.0.1:8080/x?y=1").is_ok());
+        assert!(parse_url("https://localhost/").is_ok());
+        for bad in [
+            "127.0.0.1:80",
+            "ftp://x/",
+            "http://",
+            "not a url",
+            "http://h:0/",
+        ] {
+            assert!(parse_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn protocol_and_scheme_must_agree() {
+        let c = LoadConfig::new("http://127.0.0.1:1/").unwrap();
+        assert!(c
+            .clone()
+            .protocol(ProtocolChoice::Fixed(ProtocolKind::H2))
+            .validate()
+            .is_err());
+        assert!(c
+            .clone()
+            .protocol(ProtocolChoice::Fixed(ProtocolKind::H2c))
+            .validate()
+            .is_ok());
+        assert!(c.clone().shape(0, 1).validate().is_err());
+        assert!(c.clone().rate(-1.0).validate().is_err());
+        assert_eq!(c.clone().shape(3, 1).threads(8).worker_count(), 3);
+    }
+}

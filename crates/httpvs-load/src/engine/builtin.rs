@@ -1,0 +1,104 @@
+//! The built-in protocols: resolves `-p auto`, builds the TLS configuration and picks the factory.
+
+use super::factory::ProtocolFactory;
+use super::run_with_protocol;
+use super::setup::{resolve_target, LoadError};
+use crate::config::{LoadConfig, ProtocolChoice};
+use crate::protocol::h1::Http1;
+use crate::protocol::h3::{H3Options, Http3};
+use crate::protocol::tls::{client_config, ALPN_H2, ALPN_H3, ALPN_HTTP11};
+use crate::protocol::wire::WireCounter;
+use crate::protocol::{tcp, ProtocolKind, Target};
+use crate::report::Report;
+use crate::stats::Observer;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Runs `config` with the protocol it names (or that `auto` resolves to).
+pub fn run_builtin(
+    config: &LoadConfig,
+    observer: &mut dyn Observer,
+    stop: Arc<AtomicBool>,
+) -> Result<Report, LoadError> {
+    config.validate()?;
+    let target = resolve_target(&config.url)?;
+    let https = target.scheme.eq_ignore_ascii_case("https");
+    let kind = match config.protocol {
+        ProtocolChoice::Fixed(kind) => kind,
+        ProtocolChoice::Auto if https => alpn_probe(config, &target)?,
+        ProtocolChoice::Auto => ProtocolKind::H1,
+    };
+    let tls = if https {
+        Some(tls_config(config, alpn_for(kind))?)
+    } else {
+        None
+    };
+    match kind {
+        ProtocolKind::H1 => run_with_protocol(config, &target, Http1Factory, tls, observer, stop),
+        ProtocolKind::H3 => run_with_protocol(config, &target, Http3Factory, tls, observer, stop),
+        ProtocolKind::H2 | ProtocolKind::H2c => Err(LoadError::Unsupported(kind.name())),
+    }
+}
+
+fn alpn_for(kind: ProtocolKind) -> &'static [&'static [u8]] {
+    match kind {
+        ProtocolKind::H1 => &[ALPN_HTTP11],
+        ProtocolKind::H2 | ProtocolKind::H2c => &[ALPN_H2],
+        ProtocolKind::H3 => &[ALPN_H3],
+    }
+}
+
+fn tls_config(config: &LoadConfig, alpn: &[&[u8]]) -> Result<Arc<rustls::ClientConfig>, LoadError> {
+    client_config(config.tls.insecure, config.tls.cacert.as_deref(), alpn)
+        .map_err(|e| LoadError::TlsConfig(e.to_string()))
+}
+
+/// `-p auto` over TLS: one handshake offering h2 and http/1.1; the server's choice decides.
+fn alpn_probe(config: &LoadConfig, target: &Target) -> Result<ProtocolKind, LoadError> {
+    let tls = tls_config(config, &[ALPN_H2, ALPN_HTTP11])?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| LoadError::Worker(e.to_string()))?;
+    let timeout = config.connect_timeout;
+    let result = runtime.block_on(async {
+        let counter = WireCounter::new_shared();
+        let attempt = tcp::connect(target, Some(tls), timeout, counter);
+        match tokio::time::timeout(timeout, attempt).await {
+            Ok(Ok((_transport, info))) => Ok(info.alpn),
+            Ok(Err(kind)) => Err(kind),
+            Err(_) => Err(crate::error::ErrorKind::ConnectTimeout),
+        }
+    });
+    match result {
+        Ok(Some(alpn)) if alpn == ALPN_H2 => Ok(ProtocolKind::H2),
+        Ok(_) => Ok(ProtocolKind::H1),
+        Err(kind) => Err(LoadError::first_connection(target.addr, kind, timeout)),
+    }
+}
+
+/// HTTP/1.1 (over TCP, or TLS for https).
+struct Http1Factory;
+
+impl ProtocolFactory for Http1Factory {
+    type Protocol = Http1;
+    fn kind(&self) -> ProtocolKind {
+        ProtocolKind::H1
+    }
+    fn make(&self, _target: &Target) -> Result<Http1, LoadError> {
+        Ok(Http1::default())
+    }
+}
+
+/// HTTP/3: one QUIC endpoint per worker thread.
+struct Http3Factory;
+
+impl ProtocolFactory for Http3Factory {
+    type Protocol = Http3;
+    fn kind(&self) -> ProtocolKind {
+        ProtocolKind::H3
+    }
+    fn make(&self, target: &Target) -> Result<Http3, LoadError> {
+        Http3::new(target, H3Options::default()).map_err(|e| LoadError::Worker(e.to_string()))
+    }
+}

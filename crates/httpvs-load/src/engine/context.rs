@@ -1,0 +1,80 @@
+//! What a run shares across worker threads, and what one worker shares among its tasks.
+
+use crate::protocol::{ConnectOptions, Protocol, RequestSpec, Target};
+use crate::schedule::WorkerSchedule;
+use crate::stats::WorkerRecorder;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Read-only facts of the run, shared by every worker thread.
+pub struct RunShared {
+    /// Where connections go.
+    pub target: Target,
+    /// The request every worker sends.
+    pub spec: RequestSpec,
+    /// How connections are opened.
+    pub options: ConnectOptions,
+    /// When the run (warmup included) began.
+    pub origin: Instant,
+    /// When counting begins (after the warmup).
+    pub measure_start: Instant,
+    /// `-z`: when the run ends; requests in flight then are cut off.
+    pub deadline: Option<Instant>,
+    /// `--timeout`.
+    pub timeout: Option<Duration>,
+    /// Whether a failed connect waits before the next attempt (duration runs), rather than
+    /// failing the slot's requests at once (request-count runs, as h2load does).
+    pub backoff_on_connect_failure: bool,
+    /// Set when the run must stop early (interrupt); checked before each new request.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl RunShared {
+    /// Whether the run was asked to stop early.
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// One worker's state, shared by its tasks on one thread (hence `RefCell`, never a lock).
+pub struct WorkerCtx<P: Protocol> {
+    /// The run's shared facts.
+    pub shared: Arc<RunShared>,
+    /// This worker's protocol instance (h3 keeps one endpoint per worker).
+    pub protocol: P,
+    /// This worker's statistics.
+    pub recorder: RefCell<WorkerRecorder>,
+    /// This worker's tickets.
+    pub schedule: RefCell<WorkerSchedule>,
+    /// Set (with `cancel` notified) when the run is interrupted.
+    pub cancelled: Cell<bool>,
+    /// Wakes every stream when the run is interrupted.
+    pub cancel: tokio::sync::Notify,
+}
+
+impl<P: Protocol> WorkerCtx<P> {
+    /// Completes when the run ends under a request: at the `-z` deadline or on interrupt.
+    pub async fn run_ended(&self) {
+        if self.cancelled.get() {
+            return;
+        }
+        match self.shared.deadline {
+            Some(deadline) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(deadline.into()) => {}
+                    _ = self.cancel.notified() => {}
+                }
+            }
+            None => self.cancel.notified().await,
+        }
+    }
+
+    /// Interrupts every stream of this worker (called when the run's stop flag is seen).
+    pub fn interrupt(&self) {
+        if !self.cancelled.replace(true) {
+            self.cancel.notify_waiters();
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The engine: runs a schedule over a protocol on worker threads and gathers the statistics.
+//!
+//! Thread-per-core: each worker is a std thread with a current-thread tokio runtime and a
+//! `LocalSet`; it owns its connections (slots), its streams and its statistics. The calling
+//! thread only merges once-a-second intervals for the observer, then the totals for the report.
+
+pub mod builtin;
+mod context;
+mod coordinator;
+pub mod factory;
+mod pin;
+pub mod setup;
+mod slot;
+mod stream;
+mod worker;
+
+pub use factory::ProtocolFactory;
+pub use setup::LoadError;
+
+use crate::config::{LoadConfig, StopAfter};
+use crate::protocol::{ConnectInfo, ConnectOptions, Connection, Protocol, Target};
+use crate::report::build::{build_report, RunFacts};
+use crate::report::Report;
+use crate::schedule::{RunPlan, WorkerSchedule};
+use crate::stats::{Observer, WorkerStats};
+use context::RunShared;
+use std::sync::atomic::AtomicBool;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+use worker::{run_worker, WorkerJob, WorkerResult};
+
+/// Time between setup and the first request, so every worker starts on the same clock.
+const START_DELAY: Duration = Duration::from_millis(20);
+
+/// Runs a load with a given protocol factory; `crate::run` picks the factory from the config.
+/// `stop`, when set, ends the run early (the report covers what ran; requests in flight are cut off).
+pub fn run_with_protocol<F: ProtocolFactory>(
+    config: &LoadConfig,
+    target: &Target,
+    factory: F,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    observer: &mut dyn Observer,
+    stop: Arc<AtomicBool>,
+) -> Result<Report, LoadError> {
+    config.validate()?;
+    let target = target.clone();
+    let mut options = ConnectOptions {
+        connect_timeout: config.connect_timeout,
+        tls,
+        streams: config.streams,
+        keepalive: config.keepalive,
+    };
+    let factory = Arc::new(factory);
+    let first = probe(&*factory, &target, &options)?;
+    let streams = first
+        .server_max_streams
+        .map_or(config.streams, |limit| config.streams.min(limit.max(1)));
+    options.streams = streams;
+    let workers = config.worker_count();
+    let origin = Instant::now() + START_DELAY;
+    let measure_start = origin + config.warmup;
+    let deadline = match config.stop {
+        StopAfter::Duration(d) => Some(measure_start + d),
+        StopAfter::Requests(_) => None,
+    };
+    let requests = match config.stop {
+        StopAfter::Requests(n) => Some(n),
+        StopAfter::Duration(_) => None,
+    };
+    let shared = Arc::new(RunShared {
+        target: target.clone(),
+        spec: setup::request_spec(config),
+        options,
+        origin,
+        measure_start,
+        deadline,
+        timeout: config.timeout,
+        backoff_on_connect_failure: deadline.is_some(),
+        stop,
+    });
+    let plan = RunPlan::new(
+        config.connections,
+        workers,
+        requests.filter(|_| !config.is_open_model()),
+    );
+    let (tx, rx) = mpsc::channel();
+    let mut handles = Vec::with_capacity(workers);
+    for index in 0..workers {
+        let schedule = match config.rate {
+            Some(rate) => WorkerSchedule::open(
+                origin,
+                measure_start,
+                rate,
+                (index, workers),
+                requests,
+                deadline,
+            ),
+            None => WorkerSchedule::closed(
+                measure_start,
+                plan.requests.as_ref().map(|r| r[index]),
+                deadline,
+            ),
+        };
+        let job = WorkerJob {
+            connections: plan.connections[index],
+            streams,
+            schedule,
+            cpu: config.cpus.as_ref().map(|c| c[index % c.len()]),
+        };
+        let (shared, factory, tx) = (shared.clone(), factory.clone(), tx.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("httpvs-load-{index}"))
+            .spawn(move || run_worker(job, shared, factory, tx))
+            .map_err(|e| LoadError::Worker(e.to_string()))?;
+        handles.push(handle);
+    }
+    drop(tx);
+    let series = coordinator::coordinate(rx, workers, origin, measure_start, observer);
+    let (stats, finished_at) = join_workers(handles)?;
+    let mut duration = finished_at.saturating_duration_since(measure_start);
+    if let StopAfter::Duration(d) = config.stop {
+        duration = duration.min(d);
+    }
+    let facts = RunFacts {
+        config,
+        kind: factory.kind(),
+        alpn: first.alpn,
+        target: &target,
+        streams,
+        threads: workers,
+        duration,
+        series,
+    };
+    Ok(build_report(facts, &stats))
+}
+
+/// Opens and closes one connection before the run: a target that refuses, does not answer
+/// or fails TLS is a setup error with a clear line, not a run full of failures. It also learns
+/// the server's stream limit and ALPN choice.
+fn probe<F: ProtocolFactory>(
+    factory: &F,
+    target: &Target,
+    options: &ConnectOptions,
+) -> Result<ConnectInfo, LoadError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| LoadError::Worker(e.to_string()))?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, async {
+        let protocol = factory.make(target)?;
+        let attempt = protocol.connect(target, options);
+        let result = tokio::time::timeout(options.connect_timeout, attempt)
+            .await
+            .unwrap_or(Err(crate::error::ErrorKind::ConnectTimeout));
+        match result {
+            Ok((conn, info)) => {
+                conn.close();
+                drop(conn);
+                // Let the close reach the socket before the runtime goes.
+                tokio::task::yield_now().await;
+                Ok(info)
+            }
+            Err(kind) => Err(LoadError::first_connection(
+                target.addr,
+                kind,
+                options.connect_timeout,
+            )),
+        }
+    })
+}
+
+fn join_workers(
+    handles: Vec<std::thread::JoinHandle<Result<WorkerResult, LoadError>>>,
+) -> Result<(WorkerStats, Instant), LoadError> {
+    let mut total = WorkerStats::default();
+    let mut last = None::<Instant>;
+    let mut first_error = None;
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok(result)) => {
+                total.merge(&result.stats);
+                last = Some(last.map_or(result.finished_at, |l| l.max(result.finished_at)));
+            }
+            Ok(Err(e)) => {
+                first_error.get_or_insert(e);
+            }
+            Err(_) => {
+                first_error.get_or_insert(LoadError::Worker("a worker thread panicked".into()));
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok((total, last.unwrap_or_else(Instant::now))),
+    }
+}

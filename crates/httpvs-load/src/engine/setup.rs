@@ -1,0 +1,158 @@
+//! Before the first request: resolve the target, build the request, and name setup failures.
+//!
+//! A [`LoadError`] means the run could not start (bad config, DNS, nothing listening, TLS
+//! refused on the very first connection). Failures once the run is going are counted instead.
+
+use crate::config::{ConfigError, LoadConfig};
+use crate::error::ErrorKind;
+use crate::protocol::{RequestSpec, Target};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The host did not resolve.
+    #[error("cannot resolve {host}: {why}")]
+    Dns {
+        /// The host name.
+        host: String,
+        /// The resolver's words.
+        why: String,
+    },
+    /// Nothing listens at the target.
+    #[error("connection refused: {addr} — is the server running?")]
+    Refused {
+        /// The address tried.
+        addr: SocketAddr,
+    },
+    /// The first connection did not complete in time.
+    #[error("no connection to {addr} within {timeout:?} (--connect-timeout)")]
+    ConnectTimeout {
+        /// The address tried.
+        addr: SocketAddr,
+        /// The connect timeout.
+        timeout: Duration,
+    },
+    /// The first connection's TLS handshake failed.
+    #[error("TLS handshake with {addr} failed (certificate or ALPN); try --cacert FILE or -k")]
+    Tls {
+        /// The address tried.
+        addr: SocketAddr,
+    },
+    /// The first connection failed for another classified reason.
+    #[error("first connection to {addr} failed: {kind}")]
+    FirstConnection {
+        /// The address tried.
+        addr: SocketAddr,
+        /// Why.
+        kind: ErrorKind,
+    },
+    /// The TLS client configuration could not be built (e.g. an unreadable `--cacert`).
+    #[error("{0}")]
+    TlsConfig(String),
+    /// The protocol is not available in this build.
+    #[error("protocol {0} is not available yet")]
+    Unsupported(&'static str),
+    /// A worker thread or runtime could not start.
+    #[error("cannot start worker: {0}")]
+    Worker(String),
+}
+
+impl LoadError {
+    /// The setup error for a failed first connection.
+    pub fn first_connection(addr: SocketAddr, kind: ErrorKind, timeout: Duration) -> LoadError {
+        match kind {
+            ErrorKind::Refused => LoadError::Refused { addr },
+            ErrorKind::ConnectTimeout => LoadError::ConnectTimeout { addr, timeout },
+            ErrorKind::Tls => LoadError::Tls { addr },
+            kind => LoadError::FirstConnection { addr, kind },
+        }
+    }
+
+    /// Whether the user's input is at fault (the CLI exits 2 for these).
+    pub fn is_usage(&self) -> bool {
+        matches!(self, LoadError::Config(_) | LoadError::TlsConfig(_))
+    }
+}
+
+/// Resolves the URL's host once, timing the lookup; IPv4 is preferred, as servers in tests
+/// usually bind 127.0.0.1 while "localhost" also resolves to ::1.
+pub fn resolve_target(url: &http::Uri) -> Result<Target, LoadError> {
+    let scheme = url.scheme_str().unwrap_or("http").to_string();
+    let host = url.host().unwrap_or_default().to_string();
+    let port = url
+        .port_u16()
+        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(&host);
+    let started = Instant::now();
+    let addrs: Vec<SocketAddr> = (bare, port)
+        .to_socket_addrs()
+        .map_err(|e| LoadError::Dns {
+            host: host.clone(),
+            why: e.to_string(),
+        })?
+        .collect();
+    let dns = started.elapsed();
+    let addr = addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| LoadError::Dns {
+            host: host.clone(),
+            why: "no address".into(),
+        })?;
+    Ok(Target {
+        scheme,
+        host,
+        port,
+        addr,
+        dns,
+    })
+}
+
+/// The one request every worker sends.
+pub fn request_spec(config: &LoadConfig) -> RequestSpec {
+    let mut uri = config.url.clone();
+    if uri.path_and_query().is_none() {
+        // "http://host:port" means the root path.
+        let mut parts = uri.into_parts();
+        parts.path_and_query = Some(http::uri::PathAndQuery::from_static("/"));
+        uri = http::Uri::from_parts(parts).unwrap_or_else(|_| config.url.clone());
+    }
+    RequestSpec {
+        method: config.method.clone(),
+        uri,
+        headers: config.headers.clone(),
+        body: config.body.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_loopback_and_names_refusal() {
+        let t = resolve_target(&"http://127.0.0.1:1/".parse().unwrap()).unwrap();
+        assert_eq!(t.addr.port(), 1);
+        let e = LoadError::first_connection(t.addr, ErrorKind::Refused, Duration::from_secs(1));
+        assert_eq!(
+            e.to_string(),
+            "connection refused: 127.0.0.1:1 — is the server running?"
+        );
+    }
+
+    #[test]
+    fn unknown_hosts_are_dns_errors() {
+        let e = resolve_target(&"http://no-such-host.invalid/".parse().unwrap()).unwrap_err();
+        assert!(matches!(e, LoadError::Dns { .. }), "{e}");
+    }
+}

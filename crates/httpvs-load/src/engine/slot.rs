@@ -1,0 +1,195 @@
+//! One connection slot: the connection its streams share, reopened when the server ends it.
+//!
+//! A slot is one of the `-c` connections. Its `-m` streams ask it for the current connection;
+//! when that one stops accepting requests (GOAWAY, `Connection: close`, FIN, error), the first
+//! stream to notice opens a new one while requests already accepted drain on the old one.
+//! A connection is counted (close cause, requests carried, wire bytes) when its last user drops it.
+
+use super::context::WorkerCtx;
+use crate::error::ErrorKind;
+use crate::protocol::{Connection, Protocol, WireBytes};
+use std::cell::Cell;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// First wait after a failed connect in duration runs; doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(10);
+/// Longest wait between connect attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// An open connection and what it has carried.
+pub struct LiveConn<P: Protocol> {
+    /// The protocol's connection.
+    pub conn: P::Conn,
+    ctx: Rc<WorkerCtx<P>>,
+    /// Measured requests sent on it.
+    requests: Cell<u64>,
+    /// Requests of any kind sent on it (for `--no-keepalive`).
+    uses: Cell<u64>,
+    /// Opened during the measured part (warmup connections are counted from their first
+    /// measured request, with their warmup bytes subtracted).
+    opened_measured: bool,
+    wire_baseline: Cell<Option<WireBytes>>,
+}
+
+impl<P: Protocol> LiveConn<P> {
+    /// Notes one request sent here; returns whether the connection had carried one before.
+    pub fn note_request(&self, measured: bool) -> bool {
+        let reused = self.uses.get() > 0;
+        self.uses.set(self.uses.get() + 1);
+        if measured {
+            if self.requests.get() == 0 && !self.opened_measured {
+                self.wire_baseline.set(Some(self.conn.wire()));
+            }
+            self.requests.set(self.requests.get() + 1);
+        }
+        reused
+    }
+
+    fn counts(&self) -> bool {
+        self.opened_measured || self.requests.get() > 0
+    }
+}
+
+impl<P: Protocol> Drop for LiveConn<P> {
+    fn drop(&mut self) {
+        let cause = self.conn.close_cause();
+        self.conn.close();
+        if !self.counts() {
+            return;
+        }
+        let mut wire = self.conn.wire();
+        if let Some(base) = self.wire_baseline.get() {
+            wire = subtract(wire, base);
+        }
+        let quic = self.conn.quic_stats();
+        let mut rec = self.ctx.recorder.borrow_mut();
+        rec.total.wire.add_wire(&wire);
+        rec.total.connections.retire(cause, self.requests.get());
+        if let Some(q) = quic {
+            rec.total.quic.add(&q);
+        }
+    }
+}
+
+fn subtract(a: WireBytes, b: WireBytes) -> WireBytes {
+    WireBytes {
+        sent: a.sent.saturating_sub(b.sent),
+        received: a.received.saturating_sub(b.received),
+        header_sent: a.header_sent.saturating_sub(b.header_sent),
+        header_received: a.header_received.saturating_sub(b.header_received),
+        datagrams_sent: a.datagrams_sent.saturating_sub(b.datagrams_sent),
+        datagrams_received: a.datagrams_received.saturating_sub(b.datagrams_received),
+    }
+}
+
+/// One of the `-c` connections, reopened as needed.
+pub struct Slot<P: Protocol> {
+    /// The worker this slot belongs to.
+    pub ctx: Rc<WorkerCtx<P>>,
+    current: RefCell<Option<Rc<LiveConn<P>>>>,
+    connecting: tokio::sync::Mutex<()>,
+    /// Connect attempts made (a generation number: waiters learn whether one happened).
+    attempts: Cell<u64>,
+    /// The last attempt's failure, if it failed.
+    last_failure: Cell<Option<ErrorKind>>,
+    consecutive_failures: Cell<u32>,
+}
+
+impl<P: Protocol> Slot<P> {
+    /// A slot with no connection yet.
+    pub fn new(ctx: Rc<WorkerCtx<P>>) -> Slot<P> {
+        Slot {
+            ctx,
+            current: RefCell::new(None),
+            connecting: tokio::sync::Mutex::new(()),
+            attempts: Cell::new(0),
+            last_failure: Cell::new(None),
+            consecutive_failures: Cell::new(0),
+        }
+    }
+
+    /// The connection to send on, opening one if needed. Streams that waited while another
+    /// stream's attempt failed share that failure instead of hammering a dead server.
+    pub async fn connection(&self) -> Result<Rc<LiveConn<P>>, ErrorKind> {
+        if let Some(c) = self.usable() {
+            return Ok(c);
+        }
+        let seen = self.attempts.get();
+        let _turn = self.connecting.lock().await;
+        if let Some(c) = self.usable() {
+            return Ok(c);
+        }
+        if self.attempts.get() != seen {
+            if let Some(kind) = self.last_failure.get() {
+                return Err(kind);
+            }
+        }
+        // Drop our hold on the spent connection; it is counted once in-flight streams finish.
+        self.current.borrow_mut().take();
+        self.wait_after_failures().await;
+        self.open().await
+    }
+
+    /// Drops the current connection (end of run); it is counted as closed by us.
+    pub fn release(&self) {
+        self.current.borrow_mut().take();
+    }
+
+    fn usable(&self) -> Option<Rc<LiveConn<P>>> {
+        let current = self.current.borrow();
+        let live = current.as_ref()?;
+        let keepalive_ok = self.ctx.shared.options.keepalive || live.uses.get() == 0;
+        (keepalive_ok && live.conn.accepts_requests()).then(|| live.clone())
+    }
+
+    async fn wait_after_failures(&self) {
+        let failures = self.consecutive_failures.get();
+        if failures == 0 || !self.ctx.shared.backoff_on_connect_failure {
+            return;
+        }
+        let wait = FIRST_BACKOFF
+            .saturating_mul(1 << failures.min(10).saturating_sub(1))
+            .min(MAX_BACKOFF);
+        tokio::time::sleep(wait).await;
+    }
+
+    async fn open(&self) -> Result<Rc<LiveConn<P>>, ErrorKind> {
+        let shared = &self.ctx.shared;
+        self.attempts.set(self.attempts.get() + 1);
+        let attempt = self.ctx.protocol.connect(&shared.target, &shared.options);
+        let result = tokio::time::timeout(shared.options.connect_timeout, attempt)
+            .await
+            .unwrap_or(Err(ErrorKind::ConnectTimeout));
+        match result {
+            Ok((conn, info)) => {
+                let opened_measured = Instant::now() >= shared.measure_start;
+                if opened_measured {
+                    self.ctx.recorder.borrow_mut().connection_opened(&info);
+                }
+                self.last_failure.set(None);
+                self.consecutive_failures.set(0);
+                let live = Rc::new(LiveConn {
+                    conn,
+                    ctx: self.ctx.clone(),
+                    requests: Cell::new(0),
+                    uses: Cell::new(0),
+                    opened_measured,
+                    wire_baseline: Cell::new(None),
+                });
+                *self.current.borrow_mut() = Some(live.clone());
+                Ok(live)
+            }
+            Err(kind) => {
+                if Instant::now() >= shared.measure_start {
+                    self.ctx.recorder.borrow_mut().connection_failed();
+                }
+                self.last_failure.set(Some(kind));
+                self.consecutive_failures
+                    .set(self.consecutive_failures.get().saturating_add(1));
+                Err(kind)
+            }
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! One stream of a slot: takes tickets from the schedule, sends, records the outcome.
+//!
+//! A slot runs `-m` of these at once on its connection. The loop allocates nothing per request:
+//! the send future lives inside this task's state, and outcomes are counter bumps.
+
+use super::slot::Slot;
+use crate::error::ErrorKind;
+use crate::protocol::{Connection, Protocol, RetryReason, SendError};
+use crate::schedule::Ticket;
+use crate::stats::{RequestTimings, WorkerRecorder};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Instant;
+
+/// A request sent again this many times without being processed fails instead.
+const MAX_RETRIES: u32 = 8;
+
+/// One request between its release by the schedule and its outcome. Dropping it unresolved
+/// (the run ended under it) counts it as cut off, so no request escapes the identity.
+struct InFlight<'a> {
+    recorder: &'a RefCell<WorkerRecorder>,
+    measured: bool,
+    /// Latency origin: the intended time (open model) or the dispatch (closed model).
+    origin: Instant,
+    first_send: Option<Instant>,
+    retries: u32,
+    resolved: bool,
+}
+
+impl<'a> InFlight<'a> {
+    fn start(recorder: &'a RefCell<WorkerRecorder>, ticket: Ticket, now: Instant) -> Self {
+        if ticket.measured {
+            let mut rec = recorder.borrow_mut();
+            rec.started();
+            if let Some(at) = ticket.intended {
+                rec.send_lag(now.saturating_duration_since(at));
+            }
+        }
+        InFlight {
+            recorder,
+            measured: ticket.measured,
+            origin: ticket.intended.unwrap_or(now),
+            first_send: None,
+            retries: 0,
+            resolved: false,
+        }
+    }
+
+    fn fail(&mut self, kind: ErrorKind) {
+        self.resolved = true;
+        if self.measured {
+            self.recorder.borrow_mut().failed(kind);
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !self.resolved && self.measured {
+            self.recorder.borrow_mut().cut_off();
+        }
+    }
+}
+
+/// What one attempt came to.
+enum Attempt {
+    /// Succeeded or failed: the request is resolved.
+    Done,
+    /// Not processed by the server: send it again on a new connection.
+    Retry,
+}
+
+/// Runs one stream until the schedule has nothing more for it, or the run ends under it
+/// (deadline or interrupt: the request in flight is then cut off).
+pub async fn run_stream<P: Protocol>(slot: Rc<Slot<P>>) {
+    let ctx = slot.ctx.clone();
+    loop {
+        if ctx.cancelled.get() {
+            break;
+        }
+        let next = ctx.schedule.borrow_mut().next(Instant::now());
+        let Some(ticket) = next else { break };
+        if let Some(at) = ticket.intended {
+            tokio::select! {
+                _ = tokio::time::sleep_until(at.into()) => {}
+                _ = ctx.run_ended() => break,
+            }
+        }
+        let mut req = InFlight::start(&ctx.recorder, ticket, Instant::now());
+        let whole = async { while let Attempt::Retry = attempt(&slot, &mut req).await {} };
+        tokio::select! {
+            _ = whole => {}
+            // `req` drops unresolved below: counted as cut off.
+            _ = ctx.run_ended() => break,
+        }
+    }
+}
+
+/// Sends once on the slot's connection and records the outcome.
+async fn attempt<P: Protocol>(slot: &Slot<P>, req: &mut InFlight<'_>) -> Attempt {
+    let ctx = &slot.ctx;
+    let live = match slot.connection().await {
+        Ok(live) => live,
+        Err(kind) => {
+            req.fail(kind);
+            return Attempt::Done;
+        }
+    };
+    if live.note_request(req.measured) && req.measured {
+        ctx.recorder.borrow_mut().total.connections.reused_requests += 1;
+    }
+    let send_start = Instant::now();
+    let first_send = *req.first_send.get_or_insert(send_start);
+    let send = live.conn.send(&ctx.shared.spec);
+    let result = match ctx.shared.timeout {
+        Some(limit) => tokio::time::timeout(limit, send)
+            .await
+            .unwrap_or(Err(SendError::Failed(ErrorKind::RequestTimeout))),
+        None => send.await,
+    };
+    drop(live);
+    let end = Instant::now();
+    match result {
+        Ok(info) => {
+            req.resolved = true;
+            if req.measured {
+                let timings = RequestTimings {
+                    latency: end - req.origin,
+                    latency_uncorrected: end - first_send,
+                    exchange: end - send_start,
+                };
+                ctx.recorder.borrow_mut().succeeded(timings, &info);
+            }
+            Attempt::Done
+        }
+        Err(SendError::Retry(reason)) => {
+            req.retries += 1;
+            if req.retries > MAX_RETRIES {
+                req.fail(retry_exhausted(reason));
+                return Attempt::Done;
+            }
+            if req.measured {
+                ctx.recorder.borrow_mut().retried(reason);
+            }
+            Attempt::Retry
+        }
+        Err(SendError::Failed(kind)) => {
+            req.fail(kind);
+            Attempt::Done
+        }
+    }
+}
+
+/// The failure a request gets when the server keeps refusing to process it.
+fn retry_exhausted(reason: RetryReason) -> ErrorKind {
+    match reason {
+        RetryReason::Goaway => ErrorKind::Goaway(0),
+        RetryReason::Refused => ErrorKind::StreamReset(0x7),
+        RetryReason::ConnectionClosed => ErrorKind::ConnectionClosed,
+    }
+}

@@ -1,0 +1,136 @@
+//! One worker thread: a current-thread tokio runtime running this worker's connections.
+//!
+//! The worker owns its statistics outright. Once a second it hands its interval over a
+//! channel (one message per second, never per request); at the end it returns its totals.
+
+use super::context::{RunShared, WorkerCtx};
+use super::factory::ProtocolFactory;
+use super::setup::LoadError;
+use super::slot::Slot;
+use super::stream::run_stream;
+use crate::schedule::WorkerSchedule;
+use crate::stats::{IntervalStats, WorkerRecorder, WorkerStats};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a worker sends to the coordinator.
+pub enum WorkerMsg {
+    /// One interval's statistics (one per second, and a final partial one).
+    Interval {
+        /// The interval's statistics.
+        stats: IntervalStats,
+    },
+    /// The worker stopped sending; its totals follow through the join handle.
+    Finished,
+}
+
+/// What one worker was given.
+pub struct WorkerJob {
+    /// Connections (slots) this worker runs.
+    pub connections: u64,
+    /// Streams per connection.
+    pub streams: u32,
+    /// This worker's tickets.
+    pub schedule: WorkerSchedule,
+    /// CPU to pin this thread to, if any.
+    pub cpu: Option<usize>,
+}
+
+/// What a worker returns.
+pub struct WorkerResult {
+    /// Its run totals.
+    pub stats: WorkerStats,
+    /// When its last request resolved.
+    pub finished_at: Instant,
+}
+
+/// Runs one worker to completion on the current thread.
+pub fn run_worker<F: ProtocolFactory>(
+    job: WorkerJob,
+    shared: Arc<RunShared>,
+    factory: Arc<F>,
+    tx: Sender<WorkerMsg>,
+) -> Result<WorkerResult, LoadError> {
+    if let Some(cpu) = job.cpu {
+        super::pin::pin_current_thread(cpu);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| LoadError::Worker(e.to_string()))?;
+    let local = tokio::task::LocalSet::new();
+    let result = local.block_on(&runtime, async move {
+        let protocol = factory.make(&shared.target)?;
+        let ctx = Rc::new(WorkerCtx {
+            shared: shared.clone(),
+            protocol,
+            recorder: RefCell::new(WorkerRecorder::default()),
+            schedule: RefCell::new(job.schedule),
+            cancelled: Cell::new(false),
+            cancel: tokio::sync::Notify::new(),
+        });
+        let ticker = tokio::task::spawn_local(send_intervals(ctx.clone(), tx.clone()));
+        // Every worker starts on the same clock, after all of them are set up.
+        tokio::time::sleep_until(shared.origin.into()).await;
+        let slots: Vec<Rc<Slot<F::Protocol>>> = (0..job.connections)
+            .map(|_| Rc::new(Slot::new(ctx.clone())))
+            .collect();
+        let mut streams = Vec::with_capacity(slots.len() * job.streams as usize);
+        for slot in &slots {
+            for _ in 0..job.streams {
+                streams.push(tokio::task::spawn_local(run_stream(slot.clone())));
+            }
+        }
+        for stream in streams {
+            // A panicking stream is a bug; the others still finish and are counted.
+            let _ = stream.await;
+        }
+        let finished_at = Instant::now();
+        ticker.abort();
+        for slot in &slots {
+            slot.release();
+        }
+        drop(slots);
+        let last = ctx.recorder.borrow_mut().interval.take();
+        let _ = tx.send(WorkerMsg::Interval { stats: last });
+        let _ = tx.send(WorkerMsg::Finished);
+        let stats = std::mem::take(&mut ctx.recorder.borrow_mut().total);
+        Ok(WorkerResult { stats, finished_at })
+    });
+    // Drive connection shutdowns (close frames, FINs) that the drops above queued.
+    local.block_on(&runtime, tokio::task::yield_now());
+    result
+}
+
+/// How often a worker looks at the run's stop flag.
+const STOP_POLL: Duration = Duration::from_millis(100);
+
+/// Every second (aligned to the run's origin), hands the interval to the coordinator; in
+/// between, watches the stop flag so an interrupt ends the streams within [`STOP_POLL`].
+async fn send_intervals<P: crate::protocol::Protocol>(
+    ctx: Rc<WorkerCtx<P>>,
+    tx: Sender<WorkerMsg>,
+) {
+    let origin = ctx.shared.origin;
+    let mut tick = 1u64;
+    let mut next_send = origin + Duration::from_secs(tick);
+    loop {
+        let wake = (Instant::now() + STOP_POLL).min(next_send);
+        tokio::time::sleep_until(wake.into()).await;
+        if ctx.shared.stopping() {
+            ctx.interrupt();
+        }
+        if Instant::now() < next_send {
+            continue;
+        }
+        let stats = ctx.recorder.borrow_mut().interval.take();
+        if tx.send(WorkerMsg::Interval { stats }).is_err() {
+            return;
+        }
+        tick += 1;
+        next_send = origin + Duration::from_secs(tick);
+    }
+}

@@ -1,0 +1,253 @@
+//! Builds the [`Report`] from the merged worker statistics and the facts of the run.
+
+use super::diagnosis::churn_diagnosis;
+use super::model::*;
+use crate::config::{LoadConfig, StopAfter};
+use crate::protocol::{ProtocolKind, Target};
+use crate::stats::worker::LATE_AFTER;
+use crate::stats::{LatencyHistogram, WorkerStats};
+use std::time::Duration;
+
+/// Percentiles every distribution lists.
+pub const PERCENTILES: [f64; 7] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99];
+/// Ratio between successive histogram bucket bounds.
+const BUCKET_RATIO: f64 = 1.25;
+
+/// Facts of the run that the statistics do not hold.
+pub struct RunFacts<'a> {
+    /// The configuration run.
+    pub config: &'a LoadConfig,
+    /// The protocol spoken.
+    pub kind: ProtocolKind,
+    /// ALPN the server chose.
+    pub alpn: Option<Vec<u8>>,
+    /// The resolved target.
+    pub target: &'a Target,
+    /// Streams per connection as run.
+    pub streams: u32,
+    /// Worker threads.
+    pub threads: usize,
+    /// Length of the measured part.
+    pub duration: Duration,
+    /// Per-second series.
+    pub series: Vec<SeriesPoint>,
+}
+
+/// The report of a run.
+pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
+    let config = facts.config;
+    let secs = facts.duration.as_secs_f64().max(1e-9);
+    let r = &stats.requests;
+    let completed = r.succeeded + r.failed;
+    let open = config.is_open_model();
+    Report {
+        schema_version: SCHEMA_VERSION,
+        tool: format!("httpvs {}", env!("CARGO_PKG_VERSION")),
+        target: TargetInfo {
+            url: config.url.to_string(),
+            address: facts.target.addr.to_string(),
+        },
+        protocol: ProtocolInfo {
+            requested: config.protocol.name().to_string(),
+            negotiated: facts.kind.name().to_string(),
+            alpn: facts
+                .alpn
+                .as_ref()
+                .map(|a| String::from_utf8_lossy(a).into_owned()),
+        },
+        shape: shape(config, &facts, stats),
+        duration_s: secs,
+        requests: Requests {
+            started: r.started,
+            succeeded: r.succeeded,
+            failed: r.failed,
+            cut_off: r.cut_off,
+            identity_holds: r.identity_holds(),
+            retried: Retried {
+                goaway: stats.retries.goaway,
+                refused: stats.retries.refused,
+                connection_closed: stats.retries.connection_closed,
+                total: stats.retries.total(),
+            },
+        },
+        throughput: Throughput {
+            requests_per_s: completed as f64 / secs,
+            succeeded_per_s: r.succeeded as f64 / secs,
+            bytes_received_per_s: stats.wire.wire.received as f64 / secs,
+            bytes_sent_per_s: stats.wire.wire.sent as f64 / secs,
+        },
+        latency: distribution(&stats.latency),
+        latency_uncorrected: open.then(|| distribution(&stats.latency_uncorrected)),
+        schedule: open.then(|| ScheduleLag {
+            late_sends: stats.late_sends,
+            late_threshold_us: LATE_AFTER.as_micros() as u64,
+            lag: distribution(&stats.send_lag),
+        }),
+        phases: Phases {
+            dns_us: facts.target.dns.as_micros() as u64,
+            tcp_connect: distribution(&stats.tcp_connect),
+            handshake: distribution(&stats.handshake),
+            ttfb: distribution(&stats.ttfb),
+            body: distribution(&stats.body),
+        },
+        status_codes: stats
+            .status
+            .seen()
+            .into_iter()
+            .map(|(code, count)| StatusRow { code, count })
+            .collect(),
+        errors: stats
+            .errors
+            .by_kind
+            .iter()
+            .map(|(k, &count)| ErrorRow {
+                kind: k.name(),
+                count,
+            })
+            .collect(),
+        wire: wire(stats, completed),
+        connections: connections(config, stats),
+        quic: quic(stats),
+        series: facts.series,
+        thresholds: Vec::new(),
+    }
+}
+
+fn shape(config: &LoadConfig, facts: &RunFacts<'_>, stats: &WorkerStats) -> Shape {
+    Shape {
+        model: if config.is_open_model() {
+            "open"
+        } else {
+            "closed"
+        }
+        .to_string(),
+        connections: config.connections,
+        streams_requested: config.streams,
+        streams: facts.streams,
+        server_max_streams: stats.connections.server_max_streams,
+        threads: facts.threads,
+        rate: config.rate,
+        requests: match config.stop {
+            StopAfter::Requests(n) => Some(n),
+            StopAfter::Duration(_) => None,
+        },
+        duration_s: match config.stop {
+            StopAfter::Duration(d) => Some(d.as_secs_f64()),
+            StopAfter::Requests(_) => None,
+        },
+        warmup_s: config.warmup.as_secs_f64(),
+        keepalive: config.keepalive,
+        method: config.method.to_string(),
+        request_body_bytes: config.body.len() as u64,
+    }
+}
+
+/// Summary, percentiles and buckets of one histogram.
+pub fn distribution(h: &LatencyHistogram) -> Distribution {
+    let hdr = h.hdr();
+    if h.is_empty() {
+        return Distribution {
+            count: 0,
+            min_us: 0,
+            mean_us: 0.0,
+            stdev_us: 0.0,
+            max_us: 0,
+            percentiles: PERCENTILES
+                .iter()
+                .map(|&p| Percentile { p, us: 0 })
+                .collect(),
+            buckets: Vec::new(),
+        };
+    }
+    let buckets = hdr
+        .iter_log(1, BUCKET_RATIO)
+        .filter(|v| v.count_since_last_iteration() > 0)
+        .map(|v| Bucket {
+            le_us: v.value_iterated_to(),
+            count: v.count_since_last_iteration(),
+        })
+        .collect();
+    Distribution {
+        count: hdr.len(),
+        min_us: hdr.min(),
+        mean_us: hdr.mean(),
+        stdev_us: hdr.stdev(),
+        max_us: hdr.max(),
+        percentiles: PERCENTILES
+            .iter()
+            .map(|&p| Percentile {
+                p,
+                us: hdr.value_at_percentile(p),
+            })
+            .collect(),
+        buckets,
+    }
+}
+
+fn wire(stats: &WorkerStats, completed: u64) -> Wire {
+    let w = &stats.wire;
+    let per = |n: u64| {
+        if completed == 0 {
+            0.0
+        } else {
+            n as f64 / completed as f64
+        }
+    };
+    let header_savings = (w.header_decoded_received > 0 && w.wire.header_received > 0)
+        .then(|| 1.0 - w.wire.header_received as f64 / w.header_decoded_received as f64);
+    Wire {
+        sent: w.wire.sent,
+        received: w.wire.received,
+        sent_per_request: per(w.wire.sent),
+        received_per_request: per(w.wire.received),
+        header_sent: w.wire.header_sent,
+        header_received: w.wire.header_received,
+        header_decoded_received: w.header_decoded_received,
+        body_received: w.body_received,
+        header_savings,
+    }
+}
+
+fn connections(config: &LoadConfig, stats: &WorkerStats) -> Connections {
+    let c = &stats.connections;
+    Connections {
+        opened: c.opened,
+        failed_to_open: c.failed_to_open,
+        reused_requests: c.reused_requests,
+        closed_by_server: ClosedByServer {
+            goaway: c.closed_goaway,
+            connection_close: c.closed_connection_close,
+            fin: c.closed_fin,
+            reset: c.closed_reset,
+            total: c.closed_by_server(),
+        },
+        closed_locally: c.closed_local,
+        requests_per_connection: PerConnection {
+            min: c.requests_min,
+            mean: if c.retired == 0 {
+                0.0
+            } else {
+                c.requests_sum as f64 / c.retired as f64
+            },
+            max: c.requests_max,
+        },
+        diagnosis: churn_diagnosis(config, stats),
+    }
+}
+
+fn quic(stats: &WorkerStats) -> Option<Quic> {
+    let q = &stats.quic;
+    (q.connections > 0).then(|| Quic {
+        connections: q.connections,
+        datagrams_sent: q.sum.datagrams_sent,
+        datagrams_received: q.sum.datagrams_received,
+        udp_bytes_sent: q.sum.udp_bytes_sent,
+        udp_bytes_received: q.sum.udp_bytes_received,
+        packets_lost: q.sum.packets_lost,
+        retransmits: q.sum.retransmits,
+        mean_smoothed_rtt_us: q.smoothed_rtt_us_sum / q.connections,
+        min_rtt_us: q.min_rtt_us.unwrap_or(0),
+        mean_cwnd_bytes: q.cwnd_sum / q.connections,
+        early_requests: q.sum.early_requests,
+    })
+}

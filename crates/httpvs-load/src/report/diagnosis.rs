@@ -1,0 +1,97 @@
+//! Explains connection churn: why a run opened many more connections than it was asked to.
+
+use crate::config::LoadConfig;
+use crate::stats::WorkerStats;
+
+/// A sentence when connections opened exceed twice the configured connections, else `None`.
+pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<String> {
+    let c = &stats.connections;
+    if c.opened <= 2 * u64::from(config.connections) {
+        return None;
+    }
+    if !config.keepalive {
+        return Some(format!(
+            "{} connections for {} requests: --no-keepalive opens one per request",
+            group(c.opened),
+            group(stats.requests.started)
+        ));
+    }
+    let closed = c.closed_by_server();
+    let carried = stats.requests.succeeded + stats.requests.failed;
+    if closed == 0 {
+        return Some(format!(
+            "{} connections opened for {} configured, though the server closed none: connections failed or timed out (see errors)",
+            group(c.opened),
+            config.connections
+        ));
+    }
+    let every = carried / closed.max(1);
+    let how = if c.closed_goaway >= closed / 2 {
+        "with GOAWAY"
+    } else if c.closed_connection_close >= closed / 2 {
+        "with Connection: close"
+    } else if c.closed_reset >= closed / 2 {
+        "with resets"
+    } else {
+        "with FIN"
+    };
+    let hint = if c.closed_reset >= closed / 2 {
+        "check the server's error log and its connection limits"
+    } else if c.requests_max > 0 && c.requests_max - c.requests_min <= c.requests_max / 10 + 1 {
+        "check its max requests per connection (nginx keepalive_requests)"
+    } else {
+        "check its max requests per connection (nginx keepalive_requests) and its idle timeout"
+    };
+    Some(format!(
+        "the server closed connections {} times {how}, about every {} requests: {hint}",
+        group(closed),
+        group(every)
+    ))
+}
+
+/// 4495 → "4,495".
+pub fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::CloseCause;
+
+    #[test]
+    fn groups_thousands() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(4495), "4,495");
+        assert_eq!(group(1_000_000), "1,000,000");
+    }
+
+    #[test]
+    fn names_the_keepalive_limit() {
+        let config = crate::LoadConfig::new("http://127.0.0.1:1/")
+            .unwrap()
+            .shape(4, 50);
+        let mut stats = WorkerStats::default();
+        stats.connections.opened = 200;
+        for _ in 0..200 {
+            stats.connections.retire(CloseCause::Goaway, 100);
+        }
+        stats.requests.succeeded = 20_000;
+        let d = churn_diagnosis(&config, &stats).unwrap();
+        assert_eq!(
+            d,
+            "the server closed connections 200 times with GOAWAY, about every 100 requests: check its max requests per connection (nginx keepalive_requests)"
+        );
+        stats.connections.opened = 8;
+        assert_eq!(churn_diagnosis(&config, &stats), None);
+    }
+}

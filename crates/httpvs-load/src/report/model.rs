@@ -1,0 +1,376 @@
+//! The report model: one serde type that text, JSON, compare's HTML and the thresholds all read.
+//!
+//! Durations are integer microseconds (`_us`) or float seconds (`_s`); byte counts are integers.
+//! The JSON form is documented in `docs/report-schema.json`; bump [`SCHEMA_VERSION`] on any
+//! change that removes or renames a field.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the JSON report layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything a run found out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Layout version ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// "httpvs VERSION".
+    pub tool: String,
+    /// What was loaded.
+    pub target: TargetInfo,
+    /// Protocol asked for and spoken.
+    pub protocol: ProtocolInfo,
+    /// The load's shape as configured and as run.
+    pub shape: Shape,
+    /// Length of the measured part, seconds.
+    pub duration_s: f64,
+    /// Requests by outcome.
+    pub requests: Requests,
+    /// Rates over the measured part.
+    pub throughput: Throughput,
+    /// Latency (from the intended send time in the open model).
+    pub latency: Distribution,
+    /// Open model only: latency from the actual send, as uncorrected tools report it.
+    pub latency_uncorrected: Option<Distribution>,
+    /// Open model only: how far sends fell behind their intended times.
+    pub schedule: Option<ScheduleLag>,
+    /// Where the time went.
+    pub phases: Phases,
+    /// Responses by status code.
+    pub status_codes: Vec<StatusRow>,
+    /// Failed requests by error kind.
+    pub errors: Vec<ErrorRow>,
+    /// Bytes on the wire.
+    pub wire: Wire,
+    /// Connection lifecycle.
+    pub connections: Connections,
+    /// QUIC totals (h3 only).
+    pub quic: Option<Quic>,
+    /// One point per second of the measured part.
+    pub series: Vec<SeriesPoint>,
+    /// `--fail-on` results (empty without it).
+    #[serde(default)]
+    pub thresholds: Vec<ThresholdResult>,
+}
+
+/// The target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// URL as given.
+    pub url: String,
+    /// Address connected to.
+    pub address: String,
+}
+
+/// Protocol asked for and spoken.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProtocolInfo {
+    /// `-p` value: h1, h2c, h2, h3 or auto.
+    pub requested: String,
+    /// What was spoken: h1, h2c, h2 or h3.
+    pub negotiated: String,
+    /// ALPN the server chose, if TLS.
+    pub alpn: Option<String>,
+}
+
+/// The load's shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Shape {
+    /// "closed" (fixed concurrency) or "open" (fixed arrival rate).
+    pub model: String,
+    /// `-c`.
+    pub connections: u32,
+    /// `-m` as asked.
+    pub streams_requested: u32,
+    /// Streams per connection as run (capped by the server's limit).
+    pub streams: u32,
+    /// The server's concurrent-stream limit, if it announced one.
+    pub server_max_streams: Option<u32>,
+    /// Worker threads.
+    pub threads: usize,
+    /// `--rate`, requests/s.
+    pub rate: Option<f64>,
+    /// `-n`.
+    pub requests: Option<u64>,
+    /// `-z`, seconds.
+    pub duration_s: Option<f64>,
+    /// `--warmup`, seconds.
+    pub warmup_s: f64,
+    /// Keep-alive (false with `--no-keepalive`).
+    pub keepalive: bool,
+    /// Request method.
+    pub method: String,
+    /// Request body size.
+    pub request_body_bytes: u64,
+}
+
+/// Requests by outcome; `started = succeeded + failed + cut_off`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Requests {
+    /// Released by the schedule during the measured part.
+    pub started: u64,
+    /// Got a complete response (any status).
+    pub succeeded: u64,
+    /// Got no complete response.
+    pub failed: u64,
+    /// In flight when the run ended.
+    pub cut_off: u64,
+    /// Whether the identity holds (it always should; false means a bug, and says so).
+    pub identity_holds: bool,
+    /// Resends on a new connection (not failures).
+    pub retried: Retried,
+}
+
+/// Resends on a new connection, by reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Retried {
+    /// After a GOAWAY.
+    pub goaway: u64,
+    /// After REFUSED_STREAM / H3_REQUEST_REJECTED.
+    pub refused: u64,
+    /// After an h1 connection closed before the response.
+    pub connection_closed: u64,
+    /// Sum.
+    pub total: u64,
+}
+
+/// Rates over the measured part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// Completed requests (succeeded + failed) per second.
+    pub requests_per_s: f64,
+    /// Succeeded requests per second.
+    pub succeeded_per_s: f64,
+    /// Wire bytes received per second.
+    pub bytes_received_per_s: f64,
+    /// Wire bytes sent per second.
+    pub bytes_sent_per_s: f64,
+}
+
+/// One percentile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Percentile {
+    /// Percentile, e.g. 99.9.
+    pub p: f64,
+    /// Value, µs.
+    pub us: u64,
+}
+
+/// One histogram bucket: samples with value ≤ `le_us` and above the previous bucket's bound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bucket {
+    /// Upper bound, µs.
+    pub le_us: u64,
+    /// Samples in the bucket.
+    pub count: u64,
+}
+
+/// A distribution of durations: summary, percentiles and log-spaced buckets (for CDFs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Distribution {
+    /// Samples.
+    pub count: u64,
+    /// Smallest, µs.
+    pub min_us: u64,
+    /// Mean, µs.
+    pub mean_us: f64,
+    /// Standard deviation, µs.
+    pub stdev_us: f64,
+    /// Largest, µs.
+    pub max_us: u64,
+    /// p50, p75, p90, p95, p99, p99.9, p99.99.
+    pub percentiles: Vec<Percentile>,
+    /// Non-empty log-spaced buckets (ratio 1.25), ascending.
+    pub buckets: Vec<Bucket>,
+}
+
+impl Distribution {
+    /// The value at percentile `p` if it is one of the listed ones.
+    pub fn percentile(&self, p: f64) -> Option<u64> {
+        self.percentiles
+            .iter()
+            .find(|x| (x.p - p).abs() < 1e-9)
+            .map(|x| x.us)
+    }
+}
+
+/// Open model: how far sends fell behind their intended times.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleLag {
+    /// Sends later than `late_threshold_us`.
+    pub late_sends: u64,
+    /// The lateness that counts, µs.
+    pub late_threshold_us: u64,
+    /// Lag of every send behind its intended time.
+    pub lag: Distribution,
+}
+
+/// Time per phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phases {
+    /// DNS lookup (once per run), µs.
+    pub dns_us: u64,
+    /// TCP connect, per connection.
+    pub tcp_connect: Distribution,
+    /// TLS (or QUIC) handshake, per connection; empty for cleartext.
+    pub handshake: Distribution,
+    /// Send start to the first response byte, per request.
+    pub ttfb: Distribution,
+    /// First response byte to the last, per request.
+    pub body: Distribution,
+}
+
+/// Responses with one status code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusRow {
+    /// HTTP status.
+    pub code: u16,
+    /// Responses.
+    pub count: u64,
+}
+
+/// Failures of one kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorRow {
+    /// Stable kind name, e.g. "refused", "rst_stream(REFUSED_STREAM)".
+    pub kind: String,
+    /// Failed requests.
+    pub count: u64,
+}
+
+/// Bytes on the wire, total and per completed request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Wire {
+    /// All bytes written (TLS framing included).
+    pub sent: u64,
+    /// All bytes read.
+    pub received: u64,
+    /// `sent` per completed request.
+    pub sent_per_request: f64,
+    /// `received` per completed request.
+    pub received_per_request: f64,
+    /// Encoded request header bytes.
+    pub header_sent: u64,
+    /// Encoded response header bytes.
+    pub header_received: u64,
+    /// Decoded response header bytes (names and values).
+    pub header_decoded_received: u64,
+    /// Response body bytes.
+    pub body_received: u64,
+    /// 1 − header_received / header_decoded_received: HPACK/QPACK space savings, as h2load.
+    pub header_savings: Option<f64>,
+}
+
+/// Connections closed by the server, by cause.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClosedByServer {
+    /// GOAWAY.
+    pub goaway: u64,
+    /// `Connection: close`.
+    pub connection_close: u64,
+    /// FIN (or QUIC close without error).
+    pub fin: u64,
+    /// Reset or error.
+    pub reset: u64,
+    /// Sum.
+    pub total: u64,
+}
+
+/// Requests per connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PerConnection {
+    /// Fewest.
+    pub min: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Most.
+    pub max: u64,
+}
+
+/// Connection lifecycle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Connections {
+    /// Opened during the measured part.
+    pub opened: u64,
+    /// Attempts that failed.
+    pub failed_to_open: u64,
+    /// Requests that went on a connection that had carried one before.
+    pub reused_requests: u64,
+    /// Ended by the server.
+    pub closed_by_server: ClosedByServer,
+    /// Closed by us (end of run, no keep-alive).
+    pub closed_locally: u64,
+    /// Requests carried per connection.
+    pub requests_per_connection: PerConnection,
+    /// Why more connections were opened than asked for, when it happened.
+    pub diagnosis: Option<String>,
+}
+
+/// QUIC totals over all connections (h3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Quic {
+    /// Connections reporting.
+    pub connections: u64,
+    /// UDP datagrams sent.
+    pub datagrams_sent: u64,
+    /// UDP datagrams received.
+    pub datagrams_received: u64,
+    /// UDP payload bytes sent.
+    pub udp_bytes_sent: u64,
+    /// UDP payload bytes received.
+    pub udp_bytes_received: u64,
+    /// Packets declared lost.
+    pub packets_lost: u64,
+    /// Retransmissions.
+    pub retransmits: u64,
+    /// Mean of the connections' final smoothed RTTs, µs.
+    pub mean_smoothed_rtt_us: u64,
+    /// Lowest RTT seen, µs.
+    pub min_rtt_us: u64,
+    /// Mean final congestion window, bytes.
+    pub mean_cwnd_bytes: u64,
+    /// Requests sent as 0-RTT early data.
+    pub early_requests: u64,
+}
+
+/// One second of the measured part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesPoint {
+    /// Seconds since the measured part began, at the end of this interval.
+    pub t_s: f64,
+    /// Completed requests per second in this interval.
+    pub requests_per_s: f64,
+    /// Failures in this interval.
+    pub failed: u64,
+    /// Median latency in this interval, µs.
+    pub p50_us: u64,
+    /// 99th percentile latency in this interval, µs.
+    pub p99_us: u64,
+    /// Connections opened so far.
+    pub connections_opened: u64,
+}
+
+impl SeriesPoint {
+    /// The series point of one snapshot.
+    pub fn from_snapshot(s: &crate::stats::IntervalSnapshot) -> SeriesPoint {
+        SeriesPoint {
+            t_s: s.elapsed.as_secs_f64(),
+            requests_per_s: s.requests_per_sec,
+            failed: s.failed,
+            p50_us: s.p50_us,
+            p99_us: s.p99_us,
+            connections_opened: s.total_connections_opened,
+        }
+    }
+}
+
+/// One `--fail-on` rule and how the run fared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdResult {
+    /// The rule as written, e.g. "p99>250ms".
+    pub rule: String,
+    /// The measured value, in the rule's unit (percent, milliseconds, or requests/s).
+    pub actual: f64,
+    /// Whether the run broke the rule.
+    pub breached: bool,
+}

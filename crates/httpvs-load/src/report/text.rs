@@ -1,0 +1,329 @@
+//! The text report: the same fields as the JSON, laid out for a terminal.
+
+use super::diagnosis::group;
+use super::format::{bytes, percentile_name, rate, us, us_f};
+use super::model::{Distribution, Report};
+use std::fmt::Write;
+
+/// Renders one cell of a distribution column.
+type DistributionCell = fn(&Distribution) -> String;
+
+/// Width of the histogram bars.
+const BAR_WIDTH: u64 = 40;
+
+/// Renders the whole report.
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    header(&mut out, r);
+    requests(&mut out, r);
+    latency(&mut out, r);
+    histogram(&mut out, &r.latency);
+    phases(&mut out, r);
+    statuses_and_errors(&mut out, r);
+    wire(&mut out, r);
+    connections(&mut out, r);
+    quic(&mut out, r);
+    thresholds(&mut out, r);
+    out
+}
+
+fn header(out: &mut String, r: &Report) {
+    let s = &r.shape;
+    let stop = match (s.requests, s.duration_s) {
+        (Some(n), _) => format!("{} requests", group(n)),
+        (None, Some(d)) => format!("{d}s"),
+        _ => String::new(),
+    };
+    let model = match s.rate {
+        Some(rate) => format!("open model at {rate} req/s"),
+        None => "closed model".to_string(),
+    };
+    let alpn = r
+        .protocol
+        .alpn
+        .as_ref()
+        .map(|a| format!(" (ALPN {a})"))
+        .unwrap_or_default();
+    let _ = writeln!(out, "httpvs load {} ({})", r.target.url, r.target.address);
+    let _ = writeln!(
+        out,
+        "Protocol:     {}{alpn}, requested {}",
+        r.protocol.negotiated, r.protocol.requested
+    );
+    let _ = writeln!(
+        out,
+        "Shape:        {model}: {} connections × {} streams, {} threads, {stop}{}{}",
+        s.connections,
+        s.streams,
+        s.threads,
+        if s.warmup_s > 0.0 {
+            format!(", {}s warmup", s.warmup_s)
+        } else {
+            String::new()
+        },
+        if s.keepalive { "" } else { ", no keep-alive" }
+    );
+    if s.streams < s.streams_requested {
+        let _ = writeln!(
+            out,
+            "              -m {} capped to {} by the server's concurrent-stream limit",
+            s.streams_requested, s.streams
+        );
+    }
+}
+
+fn requests(out: &mut String, r: &Report) {
+    let q = &r.requests;
+    let _ = writeln!(out, "Duration:     {:.2}s", r.duration_s);
+    let _ = writeln!(
+        out,
+        "Requests:     {} started = {} succeeded + {} failed + {} cut off at the end{}",
+        group(q.started),
+        group(q.succeeded),
+        group(q.failed),
+        group(q.cut_off),
+        if q.identity_holds {
+            ""
+        } else {
+            "  (IDENTITY BROKEN: a bug in httpvs, please report it)"
+        }
+    );
+    if q.retried.total > 0 {
+        let _ = writeln!(
+            out,
+            "Retried:      {} on a new connection, not failures (after GOAWAY {}, refused stream {}, connection closed {})",
+            group(q.retried.total),
+            group(q.retried.goaway),
+            group(q.retried.refused),
+            group(q.retried.connection_closed)
+        );
+    }
+    let t = &r.throughput;
+    let _ = writeln!(
+        out,
+        "Throughput:   {} req/s, {}/s received, {}/s sent",
+        rate(t.requests_per_s),
+        bytes(t.bytes_received_per_s),
+        bytes(t.bytes_sent_per_s)
+    );
+}
+
+fn latency(out: &mut String, r: &Report) {
+    let mut cols: Vec<(&str, &Distribution)> = Vec::new();
+    match &r.latency_uncorrected {
+        Some(unc) => {
+            cols.push(("corrected", &r.latency));
+            cols.push(("uncorrected", unc));
+        }
+        None => cols.push(("latency", &r.latency)),
+    }
+    let _ = write!(out, "\nLatency     ");
+    for (name, _) in &cols {
+        let _ = write!(out, "{name:>14}");
+    }
+    out.push('\n');
+    let rows: [(&str, DistributionCell); 4] = [
+        ("min", |d| us(d.min_us)),
+        ("mean", |d| us_f(d.mean_us)),
+        ("stdev", |d| us_f(d.stdev_us)),
+        ("max", |d| us(d.max_us)),
+    ];
+    for (label, f) in rows {
+        let _ = write!(out, "  {label:<10}");
+        for (_, d) in &cols {
+            let _ = write!(out, "{:>14}", f(d));
+        }
+        out.push('\n');
+    }
+    for (i, p) in r.latency.percentiles.iter().enumerate() {
+        let _ = write!(out, "  {:<10}", percentile_name(p.p));
+        for (_, d) in &cols {
+            let v = d.percentiles.get(i).map_or(0, |x| x.us);
+            let _ = write!(out, "{:>14}", us(v));
+        }
+        out.push('\n');
+    }
+    if let Some(s) = &r.schedule {
+        let _ = writeln!(
+            out,
+            "  {} of {} sends were late (more than {} behind their intended time): lag p50 {}, p99 {}, max {}",
+            group(s.late_sends),
+            group(s.lag.count),
+            us(s.late_threshold_us),
+            us(s.lag.percentile(50.0).unwrap_or(0)),
+            us(s.lag.percentile(99.0).unwrap_or(0)),
+            us(s.lag.max_us)
+        );
+    }
+}
+
+/// Buckets regrouped by powers of two, one row each, with a bar.
+fn histogram(out: &mut String, d: &Distribution) {
+    if d.buckets.is_empty() {
+        return;
+    }
+    let mut rows: Vec<(u64, u64)> = Vec::new();
+    for b in &d.buckets {
+        let bound = b.le_us.max(1).next_power_of_two();
+        match rows.last_mut() {
+            Some((le, n)) if *le == bound => *n += b.count,
+            _ => rows.push((bound, b.count)),
+        }
+    }
+    let most = rows.iter().map(|r| r.1).max().unwrap_or(1).max(1);
+    let _ = writeln!(out, "\nLatency histogram");
+    for (le, n) in rows {
+        let bar = "■".repeat(((n * BAR_WIDTH).div_ceil(most)) as usize);
+        let _ = writeln!(
+            out,
+            "  ≤ {:>9} |{bar:<width$}| {}",
+            us(le),
+            group(n),
+            width = BAR_WIDTH as usize
+        );
+    }
+}
+
+fn phases(out: &mut String, r: &Report) {
+    let p = &r.phases;
+    let _ = writeln!(
+        out,
+        "\nPhases              min      mean       p50       p99       max     count"
+    );
+    let _ = writeln!(out, "  dns        {:>9}   (once)", us(p.dns_us));
+    let rows = [
+        ("tcp connect", &p.tcp_connect),
+        ("handshake", &p.handshake),
+        ("ttfb", &p.ttfb),
+        ("body", &p.body),
+    ];
+    for (name, d) in rows {
+        if d.count == 0 {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "  {name:<11}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            us(d.min_us),
+            us_f(d.mean_us),
+            us(d.percentile(50.0).unwrap_or(0)),
+            us(d.percentile(99.0).unwrap_or(0)),
+            us(d.max_us),
+            group(d.count)
+        );
+    }
+}
+
+fn statuses_and_errors(out: &mut String, r: &Report) {
+    if !r.status_codes.is_empty() {
+        let _ = writeln!(out, "\nStatus codes");
+        for s in &r.status_codes {
+            let _ = writeln!(out, "  {:<26}{:>12}", s.code, group(s.count));
+        }
+    }
+    if !r.errors.is_empty() {
+        let _ = writeln!(out, "\nErrors");
+        for e in &r.errors {
+            let _ = writeln!(out, "  {:<26}{:>12}", e.kind, group(e.count));
+        }
+    }
+}
+
+fn wire(out: &mut String, r: &Report) {
+    let w = &r.wire;
+    let _ = writeln!(
+        out,
+        "\nWire bytes   sent {} ({:.1}B/request), received {} ({:.1}B/request)",
+        bytes(w.sent as f64),
+        w.sent_per_request,
+        bytes(w.received as f64),
+        w.received_per_request
+    );
+    let savings = w
+        .header_savings
+        .map(|s| format!(" (header savings {:.2}%)", s * 100.0))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  headers    sent {}, received {} encoded / {} decoded{savings}",
+        bytes(w.header_sent as f64),
+        bytes(w.header_received as f64),
+        bytes(w.header_decoded_received as f64)
+    );
+    let _ = writeln!(
+        out,
+        "  body       received {}",
+        bytes(w.body_received as f64)
+    );
+}
+
+fn connections(out: &mut String, r: &Report) {
+    let c = &r.connections;
+    let s = &c.closed_by_server;
+    let _ = writeln!(
+        out,
+        "\nConnections  opened {}, failed to open {}, reused for {} requests",
+        group(c.opened),
+        group(c.failed_to_open),
+        group(c.reused_requests)
+    );
+    let _ = writeln!(
+        out,
+        "  closed by the server {} (GOAWAY {}, Connection: close {}, FIN {}, reset {}); by us {}",
+        group(s.total),
+        group(s.goaway),
+        group(s.connection_close),
+        group(s.fin),
+        group(s.reset),
+        group(c.closed_locally)
+    );
+    let p = &c.requests_per_connection;
+    let _ = writeln!(
+        out,
+        "  requests per connection: min {}, mean {:.1}, max {}",
+        group(p.min),
+        p.mean,
+        group(p.max)
+    );
+    if let Some(d) = &c.diagnosis {
+        let _ = writeln!(out, "  note: {d}");
+    }
+}
+
+fn quic(out: &mut String, r: &Report) {
+    let Some(q) = &r.quic else { return };
+    let _ = writeln!(
+        out,
+        "\nQUIC         {} datagrams sent ({}), {} received ({}); {} packets lost, {} retransmits",
+        group(q.datagrams_sent),
+        bytes(q.udp_bytes_sent as f64),
+        group(q.datagrams_received),
+        bytes(q.udp_bytes_received as f64),
+        group(q.packets_lost),
+        group(q.retransmits)
+    );
+    let _ = writeln!(
+        out,
+        "  RTT mean {} (min {}), cwnd mean {}, early (0-RTT) requests {}",
+        us(q.mean_smoothed_rtt_us),
+        us(q.min_rtt_us),
+        bytes(q.mean_cwnd_bytes as f64),
+        group(q.early_requests)
+    );
+}
+
+fn thresholds(out: &mut String, r: &Report) {
+    if r.thresholds.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nThresholds (--fail-on)");
+    for t in &r.thresholds {
+        let _ = writeln!(
+            out,
+            "  {:<24} actual {:<12.3} {}",
+            t.rule,
+            t.actual,
+            if t.breached { "BREACHED" } else { "ok" }
+        );
+    }
+}

@@ -1,0 +1,170 @@
+//! `--fail-on "error-rate>1%,p99>250ms"`: rules a run must not break, for CI use.
+//!
+//! Metrics: `error-rate` and `non-2xx-rate` (percent of started requests), `p50` … `p99.99`,
+//! `mean`, `max` (durations: us, ms or s; a bare number is ms) and `rps` (completed requests/s).
+//! Operators: `>` (breached when above) and `<` (breached when below).
+
+use super::model::{Report, ThresholdResult};
+
+/// What a rule measures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Metric {
+    ErrorRate,
+    Non2xxRate,
+    Percentile(f64),
+    Mean,
+    Max,
+    Rps,
+}
+
+/// One parsed rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    rule: String,
+    metric: Metric,
+    above: bool,
+    /// Percent, milliseconds, or requests/s, by metric.
+    limit: f64,
+}
+
+/// Parses a comma-separated list of rules; the error names the rule and what is wrong.
+pub fn parse(spec: &str) -> Result<Vec<Threshold>, String> {
+    spec.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(parse_one)
+        .collect()
+}
+
+fn parse_one(rule: &str) -> Result<Threshold, String> {
+    let (name, op, value) = match (rule.find('>'), rule.find('<')) {
+        (Some(i), None) => (&rule[..i], true, &rule[i + 1..]),
+        (None, Some(i)) => (&rule[..i], false, &rule[i + 1..]),
+        _ => return Err(format!("--fail-on rule {rule:?} needs one '>' or '<'")),
+    };
+    let name = name.trim().to_ascii_lowercase();
+    let value = value.trim();
+    let metric = match name.as_str() {
+        "error-rate" | "errors" => Metric::ErrorRate,
+        "non-2xx-rate" | "non2xx-rate" => Metric::Non2xxRate,
+        "mean" => Metric::Mean,
+        "max" => Metric::Max,
+        "rps" | "req/s" => Metric::Rps,
+        p if p.starts_with('p') => match p[1..].parse::<f64>() {
+            Ok(x) if x > 0.0 && x <= 100.0 => Metric::Percentile(x),
+            _ => return Err(format!("--fail-on: unknown percentile {p:?}")),
+        },
+        other => {
+            return Err(format!(
+                "--fail-on: unknown metric {other:?} (error-rate, non-2xx-rate, p50..p99.99, mean, max, rps)"
+            ))
+        }
+    };
+    let limit = match metric {
+        Metric::ErrorRate | Metric::Non2xxRate => parse_number(value.trim_end_matches('%')),
+        Metric::Rps => parse_number(value),
+        _ => parse_ms(value),
+    }
+    .ok_or_else(|| format!("--fail-on rule {rule:?}: cannot read the value {value:?}"))?;
+    Ok(Threshold {
+        rule: rule.to_string(),
+        metric,
+        above: op,
+        limit,
+    })
+}
+
+fn parse_number(s: &str) -> Option<f64> {
+    s.trim().parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// "250ms" → 250, "1.5s" → 1500, "800us" → 0.8; a bare number is milliseconds.
+fn parse_ms(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix("us").or_else(|| s.strip_suffix("µs")) {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1000.0)
+    } else {
+        (s, 1.0)
+    };
+    parse_number(num).map(|v| v * scale)
+}
+
+/// Evaluates every rule against a report.
+pub fn evaluate(rules: &[Threshold], report: &Report) -> Vec<ThresholdResult> {
+    rules
+        .iter()
+        .map(|t| {
+            let actual = measure(t.metric, report);
+            let breached = if t.above {
+                actual > t.limit
+            } else {
+                actual < t.limit
+            };
+            ThresholdResult {
+                rule: t.rule.clone(),
+                actual,
+                breached,
+            }
+        })
+        .collect()
+}
+
+fn measure(metric: Metric, r: &Report) -> f64 {
+    let started = r.requests.started.max(1) as f64;
+    let ms = |us: u64| us as f64 / 1000.0;
+    match metric {
+        Metric::ErrorRate => 100.0 * r.requests.failed as f64 / started,
+        Metric::Non2xxRate => {
+            let non2xx: u64 = r
+                .status_codes
+                .iter()
+                .filter(|s| !(200..300).contains(&s.code))
+                .map(|s| s.count)
+                .sum();
+            100.0 * (non2xx + r.requests.failed) as f64 / started
+        }
+        Metric::Percentile(p) => ms(r.latency.hdr_like_percentile(p)),
+        Metric::Mean => r.latency.mean_us / 1000.0,
+        Metric::Max => ms(r.latency.max_us),
+        Metric::Rps => r.throughput.requests_per_s,
+    }
+}
+
+impl super::model::Distribution {
+    /// The listed percentile at or just above `p` (the report lists p50 … p99.99).
+    pub fn hdr_like_percentile(&self, p: f64) -> u64 {
+        self.percentiles
+            .iter()
+            .find(|x| x.p >= p - 1e-9)
+            .or(self.percentiles.last())
+            .map_or(0, |x| x.us)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_issue_example() {
+        let rules = parse("error-rate>1%,p99>250ms").unwrap();
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[0].metric, Metric::ErrorRate);
+        assert_eq!(rules[0].limit, 1.0);
+        assert_eq!(rules[1].metric, Metric::Percentile(99.0));
+        assert_eq!(rules[1].limit, 250.0);
+        assert!(!parse("rps<1000").unwrap()[0].above);
+        assert_eq!(parse("p99.9>1.5s").unwrap()[0].limit, 1500.0);
+    }
+
+    #[test]
+    fn rejects_nonsense() {
+        for bad in ["p99", "latency>1ms", "p99>fast", "p101>1ms", "a>1<2"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+}

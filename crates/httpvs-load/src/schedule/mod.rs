@@ -1,0 +1,193 @@
+//! When to send: hands out tickets (requests to send now, or at an intended time) and knows when to stop.
+//!
+//! Pure and clock-free: callers pass `now`, so the closed and open models are tested without
+//! sockets or sleeps. It knows nothing of protocols, statistics or reports.
+
+pub mod plan;
+
+pub use plan::{split_evenly, RunPlan};
+
+use std::time::{Duration, Instant};
+
+/// One request released by the schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket {
+    /// Open model: when it should be sent (latency is measured from here). Closed model: `None`.
+    pub intended: Option<Instant>,
+    /// Whether it counts (false during the warmup).
+    pub measured: bool,
+}
+
+/// The arrival process of one worker.
+#[derive(Debug, Clone)]
+enum Arrivals {
+    /// Closed model: a ticket whenever a stream is free; `remaining` measured tickets if `-n`.
+    Closed { remaining: Option<u64> },
+    /// Open model: global send k is at `origin + k / rate`; this worker owns k = offset + j·stride.
+    Open {
+        origin: Instant,
+        rate: f64,
+        next_k: u64,
+        stride: u64,
+        /// First global index that counts (after the warmup).
+        first_measured_k: u64,
+        /// One past the last global index to send if `-n`.
+        end_k: Option<u64>,
+    },
+}
+
+/// The tickets of one worker.
+#[derive(Debug, Clone)]
+pub struct WorkerSchedule {
+    arrivals: Arrivals,
+    measure_start: Instant,
+    deadline: Option<Instant>,
+}
+
+impl WorkerSchedule {
+    /// Closed model for one worker: `requests` measured tickets (if `-n`), none after `deadline`.
+    pub fn closed(
+        measure_start: Instant,
+        requests: Option<u64>,
+        deadline: Option<Instant>,
+    ) -> WorkerSchedule {
+        WorkerSchedule {
+            arrivals: Arrivals::Closed {
+                remaining: requests,
+            },
+            measure_start,
+            deadline,
+        }
+    }
+
+    /// Open model for worker `index` of `workers`: `rate` requests/s in total from `origin`
+    /// (the start of the warmup); `requests` measured sends in total if `-n`.
+    pub fn open(
+        origin: Instant,
+        measure_start: Instant,
+        rate: f64,
+        (index, workers): (usize, usize),
+        requests: Option<u64>,
+        deadline: Option<Instant>,
+    ) -> WorkerSchedule {
+        let warmup = measure_start
+            .saturating_duration_since(origin)
+            .as_secs_f64();
+        let first_measured_k = (warmup * rate).ceil() as u64;
+        WorkerSchedule {
+            arrivals: Arrivals::Open {
+                origin,
+                rate,
+                next_k: index as u64,
+                stride: workers.max(1) as u64,
+                first_measured_k,
+                end_k: requests.map(|n| first_measured_k + n),
+            },
+            measure_start,
+            deadline,
+        }
+    }
+
+    /// The next ticket, or `None` when this worker is done. `now` is only read in the closed model.
+    pub fn next(&mut self, now: Instant) -> Option<Ticket> {
+        match &mut self.arrivals {
+            Arrivals::Closed { remaining } => {
+                if self.deadline.is_some_and(|d| now >= d) {
+                    return None;
+                }
+                let measured = now >= self.measure_start;
+                if measured {
+                    if let Some(left) = remaining {
+                        if *left == 0 {
+                            return None;
+                        }
+                        *left -= 1;
+                    }
+                }
+                Some(Ticket {
+                    intended: None,
+                    measured,
+                })
+            }
+            Arrivals::Open {
+                origin,
+                rate,
+                next_k,
+                stride,
+                first_measured_k,
+                end_k,
+            } => {
+                let k = *next_k;
+                if end_k.is_some_and(|end| k >= end) {
+                    return None;
+                }
+                let at = *origin + Duration::from_secs_f64(k as f64 / *rate);
+                if self.deadline.is_some_and(|d| at >= d) {
+                    return None;
+                }
+                *next_k += *stride;
+                Some(Ticket {
+                    intended: Some(at),
+                    measured: k >= *first_measured_k,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closed_counts_only_measured_tickets() {
+        let t0 = Instant::now();
+        let start = t0 + Duration::from_secs(1);
+        let mut s = WorkerSchedule::closed(start, Some(2), None);
+        // Warmup tickets are free.
+        for _ in 0..5 {
+            assert_eq!(s.next(t0).map(|t| t.measured), Some(false));
+        }
+        assert_eq!(s.next(start).map(|t| t.measured), Some(true));
+        assert_eq!(s.next(start).map(|t| t.measured), Some(true));
+        assert_eq!(s.next(start), None);
+    }
+
+    #[test]
+    fn closed_stops_at_deadline() {
+        let t0 = Instant::now();
+        let mut s = WorkerSchedule::closed(t0, None, Some(t0 + Duration::from_secs(1)));
+        assert!(s.next(t0).is_some());
+        assert!(s.next(t0 + Duration::from_secs(1)).is_none());
+    }
+
+    #[test]
+    fn open_model_workers_interleave_into_an_even_global_rate() {
+        let t0 = Instant::now();
+        let rate = 100.0;
+        let mut all = Vec::new();
+        for w in 0..3 {
+            let mut s = WorkerSchedule::open(t0, t0, rate, (w, 3), Some(10), None);
+            while let Some(t) = s.next(t0) {
+                all.push(t.intended.unwrap());
+            }
+        }
+        all.sort();
+        assert_eq!(all.len(), 10);
+        for pair in all.windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!(gap.abs_diff(Duration::from_millis(10)) < Duration::from_micros(2));
+        }
+    }
+
+    #[test]
+    fn open_model_warmup_sends_are_not_measured() {
+        let t0 = Instant::now();
+        let start = t0 + Duration::from_millis(50);
+        let end = start + Duration::from_millis(100);
+        let mut s = WorkerSchedule::open(t0, start, 100.0, (0, 1), None, Some(end));
+        let tickets: Vec<Ticket> = std::iter::from_fn(|| s.next(t0)).collect();
+        assert_eq!(tickets.iter().filter(|t| !t.measured).count(), 5);
+        assert_eq!(tickets.iter().filter(|t| t.measured).count(), 10);
+    }
+}

@@ -1,0 +1,330 @@
+//! Plain counters one worker keeps: requests, retries, status codes, errors, connections, wire and QUIC totals.
+
+use crate::error::ErrorKind;
+use crate::protocol::{CloseCause, QuicStats, RetryReason, WireBytes};
+use std::collections::BTreeMap;
+
+/// Requests by outcome. The identity `started = succeeded + failed + cut_off` holds at the end.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestCounts {
+    /// Requests the schedule released (retries are not new requests).
+    pub started: u64,
+    /// Requests that got a complete response, whatever its status.
+    pub succeeded: u64,
+    /// Requests that got no complete response (counted by kind in [`ErrorCounts`]).
+    pub failed: u64,
+    /// Requests still in flight when the run ended.
+    pub cut_off: u64,
+}
+
+impl RequestCounts {
+    /// Adds another worker's counts.
+    pub fn merge(&mut self, o: &RequestCounts) {
+        self.started += o.started;
+        self.succeeded += o.succeeded;
+        self.failed += o.failed;
+        self.cut_off += o.cut_off;
+    }
+
+    /// Whether started = succeeded + failed + cut off.
+    pub fn identity_holds(&self) -> bool {
+        self.started == self.succeeded + self.failed + self.cut_off
+    }
+}
+
+/// Requests sent again on a new connection because the server never processed them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetryCounts {
+    /// Above a GOAWAY's last-stream-id.
+    pub goaway: u64,
+    /// REFUSED_STREAM / H3_REQUEST_REJECTED.
+    pub refused: u64,
+    /// h1 connection closed before the response began.
+    pub connection_closed: u64,
+}
+
+impl RetryCounts {
+    /// Counts one retry.
+    pub fn count(&mut self, reason: RetryReason) {
+        match reason {
+            RetryReason::Goaway => self.goaway += 1,
+            RetryReason::Refused => self.refused += 1,
+            RetryReason::ConnectionClosed => self.connection_closed += 1,
+        }
+    }
+
+    /// All retries.
+    pub fn total(&self) -> u64 {
+        self.goaway + self.refused + self.connection_closed
+    }
+
+    /// Adds another worker's counts.
+    pub fn merge(&mut self, o: &RetryCounts) {
+        self.goaway += o.goaway;
+        self.refused += o.refused;
+        self.connection_closed += o.connection_closed;
+    }
+}
+
+/// Responses by status code (100..=999), in a table allocated once.
+#[derive(Debug, Clone)]
+pub struct StatusCounts {
+    counts: Vec<u64>,
+}
+
+impl Default for StatusCounts {
+    fn default() -> Self {
+        StatusCounts {
+            counts: vec![0; 1000],
+        }
+    }
+}
+
+impl StatusCounts {
+    /// Counts one response.
+    pub fn count(&mut self, status: u16) {
+        let i = usize::from(status).min(999);
+        self.counts[i] += 1;
+    }
+
+    /// Adds another worker's counts.
+    pub fn merge(&mut self, o: &StatusCounts) {
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
+        }
+    }
+
+    /// (code, count) for every code seen, ascending.
+    pub fn seen(&self) -> Vec<(u16, u64)> {
+        (0u16..)
+            .zip(&self.counts)
+            .filter(|(_, &n)| n > 0)
+            .map(|(code, &n)| (code, n))
+            .collect()
+    }
+}
+
+/// Failed requests by error kind (a map that only allocates when a new kind first appears).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ErrorCounts {
+    /// Count per kind.
+    pub by_kind: BTreeMap<ErrorKind, u64>,
+}
+
+impl ErrorCounts {
+    /// Counts one failure.
+    pub fn count(&mut self, kind: ErrorKind) {
+        *self.by_kind.entry(kind).or_insert(0) += 1;
+    }
+
+    /// Adds another worker's counts.
+    pub fn merge(&mut self, o: &ErrorCounts) {
+        for (k, n) in &o.by_kind {
+            *self.by_kind.entry(*k).or_insert(0) += n;
+        }
+    }
+}
+
+/// What happened to connections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnectionCounts {
+    /// Connections opened successfully during measurement.
+    pub opened: u64,
+    /// Connection attempts that failed.
+    pub failed_to_open: u64,
+    /// Requests sent on a connection that had already carried one.
+    pub reused_requests: u64,
+    /// Server sent GOAWAY.
+    pub closed_goaway: u64,
+    /// Server sent `Connection: close`.
+    pub closed_connection_close: u64,
+    /// Server closed the transport (FIN, or QUIC close without error).
+    pub closed_fin: u64,
+    /// Connection reset or failed.
+    pub closed_reset: u64,
+    /// Closed by us (no keep-alive, end of run).
+    pub closed_local: u64,
+    /// Connections retired (the denominator of requests per connection).
+    pub retired: u64,
+    /// Fewest requests one connection carried.
+    pub requests_min: u64,
+    /// Most requests one connection carried.
+    pub requests_max: u64,
+    /// Requests carried by retired connections.
+    pub requests_sum: u64,
+    /// The lowest concurrent-stream limit a server announced.
+    pub server_max_streams: Option<u32>,
+}
+
+impl ConnectionCounts {
+    /// Counts a connection leaving service: why, and how many requests it carried.
+    pub fn retire(&mut self, cause: CloseCause, requests: u64) {
+        match cause {
+            CloseCause::Goaway => self.closed_goaway += 1,
+            CloseCause::ConnectionClose => self.closed_connection_close += 1,
+            CloseCause::Fin => self.closed_fin += 1,
+            CloseCause::Reset => self.closed_reset += 1,
+            CloseCause::Local | CloseCause::Open => self.closed_local += 1,
+        }
+        self.requests_min = if self.retired == 0 {
+            requests
+        } else {
+            self.requests_min.min(requests)
+        };
+        self.requests_max = self.requests_max.max(requests);
+        self.requests_sum += requests;
+        self.retired += 1;
+    }
+
+    /// Connections the server ended (GOAWAY, close, FIN, reset).
+    pub fn closed_by_server(&self) -> u64 {
+        self.closed_goaway + self.closed_connection_close + self.closed_fin + self.closed_reset
+    }
+
+    /// Notes a server's stream limit, keeping the lowest.
+    pub fn note_server_max_streams(&mut self, limit: Option<u32>) {
+        if let Some(l) = limit {
+            self.server_max_streams = Some(self.server_max_streams.map_or(l, |m| m.min(l)));
+        }
+    }
+
+    /// Adds another worker's counts.
+    pub fn merge(&mut self, o: &ConnectionCounts) {
+        self.opened += o.opened;
+        self.failed_to_open += o.failed_to_open;
+        self.reused_requests += o.reused_requests;
+        self.closed_goaway += o.closed_goaway;
+        self.closed_connection_close += o.closed_connection_close;
+        self.closed_fin += o.closed_fin;
+        self.closed_reset += o.closed_reset;
+        self.closed_local += o.closed_local;
+        if o.retired > 0 {
+            self.requests_min = if self.retired == 0 {
+                o.requests_min
+            } else {
+                self.requests_min.min(o.requests_min)
+            };
+        }
+        self.requests_max = self.requests_max.max(o.requests_max);
+        self.requests_sum += o.requests_sum;
+        self.retired += o.retired;
+        self.note_server_max_streams(o.server_max_streams);
+    }
+}
+
+/// Wire bytes summed over connections, plus decoded header and body bytes from responses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WireTotals {
+    /// Sum of every connection's counters.
+    pub wire: WireBytes,
+    /// Decoded response header bytes (names + values).
+    pub header_decoded_received: u64,
+    /// Response body bytes.
+    pub body_received: u64,
+}
+
+impl WireTotals {
+    /// Adds one connection's counters.
+    pub fn add_wire(&mut self, w: &WireBytes) {
+        self.wire.sent += w.sent;
+        self.wire.received += w.received;
+        self.wire.header_sent += w.header_sent;
+        self.wire.header_received += w.header_received;
+        self.wire.datagrams_sent += w.datagrams_sent;
+        self.wire.datagrams_received += w.datagrams_received;
+    }
+
+    /// Adds another worker's totals.
+    pub fn merge(&mut self, o: &WireTotals) {
+        self.add_wire(&o.wire);
+        self.header_decoded_received += o.header_decoded_received;
+        self.body_received += o.body_received;
+    }
+}
+
+/// QUIC statistics summed over connections (h3 only).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct QuicTotals {
+    /// Connections that reported QUIC statistics.
+    pub connections: u64,
+    /// Sums of the per-connection counters.
+    pub sum: QuicStats,
+    /// Sum of smoothed RTTs in µs (divided by `connections` for the mean).
+    pub smoothed_rtt_us_sum: u64,
+    /// Lowest minimum RTT seen, µs.
+    pub min_rtt_us: Option<u64>,
+    /// Sum of final congestion windows (divided by `connections` for the mean).
+    pub cwnd_sum: u64,
+}
+
+impl QuicTotals {
+    /// Adds one connection's statistics.
+    pub fn add(&mut self, q: &QuicStats) {
+        self.connections += 1;
+        self.sum.datagrams_sent += q.datagrams_sent;
+        self.sum.datagrams_received += q.datagrams_received;
+        self.sum.udp_bytes_sent += q.udp_bytes_sent;
+        self.sum.udp_bytes_received += q.udp_bytes_received;
+        self.sum.packets_lost += q.packets_lost;
+        self.sum.retransmits += q.retransmits;
+        self.sum.early_requests += q.early_requests;
+        self.smoothed_rtt_us_sum += q.smoothed_rtt.as_micros() as u64;
+        let min = q.min_rtt.as_micros() as u64;
+        self.min_rtt_us = Some(self.min_rtt_us.map_or(min, |m| m.min(min)));
+        self.cwnd_sum += q.cwnd;
+    }
+
+    /// Adds another worker's totals.
+    pub fn merge(&mut self, o: &QuicTotals) {
+        self.connections += o.connections;
+        self.sum.datagrams_sent += o.sum.datagrams_sent;
+        self.sum.datagrams_received += o.sum.datagrams_received;
+        self.sum.udp_bytes_sent += o.sum.udp_bytes_sent;
+        self.sum.udp_bytes_received += o.sum.udp_bytes_received;
+        self.sum.packets_lost += o.sum.packets_lost;
+        self.sum.retransmits += o.sum.retransmits;
+        self.sum.early_requests += o.sum.early_requests;
+        self.smoothed_rtt_us_sum += o.smoothed_rtt_us_sum;
+        if let Some(m) = o.min_rtt_us {
+            self.min_rtt_us = Some(self.min_rtt_us.map_or(m, |x| x.min(m)));
+        }
+        self.cwnd_sum += o.cwnd_sum;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_per_connection_merge_keeps_min_mean_max() {
+        let mut a = ConnectionCounts::default();
+        a.retire(CloseCause::Goaway, 100);
+        a.retire(CloseCause::Goaway, 40);
+        let mut b = ConnectionCounts::default();
+        b.retire(CloseCause::Local, 7);
+        let empty = ConnectionCounts::default();
+        a.merge(&empty);
+        a.merge(&b);
+        assert_eq!(
+            (a.requests_min, a.requests_max, a.requests_sum),
+            (7, 100, 147)
+        );
+        assert_eq!(a.retired, 3);
+        assert_eq!(a.closed_by_server(), 2);
+    }
+
+    #[test]
+    fn statuses_and_errors_count() {
+        let mut s = StatusCounts::default();
+        s.count(200);
+        s.count(200);
+        s.count(503);
+        assert_eq!(s.seen(), vec![(200, 2), (503, 1)]);
+        let mut e = ErrorCounts::default();
+        e.count(ErrorKind::Reset);
+        e.count(ErrorKind::StreamReset(7));
+        e.count(ErrorKind::Reset);
+        assert_eq!(e.by_kind[&ErrorKind::Reset], 2);
+    }
+}

@@ -1,0 +1,112 @@
+//! A latency histogram in microseconds: fixed-size HDR buckets, so memory never grows with the run.
+
+use hdrhistogram::Histogram;
+use std::time::Duration;
+
+/// Highest value tracked: one hour in microseconds; larger values are clamped, never dropped.
+const HIGHEST_US: u64 = 3_600_000_000;
+/// Three significant figures, as wrk2 and h2load's HDR users keep.
+const SIGFIG: u8 = 3;
+
+/// Durations recorded with 1 µs resolution and 0.1% precision.
+#[derive(Clone, Debug)]
+pub struct LatencyHistogram {
+    inner: Histogram<u64>,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        LatencyHistogram::new()
+    }
+}
+
+impl LatencyHistogram {
+    /// An empty histogram (its bucket array is allocated once, here).
+    pub fn new() -> LatencyHistogram {
+        // The bounds are constants that hdrhistogram accepts; failure would be a programming error.
+        let inner = Histogram::new_with_bounds(1, HIGHEST_US, SIGFIG)
+            .expect("constant histogram bounds are valid");
+        LatencyHistogram { inner }
+    }
+
+    /// Records one duration (clamped to the tracked range).
+    pub fn record(&mut self, d: Duration) {
+        let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        self.inner.saturating_record(us.min(HIGHEST_US));
+    }
+
+    /// Records a value in microseconds.
+    pub fn record_us(&mut self, us: u64) {
+        self.inner.saturating_record(us.min(HIGHEST_US));
+    }
+
+    /// Adds every sample of `other`.
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        // Same bounds on both sides, so `add` cannot fail; saturate rather than panic anyway.
+        if self.inner.add(&other.inner).is_err() {
+            for v in other.inner.iter_recorded() {
+                self.inner
+                    .saturating_record_n(v.value_iterated_to(), v.count_at_value());
+            }
+        }
+    }
+
+    /// Empties the histogram, keeping its buckets.
+    pub fn reset(&mut self) {
+        self.inner.reset();
+    }
+
+    /// Number of samples.
+    pub fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    /// Whether no sample was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+
+    /// The value at percentile `p` (0..=100), in microseconds; 0 when empty.
+    pub fn percentile_us(&self, p: f64) -> u64 {
+        if self.inner.is_empty() {
+            return 0;
+        }
+        self.inner.value_at_percentile(p)
+    }
+
+    /// The underlying HDR histogram, for the report's summaries and buckets.
+    pub fn hdr(&self) -> &Histogram<u64> {
+        &self.inner
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_adds_counts_and_keeps_percentiles() {
+        let mut a = LatencyHistogram::new();
+        let mut b = LatencyHistogram::new();
+        for us in 1..=1000 {
+            a.record_us(us);
+        }
+        for us in 1001..=2000 {
+            b.record_us(us);
+        }
+        a.merge(&b);
+        assert_eq!(a.len(), 2000);
+        let p50 = a.percentile_us(50.0);
+        assert!((999..=1001).contains(&p50), "{p50}");
+        a.reset();
+        assert!(a.is_empty());
+        assert_eq!(a.percentile_us(99.0), 0);
+    }
+
+    #[test]
+    fn huge_values_are_clamped_not_dropped() {
+        let mut h = LatencyHistogram::new();
+        h.record(Duration::from_secs(100_000));
+        assert_eq!(h.len(), 1);
+    }
+}

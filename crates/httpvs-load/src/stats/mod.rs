@@ -1,0 +1,12 @@
+//! What to record: per-worker HDR histograms and counters, merged once a second and at the end.
+//!
+//! Nothing here knows when requests are sent (schedule) or how they are shown (report).
+
+pub mod counters;
+pub mod histogram;
+pub mod snapshot;
+pub mod worker;
+
+pub use histogram::LatencyHistogram;
+pub use snapshot::{IntervalSnapshot, Observer, Quiet, Recording};
+pub use worker::{IntervalStats, RequestTimings, WorkerRecorder, WorkerStats};

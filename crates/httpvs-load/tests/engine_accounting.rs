@@ -1,0 +1,328 @@
+//! Deterministic engine tests over an in-test protocol: accounting identity, retries after
+//! GOAWAY, cut-off requests, the open model's correction, and setup errors. Real protocols
+//! against real servers are tested in `load_*` tests; here only the engine's bookkeeping is.
+
+use httpvs_load::engine::run_with_protocol;
+use httpvs_load::engine::setup::resolve_target;
+use httpvs_load::protocol::{
+    CloseCause, ConnectInfo, ConnectOptions, Connection, Protocol, ProtocolKind, RequestSpec,
+    ResponseInfo, RetryReason, SendError, Target, WireBytes,
+};
+use httpvs_load::stats::Recording;
+use httpvs_load::{ErrorKind, LoadConfig, LoadError, ProtocolFactory};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the fake server behaves.
+#[derive(Clone, Default)]
+struct Behaviour {
+    /// Each response takes this long.
+    delay: Duration,
+    /// GOAWAY after this many requests on one connection (0: never).
+    goaway_after: u64,
+    /// Every n-th request (globally) fails with a reset (0: never).
+    fail_every: u64,
+    /// Every n-th request answers 503 (0: never).
+    status_503_every: u64,
+    /// The first request of the whole run stalls this long (a server hiccup).
+    first_stall: Duration,
+    /// Connections are refused.
+    refuse: bool,
+    /// Connection attempts allowed before refusing (0: unlimited), "server killed".
+    connects_allowed: u64,
+}
+
+struct Fake {
+    b: Behaviour,
+    counters: Arc<Counters>,
+}
+
+#[derive(Default)]
+struct Counters {
+    requests: AtomicU64,
+    connects: AtomicU64,
+    stalled: AtomicBool,
+}
+
+struct FakeConn {
+    b: Behaviour,
+    counters: Arc<Counters>,
+    sent: Cell<u64>,
+    open: Cell<bool>,
+    wire: Cell<WireBytes>,
+}
+
+impl Connection for FakeConn {
+    async fn send(&self, _req: &RequestSpec) -> Result<ResponseInfo, SendError> {
+        let n = self.sent.get() + 1;
+        self.sent.set(n);
+        if self.b.goaway_after > 0 && n > self.b.goaway_after {
+            return Err(SendError::Retry(RetryReason::Goaway));
+        }
+        let global = self.counters.requests.fetch_add(1, Ordering::Relaxed) + 1;
+        if !self.b.first_stall.is_zero() && !self.counters.stalled.swap(true, Ordering::Relaxed) {
+            tokio::time::sleep(self.b.first_stall).await;
+        }
+        tokio::time::sleep(self.b.delay).await;
+        let mut w = self.wire.get();
+        w.sent += 40;
+        w.received += 100;
+        w.header_received += 10;
+        self.wire.set(w);
+        if self.b.fail_every > 0 && global.is_multiple_of(self.b.fail_every) {
+            return Err(SendError::Failed(ErrorKind::Reset));
+        }
+        let status =
+            if self.b.status_503_every > 0 && global.is_multiple_of(self.b.status_503_every) {
+                503
+            } else {
+                200
+            };
+        Ok(ResponseInfo {
+            status,
+            ttfb: self.b.delay,
+            header_bytes: 40,
+            body_bytes: 50,
+            close_requested: false,
+        })
+    }
+    fn accepts_requests(&self) -> bool {
+        self.open.get() && (self.b.goaway_after == 0 || self.sent.get() < self.b.goaway_after)
+    }
+    fn close_cause(&self) -> CloseCause {
+        if self.b.goaway_after > 0 && self.sent.get() >= self.b.goaway_after {
+            CloseCause::Goaway
+        } else if self.open.get() {
+            CloseCause::Open
+        } else {
+            CloseCause::Local
+        }
+    }
+    fn wire(&self) -> WireBytes {
+        self.wire.get()
+    }
+    fn close(&self) {
+        self.open.set(false);
+    }
+}
+
+impl Protocol for Fake {
+    type Conn = FakeConn;
+    async fn connect(
+        &self,
+        _target: &Target,
+        _options: &ConnectOptions,
+    ) -> Result<(FakeConn, ConnectInfo), ErrorKind> {
+        let n = self.counters.connects.fetch_add(1, Ordering::Relaxed) + 1;
+        let killed = self.b.connects_allowed > 0 && n > self.b.connects_allowed;
+        if self.b.refuse || killed {
+            return Err(ErrorKind::Refused);
+        }
+        let conn = FakeConn {
+            b: self.b.clone(),
+            counters: self.counters.clone(),
+            sent: Cell::new(0),
+            open: Cell::new(true),
+            wire: Cell::new(WireBytes::default()),
+        };
+        Ok((conn, ConnectInfo::default()))
+    }
+}
+
+struct FakeFactory {
+    b: Behaviour,
+    counters: Arc<Counters>,
+}
+
+impl ProtocolFactory for FakeFactory {
+    type Protocol = Fake;
+    fn kind(&self) -> ProtocolKind {
+        ProtocolKind::H2c
+    }
+    fn make(&self, _target: &Target) -> Result<Fake, LoadError> {
+        Ok(Fake {
+            b: self.b.clone(),
+            counters: self.counters.clone(),
+        })
+    }
+}
+
+fn run(config: &LoadConfig, b: Behaviour) -> Result<httpvs_load::Report, LoadError> {
+    let factory = FakeFactory {
+        b,
+        counters: Arc::default(),
+    };
+    let mut rec = Recording::default();
+    let target = resolve_target(&config.url)?;
+    run_with_protocol(
+        config,
+        &target,
+        factory,
+        None,
+        &mut rec,
+        Arc::new(AtomicBool::new(false)),
+    )
+}
+
+fn config() -> LoadConfig {
+    // Port 9 is never connected to: the fake protocol answers.
+    LoadConfig::new("http://127.0.0.1:9/").unwrap()
+}
+
+#[test]
+fn closed_model_counts_every_request_once() {
+    let c = config().shape(4, 3).threads(2).requests(1000);
+    let r = run(&c, Behaviour::default()).unwrap();
+    assert_eq!(r.requests.started, 1000);
+    assert_eq!(r.requests.succeeded, 1000);
+    assert!(r.requests.identity_holds);
+    assert_eq!(r.connections.opened, 4);
+    assert_eq!(r.status_codes.len(), 1);
+    assert_eq!(r.latency.count, 1000);
+    assert_eq!(r.wire.received, 100 * 1000);
+    assert_eq!(r.wire.header_savings, Some(0.75));
+    assert_eq!(r.connections.reused_requests, 1000 - 4);
+}
+
+#[test]
+fn goaway_requests_are_retried_on_new_connections_not_failed() {
+    let b = Behaviour {
+        goaway_after: 10,
+        ..Behaviour::default()
+    };
+    let c = config().shape(2, 5).threads(2).requests(1000);
+    let r = run(&c, b).unwrap();
+    assert_eq!(r.requests.failed, 0, "{:?}", r.errors);
+    assert_eq!(r.requests.succeeded, 1000);
+    assert!(r.requests.identity_holds);
+    // 1000 requests at 10 per connection: 100 connections.
+    assert!(
+        (100..=102).contains(&r.connections.opened),
+        "{}",
+        r.connections.opened
+    );
+    assert!(r.connections.closed_by_server.goaway >= 98);
+    assert_eq!(r.connections.requests_per_connection.max, 10);
+    let d = r.connections.diagnosis.expect("churn is explained");
+    assert!(d.contains("about every 10 requests"), "{d}");
+    assert!(d.contains("keepalive_requests"), "{d}");
+}
+
+#[test]
+fn failures_and_statuses_are_counted_by_kind() {
+    let b = Behaviour {
+        fail_every: 10,
+        status_503_every: 7,
+        ..Behaviour::default()
+    };
+    let c = config().shape(3, 2).threads(1).requests(700);
+    let r = run(&c, b).unwrap();
+    assert_eq!(r.requests.started, 700);
+    assert_eq!(r.requests.failed, 70);
+    assert_eq!(r.errors.len(), 1);
+    assert_eq!(r.errors[0].kind, "reset");
+    assert_eq!(r.errors[0].count, 70);
+    let total: u64 = r.status_codes.iter().map(|s| s.count).sum();
+    assert_eq!(total, 630);
+    assert!(r.status_codes.iter().any(|s| s.code == 503));
+    assert!(r.requests.identity_holds);
+}
+
+#[test]
+fn requests_in_flight_at_the_deadline_are_cut_off() {
+    let b = Behaviour {
+        delay: Duration::from_millis(40),
+        ..Behaviour::default()
+    };
+    let c = config()
+        .shape(2, 4)
+        .threads(2)
+        .duration(Duration::from_millis(300));
+    let r = run(&c, b).unwrap();
+    assert!(r.requests.started > 0);
+    assert_eq!(r.requests.cut_off, 8, "every stream had one in flight");
+    assert!(r.requests.identity_holds);
+    assert_eq!(
+        r.requests.started,
+        r.requests.succeeded + r.requests.failed + r.requests.cut_off
+    );
+}
+
+#[test]
+fn a_server_killed_mid_run_turns_into_counted_refusals() {
+    let b = Behaviour {
+        goaway_after: 50,
+        connects_allowed: 3, // the probe, then two connections, then nothing listens
+        ..Behaviour::default()
+    };
+    let c = config().shape(1, 2).threads(1).requests(500);
+    let r = run(&c, b).unwrap();
+    assert_eq!(r.requests.started, 500);
+    assert_eq!(r.requests.succeeded, 100);
+    assert_eq!(r.requests.failed, 400);
+    assert_eq!(r.errors[0].kind, "refused");
+    assert!(r.requests.identity_holds);
+    assert!(r.connections.failed_to_open > 0);
+}
+
+#[test]
+fn open_model_corrects_for_a_stall_and_counts_late_sends() {
+    let b = Behaviour {
+        first_stall: Duration::from_millis(400),
+        ..Behaviour::default()
+    };
+    let c = config()
+        .shape(1, 1)
+        .threads(1)
+        .rate(200.0)
+        .duration(Duration::from_secs(1));
+    let r = run(&c, b).unwrap();
+    let corrected = r.latency.percentile(99.0).unwrap();
+    let unc = r.latency_uncorrected.as_ref().unwrap();
+    // ~80 sends queued behind the stall: their latency from the intended time is long,
+    // from the actual send it is not. The uncorrected p99 stays far below the stall.
+    assert!(corrected >= 200_000, "corrected p99 {corrected}µs");
+    assert!(unc.percentile(90.0).unwrap() < 100_000, "{unc:?}");
+    let lag = r.schedule.as_ref().unwrap();
+    assert!(lag.late_sends >= 50, "{}", lag.late_sends);
+    assert!(r.requests.identity_holds);
+}
+
+#[test]
+fn a_refused_first_connection_is_a_setup_error() {
+    let b = Behaviour {
+        refuse: true,
+        ..Behaviour::default()
+    };
+    let c = LoadConfig::new("http://127.0.0.1:1/").unwrap().requests(10);
+    let e = run(&c, b).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "connection refused: 127.0.0.1:1 — is the server running?"
+    );
+}
+
+#[test]
+fn observer_gets_a_snapshot_each_second() {
+    let factory = FakeFactory {
+        b: Behaviour {
+            delay: Duration::from_millis(5),
+            ..Behaviour::default()
+        },
+        counters: Arc::default(),
+    };
+    let c = config()
+        .shape(2, 1)
+        .threads(1)
+        .duration(Duration::from_millis(2300));
+    let mut rec = Recording::default();
+    let target = resolve_target(&c.url).unwrap();
+    let r = run_with_protocol(&c, &target, factory, None, &mut rec, Arc::default()).unwrap();
+    assert!(rec.snapshots.len() >= 2, "{}", rec.snapshots.len());
+    assert!(rec.snapshots[0].completed > 0);
+    assert!(r.series.len() >= 2);
+    let last = rec.snapshots.last().unwrap();
+    assert_eq!(last.total_started, r.requests.started);
+}
