@@ -294,6 +294,19 @@ impl Plan {
             return err("conditions".into(), format!("name '{dup}' is used twice"));
         }
         for (i, c) in self.conditions.iter().enumerate() {
+            let directions = [
+                ("netem", Some(&c.netem)),
+                ("up", c.up.as_ref()),
+                ("down", c.down.as_ref()),
+            ];
+            for (key, text) in directions {
+                let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
+                    continue;
+                };
+                if let Err(e) = httpvs_netem::Impairment::parse(text) {
+                    return err(format!("conditions[{i}].{key}"), e.to_string());
+                }
+            }
             for name in c.payloads.iter().flatten() {
                 if !self.payloads.iter().any(|p| &p.name == name) {
                     let msg = format!("'{name}' is not a payload of this plan");

@@ -78,6 +78,8 @@ fn cross_field_mistakes_are_named() {
         e.contains("conditions[0].payloads: 'huge' is not a payload"),
         "{e}"
     );
+    let e = error_of(&format!("{MINIMAL}netem = \"delay 20ms loss lots\"\n"));
+    assert!(e.starts_with("p.toml: conditions[0].netem: "), "{e}");
     let e = error_of(&MINIMAL.replace("duration", "repeats = 0\nduration"));
     assert_eq!(e, "p.toml: repeats: must be 1..=100");
 }

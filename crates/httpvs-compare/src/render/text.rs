@@ -7,7 +7,15 @@ use std::fmt::Write;
 
 /// Column headers, shared with the HTML tables.
 pub const HEADERS: [&str; 9] = [
-    "protocol", "shape", "req/s", "spread", "p50", "p99", "B/req", "conns", "errors",
+    "protocol",
+    "shape",
+    "req/s",
+    "spread",
+    "p50",
+    "p99",
+    "B/req",
+    "new conns",
+    "errors",
 ];
 
 /// The cells of one row, as the tables print them (the ratio column comes last).
