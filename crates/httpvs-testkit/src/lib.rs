@@ -33,3 +33,17 @@ pub fn which(name: &str) -> Option<PathBuf> {
     }
     dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
 }
+
+/// Whether this process runs as root, which the netem tests need (TUN devices, namespaces).
+/// Without it: in CI the test panics; elsewhere it prints "skipped: netem tests need root".
+pub fn require_root() -> bool {
+    // SAFETY: geteuid has no failure mode.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    if peers_required() {
+        panic!("netem tests need root, and CI requires them (run scripts/test as root)");
+    }
+    eprintln!("skipped: netem tests need root");
+    false
+}

@@ -1,0 +1,263 @@
+//! An emulated link: a client namespace behind a relay of two TUN devices, the server side being
+//! this host (its loopback) or a second namespace. Everything is tied to file descriptors, so
+//! nothing outlives the process, even after SIGKILL.
+
+use crate::core::NetemCore;
+use crate::counters::LinkCounters;
+use crate::error::NetemError;
+use crate::impairment::Impairment;
+use crate::relay::Relay;
+use crate::sys::ifconfig::{self, PointToPoint};
+use crate::sys::netns::NetNs;
+use crate::sys::tun::Tun;
+use crate::{preflight, sweep};
+use std::net::Ipv4Addr;
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// Name of the TUN device inside a namespace the link made.
+pub const NAMESPACE_DEVICE: &str = "netem0";
+
+/// Where the server side of the link is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// The host itself: the client reaches this host's 127.0.0.1 through the link (needs root).
+    #[default]
+    HostLoopback,
+    /// A second namespace made for the server; nothing of the host is reachable.
+    Namespaces,
+}
+
+/// How to build a link.
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    /// Client to server.
+    pub up: Impairment,
+    /// Server to client.
+    pub down: Impairment,
+    /// Seed of the random choices (each direction's own `seed` wins).
+    pub seed: u64,
+    /// Where the server is.
+    pub layout: Layout,
+    /// MTU of the link in bytes.
+    pub mtu: u32,
+}
+
+impl LinkConfig {
+    /// A link to this host's loopback with the given impairments, a random seed and MTU 1500.
+    pub fn new(up: Impairment, down: Impairment) -> LinkConfig {
+        LinkConfig {
+            up,
+            down,
+            seed: random_seed(),
+            layout: Layout::HostLoopback,
+            mtu: 1500,
+        }
+    }
+}
+
+/// A seed from the kernel's random source (or the clock if that fails).
+pub fn random_seed() -> u64 {
+    let mut bytes = [0u8; 8];
+    // SAFETY: getrandom fills at most 8 bytes of our buffer.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), 8, 0) };
+    if n == 8 {
+        u64::from_ne_bytes(bytes) >> 1
+    } else {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    }
+}
+
+/// The addresses on each end of the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkAddresses {
+    /// The client's address: the source a server sees.
+    pub client: Ipv4Addr,
+    /// The server side's address on the link (reaches servers bound to 0.0.0.0).
+    pub server: Ipv4Addr,
+}
+
+/// A running emulated link. Dropping it stops the relay and removes every device and namespace.
+#[derive(Debug)]
+pub struct Link {
+    // Field order is drop order: the relay threads stop before the devices close.
+    relay: Relay,
+    client_ns: NetNs,
+    server_ns: NetNs,
+    layout: Layout,
+    addresses: LinkAddresses,
+    host_device: Option<String>,
+    seed: u64,
+}
+
+impl Link {
+    /// Builds the namespaces and devices and starts the relay.
+    pub fn start(config: LinkConfig) -> Result<Link, NetemError> {
+        preflight::check()?;
+        sweep::sweep_stale_devices();
+        let here =
+            NetNs::of_this_thread().map_err(|e| NetemError::setup("open this namespace", e))?;
+        let host_device = match config.layout {
+            Layout::HostLoopback => Some(next_host_device_name()),
+            Layout::Namespaces => None,
+        };
+        let addresses = pick_addresses(&here, config.layout)?;
+        let client_ns =
+            NetNs::create().map_err(|e| NetemError::setup("create the client's namespace", e))?;
+        let server_ns = match config.layout {
+            Layout::HostLoopback => here,
+            Layout::Namespaces => NetNs::create()
+                .map_err(|e| NetemError::setup("create the server's namespace", e))?,
+        };
+        let client = PointToPoint {
+            name: NAMESPACE_DEVICE.into(),
+            local: addresses.client,
+            peer: addresses.server,
+            mtu: config.mtu,
+        };
+        let client_tun = client_ns
+            .run(|| -> std::io::Result<Tun> {
+                let tun = Tun::create(&client.name)?;
+                client.configure()?;
+                // The namespace's lo stays down, so 127.0.0.0/8 is not local and goes over the link.
+                ifconfig::add_route(Ipv4Addr::new(127, 0, 0, 0), 8, &client.name)?;
+                Ok(tun)
+            })
+            .and_then(|r| r)
+            .map_err(|e| NetemError::setup("set up the client's TUN device", e))?;
+        let server = PointToPoint {
+            name: host_device
+                .clone()
+                .unwrap_or_else(|| NAMESPACE_DEVICE.into()),
+            local: addresses.server,
+            peer: addresses.client,
+            mtu: config.mtu,
+        };
+        let own_namespace = config.layout == Layout::Namespaces;
+        let server_tun = server_ns
+            .run(|| -> std::io::Result<Tun> {
+                let tun = Tun::create(&server.name)?;
+                server.configure()?;
+                if own_namespace {
+                    ifconfig::bring_up("lo")?;
+                }
+                Ok(tun)
+            })
+            .and_then(|r| r)
+            .map_err(|e| NetemError::setup("set up the server side's TUN device", e))?;
+        let up = NetemCore::new(&config.up, config.seed);
+        let down = NetemCore::new(&config.down, config.seed ^ 0x5bd1_e995_d0c5_a1f3);
+        let relay = Relay::start(
+            Arc::new(client_tun),
+            Arc::new(server_tun),
+            up,
+            down,
+            config.mtu,
+        )
+        .map_err(|e| NetemError::setup("start the relay threads", e))?;
+        Ok(Link {
+            relay,
+            client_ns,
+            server_ns,
+            layout: config.layout,
+            addresses,
+            host_device,
+            seed: config.seed,
+        })
+    }
+
+    /// Runs `f` on a thread inside the client's namespace. Sockets it creates stay there, so
+    /// their traffic crosses the link even when used later from any thread (e.g. by tokio).
+    pub fn run_in_client_ns<T: Send, F: FnOnce() -> T + Send>(
+        &self,
+        f: F,
+    ) -> Result<T, NetemError> {
+        self.client_ns.run(f).map_err(NetemError::Namespace)
+    }
+
+    /// Runs `f` inside the server side's namespace (this host's own one for [`Layout::HostLoopback`]).
+    pub fn run_in_server_ns<T: Send, F: FnOnce() -> T + Send>(
+        &self,
+        f: F,
+    ) -> Result<T, NetemError> {
+        self.server_ns.run(f).map_err(NetemError::Namespace)
+    }
+
+    /// Starts `command` in the client's namespace; it is killed if the calling thread exits first.
+    pub fn spawn_in_client_ns(&self, command: &mut Command) -> std::io::Result<Child> {
+        self.client_ns.spawn(command)
+    }
+
+    /// Starts `command` in the server side's namespace.
+    pub fn spawn_in_server_ns(&self, command: &mut Command) -> std::io::Result<Child> {
+        self.server_ns.spawn(command)
+    }
+
+    /// Counters of both directions so far.
+    pub fn counters(&self) -> LinkCounters {
+        self.relay.counters()
+    }
+
+    /// The addresses on the link.
+    pub fn addresses(&self) -> LinkAddresses {
+        self.addresses
+    }
+
+    /// Where the server is.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The host-side TUN device's name (host-loopback layout only).
+    pub fn host_device(&self) -> Option<&str> {
+        self.host_device.as_deref()
+    }
+
+    /// The seed in use, to repeat a run.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Stops the link and returns the final counters.
+    pub fn stop(self) -> LinkCounters {
+        let counters = self.counters();
+        drop(self);
+        counters
+    }
+}
+
+/// `hv-<pid>-<n>`: unique per link in this process, and traceable to it by the sweep.
+fn next_host_device_name() -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    sweep::device_name(std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A /30 in 198.18.0.0/15 (RFC 2544, set aside for benchmarks) that no interface here uses.
+fn pick_addresses(here: &NetNs, layout: Layout) -> Result<LinkAddresses, NetemError> {
+    let in_use = match layout {
+        Layout::HostLoopback => here
+            .run(ifconfig::addresses_in_use)
+            .and_then(|r| r)
+            .map_err(|e| NetemError::setup("list this host's addresses", e))?,
+        Layout::Namespaces => Vec::new(),
+    };
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(64) + NEXT.fetch_add(1, Ordering::Relaxed);
+    const BLOCKS: u32 = 1 << 15; // /30 blocks in a /15
+    let base = u32::from(Ipv4Addr::new(198, 18, 0, 0));
+    for i in 0..BLOCKS {
+        let block = base + ((start.wrapping_add(i)) % BLOCKS) * 4;
+        let server = Ipv4Addr::from(block + 1);
+        let client = Ipv4Addr::from(block + 2);
+        if !in_use.contains(&server) && !in_use.contains(&client) {
+            return Ok(LinkAddresses { client, server });
+        }
+    }
+    Err(NetemError::setup(
+        "find a free address block in 198.18.0.0/15",
+        std::io::Error::other("all in use"),
+    ))
+}

@@ -1,0 +1,316 @@
+//! End to end through real TUN devices and namespaces: delay, loss, rate, corruption, bulk TCP
+//! and QUIC between a client namespace and this host's loopback. Needs root.
+
+use httpvs_netem::{Impairment, Layout, Link, LinkConfig};
+use sha2::{Digest, Sha256};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One link at a time: the timing checks must not share two cores with a bulk transfer.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn link(up: &str, down: &str, seed: u64) -> Link {
+    let mut config = LinkConfig::new(
+        Impairment::parse(up).unwrap(),
+        Impairment::parse(down).unwrap(),
+    );
+    config.seed = seed;
+    Link::start(config).expect("start link")
+}
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[test]
+fn delay_50ms_each_way_reads_as_100ms_of_tcp_connect() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let _serial = serial();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = listener.local_addr().unwrap();
+    let acceptor = std::thread::spawn(move || {
+        for _ in 0..5 {
+            let _ = listener.accept();
+        }
+    });
+    let link = link("delay 50ms", "delay 50ms", 1);
+    let times: Vec<Duration> = link
+        .run_in_client_ns(|| {
+            (0..5)
+                .map(|_| {
+                    let start = Instant::now();
+                    let stream =
+                        TcpStream::connect_timeout(&target, Duration::from_secs(5)).unwrap();
+                    let took = start.elapsed();
+                    drop(stream);
+                    took
+                })
+                .collect()
+        })
+        .unwrap();
+    acceptor.join().unwrap();
+    // The median: one connect may lose the CPU to a neighbour on a busy 2-core machine.
+    let mut sorted = times.clone();
+    sorted.sort();
+    let median = sorted[sorted.len() / 2];
+    assert!(
+        median >= Duration::from_millis(100) && median <= Duration::from_millis(101),
+        "median connect {median:?}, want 100 ms ± 1 ms (all: {times:?})"
+    );
+    let c = link.stop();
+    assert!(c.up.packets_in >= 5 && c.down.packets_in >= 5, "{c}");
+}
+
+#[test]
+fn udp_loss_of_10_percent_measures_10_percent() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let _serial = serial();
+    let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
+    receiver
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let target = receiver.local_addr().unwrap();
+    let link = link("loss 10%", "", 2);
+    let sender = link
+        .run_in_client_ns(|| UdpSocket::bind("0.0.0.0:0"))
+        .unwrap()
+        .unwrap();
+    set_receive_buffer(&receiver, 4 << 20);
+    let counter = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        let mut got = 0u32;
+        while receiver.recv(&mut buf).is_ok() {
+            got += 1;
+        }
+        got
+    });
+    for i in 0..10_000u32 {
+        sender.send_to(&i.to_be_bytes().repeat(16), target).unwrap();
+        // Paced so no kernel queue overflows: every missing datagram is netem's.
+        if i % 100 == 99 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    let got = counter.join().unwrap();
+    let lost = 1.0 - got as f64 / 10_000.0;
+    let c = link.stop();
+    assert!(
+        (lost - 0.10).abs() <= 0.01,
+        "lost {lost:.4}, counters:\n{c}"
+    );
+    assert_eq!(c.up.lost, 10_000 - got as u64, "{c}");
+}
+
+#[test]
+fn tcp_20mb_at_5_percent_loss_arrives_intact() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let _serial = serial();
+    const SIZE: usize = 20 * 1024 * 1024;
+    let data: Vec<u8> = (0..SIZE).map(|i| (i * 7 + i / 4099) as u8).collect();
+    let want = Sha256::digest(&data);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.write_all(&data).unwrap();
+    });
+    let link = link("delay 1ms loss 5%", "delay 1ms loss 5%", 3);
+    let stream = link
+        .run_in_client_ns(|| TcpStream::connect_timeout(&target, Duration::from_secs(5)))
+        .unwrap()
+        .unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut received = Vec::with_capacity(SIZE);
+    (&stream).read_to_end(&mut received).unwrap();
+    server.join().unwrap();
+    let c = link.stop();
+    assert_eq!(received.len(), SIZE);
+    assert_eq!(Sha256::digest(&received), want, "checksum");
+    assert!(c.down.lost > 500, "loss happened: {c}");
+}
+
+#[test]
+fn rate_10mbit_is_within_5_percent() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let _serial = serial();
+    let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
+    receiver
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    set_receive_buffer(&receiver, 4 << 20);
+    let target = receiver.local_addr().unwrap();
+    let link = link("rate 10mbit", "", 4);
+    let sender = link
+        .run_in_client_ns(|| UdpSocket::bind("0.0.0.0:0"))
+        .unwrap()
+        .unwrap();
+    let timer = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        let (mut first, mut last, mut bytes, mut count) = (None, Instant::now(), 0usize, 0usize);
+        while let Ok(n) = receiver.recv(&mut buf) {
+            let now = Instant::now();
+            if first.is_none() {
+                first = Some(now);
+            } else {
+                bytes += n + 28; // IP and UDP headers cross the link too
+            }
+            last = now;
+            count += 1;
+        }
+        (first.map(|f| last - f), bytes, count)
+    });
+    // 800 datagrams of 1228 IP bytes: 0.79 s at 10 Mbit/s, held by netem's queue (limit 1000).
+    for i in 0..800u32 {
+        sender.send_to(&[i as u8; 1200], target).unwrap();
+    }
+    let (span, bytes, count) = timer.join().unwrap();
+    let span = span.expect("something arrived");
+    let c = link.stop();
+    let mbit = bytes as f64 * 8.0 / span.as_secs_f64() / 1e6;
+    assert_eq!(count, 800, "{c}");
+    assert!(
+        (mbit - 10.0).abs() <= 0.5,
+        "measured {mbit:.3} Mbit/s over {span:?}"
+    );
+}
+
+#[test]
+fn corruption_is_dropped_by_receiver_checksums() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let _serial = serial();
+    let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
+    receiver
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let target = receiver.local_addr().unwrap();
+    let link = link("corrupt 10%", "", 5);
+    let sender = link
+        .run_in_client_ns(|| UdpSocket::bind("0.0.0.0:0"))
+        .unwrap()
+        .unwrap();
+    let payload =
+        |i: u32| -> [u8; 1000] { std::array::from_fn(|j| (i.wrapping_mul(31) ^ j as u32) as u8) };
+    set_receive_buffer(&receiver, 4 << 20);
+    let checker = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        let (mut good, mut bad) = (0u32, 0u32);
+        while let Ok(n) = receiver.recv(&mut buf) {
+            let i = u32::from_be_bytes(buf[..4].try_into().unwrap());
+            if n == 1004 && buf[4..n] == payload(i)[..] {
+                good += 1;
+            } else {
+                bad += 1;
+            }
+        }
+        (good, bad)
+    });
+    for i in 0..3000u32 {
+        let mut datagram = i.to_be_bytes().to_vec();
+        datagram.extend(payload(i));
+        sender.send_to(&datagram, target).unwrap();
+        if i % 50 == 49 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let (good, bad) = checker.join().unwrap();
+    let c = link.stop();
+    assert_eq!(bad, 0, "a corrupted datagram got through: {c}");
+    assert!(c.up.corrupted > 200, "{c}");
+    assert_eq!(
+        good as u64,
+        3000 - c.up.corrupted,
+        "every corrupted one dropped: {c}"
+    );
+}
+
+#[test]
+fn namespaces_layout_connects_client_to_server_namespace() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let _serial = serial();
+    let mut config = LinkConfig::new(
+        Impairment::parse("delay 5ms").unwrap(),
+        Impairment::default(),
+    );
+    config.layout = Layout::Namespaces;
+    let link = Link::start(config).unwrap();
+    let listener = link
+        .run_in_server_ns(|| TcpListener::bind("127.0.0.1:0"))
+        .unwrap()
+        .unwrap();
+    let target = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut s, peer) = listener.accept().unwrap();
+        s.write_all(b"hello from the server namespace").unwrap();
+        peer
+    });
+    let mut stream = link
+        .run_in_client_ns(|| TcpStream::connect_timeout(&target, Duration::from_secs(5)))
+        .unwrap()
+        .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    assert_eq!(text, "hello from the server namespace");
+    let peer: SocketAddr = server.join().unwrap();
+    assert_eq!(peer.ip(), link.addresses().client);
+    // The host's loopback is not reachable from the client of a self-contained link.
+    let host = TcpListener::bind("127.0.0.1:0").unwrap();
+    let host_addr = host.local_addr().unwrap();
+    let reach = link
+        .run_in_client_ns(|| TcpStream::connect_timeout(&host_addr, Duration::from_millis(300)))
+        .unwrap();
+    assert!(reach.is_err());
+}
+
+#[test]
+fn client_reaches_nothing_beyond_the_link() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let _serial = serial();
+    let link = link("", "", 6);
+    let outside: SocketAddr = "192.0.2.1:80".parse().unwrap();
+    let err = link
+        .run_in_client_ns(|| TcpStream::connect_timeout(&outside, Duration::from_millis(300)))
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENETUNREACH), "{err}");
+    let device = link.host_device().unwrap().to_string();
+    assert!(std::path::Path::new(&format!("/sys/class/net/{device}")).exists());
+    drop(link);
+    assert!(
+        !std::path::Path::new(&format!("/sys/class/net/{device}")).exists(),
+        "device removed"
+    );
+}
+
+/// A receive buffer big enough that no datagram is dropped by the receiver itself.
+fn set_receive_buffer(socket: &UdpSocket, bytes: i32) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: setsockopt with a pointer to a live i32 and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&bytes as *const i32).cast(),
+            4,
+        )
+    };
+    assert_eq!(rc, 0, "SO_RCVBUFFORCE");
+}
