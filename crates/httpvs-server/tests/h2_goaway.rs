@@ -1,0 +1,90 @@
+//! HTTP/2 connection limits at the frame level: GOAWAY after exactly N requests with the right
+//! last-stream-id, and rapid reset (CVE-2023-44487) cut off while other clients are served.
+
+mod support;
+
+use httpvs_server::Limits;
+use std::collections::BTreeSet;
+use std::time::Duration;
+use support::raw_h2::{get_headers, rst_cancel, RawH2, HEADERS};
+
+#[test]
+fn one_h2_connection_gets_exactly_n_responses_then_goaway_names_the_nth_stream() {
+    const N: u32 = 5;
+    let server = support::server(Limits {
+        max_requests_per_conn: Some(u64::from(N)),
+        ..Limits::default()
+    });
+    let mut client = RawH2::connect(server.http_addr().unwrap());
+    // 3N requests in one write: the server reads them all at once, so only the gate keeps it exact.
+    let burst: Vec<u8> = (0..3 * N)
+        .flat_map(|i| get_headers(2 * i + 1, "/"))
+        .collect();
+    client.send(&burst);
+    let frames = client.frames_until_closed(Duration::from_secs(10));
+
+    let answered: BTreeSet<u32> = frames
+        .iter()
+        .filter(|f| f.kind == HEADERS)
+        .map(|f| f.stream)
+        .collect();
+    let expected: BTreeSet<u32> = (0..N).map(|i| 2 * i + 1).collect();
+    assert_eq!(
+        answered, expected,
+        "exactly the first N streams are answered"
+    );
+    let goaways: Vec<(u32, u32)> = frames.iter().filter_map(|f| f.goaway()).collect();
+    let (last_id, code) = *goaways.last().expect("a GOAWAY");
+    assert_eq!(
+        last_id,
+        2 * N - 1,
+        "last-stream-id is the Nth stream; all: {goaways:?}"
+    );
+    assert_eq!(code, 0, "NO_ERROR");
+    let totals = server.shutdown(Duration::from_secs(1));
+    assert_eq!(totals.requests.h2c, u64::from(N));
+    assert!(totals.goaways_sent >= 1);
+}
+
+#[test]
+fn a_sequential_client_sees_the_same_limit() {
+    const N: u32 = 3;
+    let server = support::server(Limits {
+        max_requests_per_conn: Some(u64::from(N)),
+        ..Limits::default()
+    });
+    let mut client = RawH2::connect(server.http_addr().unwrap());
+    let mut answered = Vec::new();
+    for i in 0..N + 2 {
+        client.send(&get_headers(2 * i + 1, "/"));
+        let frames = client.frames_until_closed(Duration::from_millis(300));
+        answered.extend(
+            frames
+                .iter()
+                .filter(|f| f.kind == HEADERS)
+                .map(|f| f.stream),
+        );
+    }
+    assert_eq!(answered, vec![1, 3, 5]);
+}
+
+#[test]
+fn rapid_reset_is_cut_off_with_goaway_while_others_are_served() {
+    let server = support::server(Limits::default());
+    let addr = server.http_addr().unwrap();
+    let mut attacker = RawH2::connect(addr);
+    let attack: Vec<u8> = (0..2000u32)
+        .flat_map(|i| [get_headers(2 * i + 1, "/"), rst_cancel(2 * i + 1)].concat())
+        .collect();
+    attacker.send(&attack);
+    let frames = attacker.frames_until_closed(Duration::from_secs(10));
+    let goaway = frames.iter().find_map(|f| f.goaway()).expect("GOAWAY");
+    assert_eq!(goaway.1, 0xb, "ENHANCE_YOUR_CALM");
+
+    let mut other = RawH2::connect(addr);
+    other.send(&get_headers(1, "/"));
+    let frames = other.frames_until_closed(Duration::from_millis(500));
+    assert!(frames.iter().any(|f| f.kind == HEADERS && f.stream == 1));
+    let totals = server.shutdown(Duration::from_secs(1));
+    assert_eq!(totals.rejected.rapid_reset_cutoffs, 1);
+}

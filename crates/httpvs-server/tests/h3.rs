@@ -1,0 +1,133 @@
+//! HTTP/3 with a quinn + h3 client: `/`, `size`, `status`, GOAWAY after N requests, and a client
+//! that vanishes mid-response.
+
+mod support;
+
+use bytes::{Buf, Bytes};
+use httpvs_server::body::FIXED_BODY;
+use httpvs_server::{Limits, RunningServer};
+use std::sync::Arc;
+use std::time::Duration;
+
+type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+
+struct Client {
+    endpoint: quinn::Endpoint,
+    send: SendRequest,
+    port: u16,
+}
+
+async fn connect(server: &RunningServer) -> Client {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls_pki_types::CertificateDer::from(server.cert_der()))
+        .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
+    let addr = server.h3_addr().unwrap();
+    let conn = endpoint.connect(addr, "localhost").unwrap().await.unwrap();
+    let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(conn))
+        .await
+        .unwrap();
+    tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
+    Client {
+        endpoint,
+        send,
+        port: addr.port(),
+    }
+}
+
+/// GETs `target`; returns status and body, or the error text.
+async fn get(client: &mut Client, target: &str) -> Result<(u16, Vec<u8>), String> {
+    let uri = format!("https://localhost:{}{target}", client.port);
+    let request = http::Request::get(uri).body(()).unwrap();
+    let mut stream = client
+        .send
+        .send_request(request)
+        .await
+        .map_err(|e| e.to_string())?;
+    stream.finish().await.map_err(|e| e.to_string())?;
+    let response = stream.recv_response().await.map_err(|e| e.to_string())?;
+    let mut body = Vec::new();
+    while let Some(mut chunk) = stream.recv_data().await.map_err(|e| e.to_string())? {
+        while chunk.has_remaining() {
+            let c = chunk.chunk();
+            body.extend_from_slice(c);
+            let n = c.len();
+            chunk.advance(n);
+        }
+    }
+    Ok((response.status().as_u16(), body))
+}
+
+#[tokio::test]
+async fn h3_serves_root_size_and_status() {
+    let server = support::server(Limits::default());
+    let mut client = connect(&server).await;
+    assert_eq!(
+        get(&mut client, "/").await.unwrap(),
+        (200, FIXED_BODY.to_vec())
+    );
+    for (query, size) in [("size=1k", 1024), ("size=64k", 65536), ("size=1m", 1 << 20)] {
+        let (status, body) = get(&mut client, &format!("/x?{query}")).await.unwrap();
+        assert_eq!((status, body.len()), (200, size), "{query}");
+    }
+    assert_eq!(get(&mut client, "/?status=503").await.unwrap().0, 503);
+    let (status, body) = get(&mut client, "/?size=bad").await.unwrap();
+    assert_eq!(status, 400);
+    assert!(String::from_utf8_lossy(&body).contains("`size`"));
+    client.endpoint.close(0u32.into(), b"done");
+    let totals = server.shutdown(Duration::from_secs(1));
+    assert_eq!((totals.connections.h3, totals.requests.h3), (1, 6));
+}
+
+#[tokio::test]
+async fn h3_sends_goaway_after_n_requests() {
+    let server = support::server(Limits {
+        max_requests_per_conn: Some(3),
+        ..Limits::default()
+    });
+    let mut client = connect(&server).await;
+    let mut ok = 0;
+    for _ in 0..5 {
+        match get(&mut client, "/").await {
+            Ok((200, _)) => ok += 1,
+            _ => break,
+        }
+        // Let the GOAWAY arrive before the next request, as a sequential client would see it.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(ok, 3);
+    let totals = server.shutdown(Duration::from_secs(1));
+    assert_eq!(totals.requests.h3, 3);
+    assert_eq!(totals.goaways_sent, 1);
+}
+
+#[tokio::test]
+async fn a_client_vanishing_mid_response_leaves_the_server_serving() {
+    let server = support::server(Limits::default());
+    let client = connect(&server).await;
+    let uri = format!("https://localhost:{}/?size=16m", client.port);
+    let mut send = client.send.clone();
+    let mut stream = send
+        .send_request(http::Request::get(uri).body(()).unwrap())
+        .await
+        .unwrap();
+    stream.finish().await.unwrap();
+    let _ = stream.recv_response().await.unwrap();
+    let _ = stream.recv_data().await;
+    // Vanish: no CONNECTION_CLOSE reaches the server, the socket just goes away.
+    drop(stream);
+    drop(send);
+    drop(client);
+    let mut other = connect(&server).await;
+    assert_eq!(get(&mut other, "/").await.unwrap().0, 200);
+}
