@@ -215,6 +215,18 @@ pub fn line_chart(
         escape(labels.0)
     );
     for s in series.iter().filter(|s| !s.points.is_empty()) {
+        if let [(x, y)] = s.points[..] {
+            // One point (a one-second period) is a dot: a path needs two.
+            let _ = write!(
+                out,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="4" fill="{}"><title>{}</title></circle>"#,
+                px(x),
+                py(y),
+                s.color,
+                escape(&s.name)
+            );
+            continue;
+        }
         let mut d = String::new();
         for (i, (x, y)) in s.points.iter().enumerate() {
             let _ = write!(

@@ -1,0 +1,197 @@
+//! `httpvs compare` end to end: a quick tiny matrix on the embedded server, bad plans, `--from`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Every protocol, a tiny shape, a clean and a lossy link: a few seconds of bounded load.
+const TINY_PLAN: &str = r#"
+name = "tiny"
+protocols = ["h1", "h1-close", "h1-tls", "h2c", "h2", "h3"]
+duration = "300ms"
+warmup = "100ms"
+repeats = 1
+[shapes]
+h1 = "4"
+h1-close = "2"
+h1-tls = "4"
+h2c = "2x4"
+h2 = "2x4"
+h3 = "2x4"
+[[payloads]]
+name = "small"
+size = "100"
+[[conditions]]
+name = "clean"
+[[conditions]]
+name = "lossy"
+netem = "delay 5ms loss 2%"
+"#;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("compare-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn httpvs(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn quick_tiny_matrix_has_every_protocol_a_verdict_and_every_cell_in_json() {
+    let dir = scratch("quick");
+    std::fs::write(dir.join("tiny.toml"), TINY_PLAN).unwrap();
+    let out = httpvs(
+        &dir,
+        &[
+            "compare",
+            "--quick",
+            "--plan",
+            "tiny.toml",
+            "--json",
+            "r.json",
+            "--html",
+            "r.html",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let clean = stdout
+        .split("\n== ")
+        .find(|t| t.starts_with("clean"))
+        .unwrap_or_else(|| panic!("no clean table:\n{stdout}"));
+    for proto in ["h1", "h1-close", "h1-tls", "h2c", "h2", "h3"] {
+        let row = clean
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(proto))
+            .unwrap_or_else(|| panic!("no {proto} row:\n{clean}"));
+        assert!(!row.contains("did not run"), "{row}");
+    }
+    assert!(stdout.contains("verdict clean: "), "{stdout}");
+    assert!(stdout.trim_end().ends_with("report: r.html"), "{stdout}");
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("r.json")).unwrap()).unwrap();
+    let ran = 2 - json["setup"]["skipped_conditions"]
+        .as_array()
+        .unwrap()
+        .len();
+    let cells = json["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 6 * ran);
+    for cell in cells {
+        let runs = cell["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 1, "{cell}");
+        assert_eq!(
+            runs[0]["report"]["schema_version"], 1,
+            "full load report kept"
+        );
+        if cell["condition"] == "clean" {
+            assert!(
+                runs[0]["summary"]["succeeded"].as_u64().unwrap() > 0,
+                "{cell}"
+            );
+        }
+    }
+    assert_eq!(json["plan"]["name"], "tiny");
+    assert!(json["machine"]["cores"].as_u64().unwrap() >= 1);
+
+    let again = httpvs(
+        &dir,
+        &["compare", "--from", "r.json", "--html", "again.html"],
+    );
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let table = |s: &str| s.split("\n\nreport").next().unwrap_or("").to_string();
+    assert_eq!(
+        table(&text(&again.stdout)),
+        table(&stdout),
+        "--from re-renders the same tables"
+    );
+    assert!(dir.join("again.html").is_file());
+}
+
+#[test]
+fn bad_plan_gets_one_line_naming_the_field() {
+    let dir = scratch("bad-plan");
+    let bad = TINY_PLAN.replace("h2c = \"2x4\"", "h2c = \"2y4\"");
+    std::fs::write(dir.join("bad.toml"), bad).unwrap();
+    let out = httpvs(&dir, &["compare", "--plan", "bad.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("httpvs: bad.toml:"), "{stderr}");
+    assert!(
+        stderr.contains("shapes.h2c: '2y4' is not a shape"),
+        "{stderr}"
+    );
+
+    let typo = TINY_PLAN.replace("repeats = 1", "repeets = 1");
+    std::fs::write(dir.join("typo.toml"), typo).unwrap();
+    let out = httpvs(&dir, &["compare", "--plan", "typo.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("repeets"), "{stderr}");
+
+    let out = httpvs(&dir, &["compare", "--plan", "missing.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("missing.toml: cannot read"));
+}
+
+#[test]
+fn bad_flags_get_one_line() {
+    let dir = scratch("bad-flags");
+    for (args, words) in [
+        (
+            vec!["compare", "--shape", "h2c=8y60"],
+            "--shape: '8y60' is not a shape",
+        ),
+        (
+            vec!["compare", "--protocols", "h1,spdy"],
+            "--protocols: 'spdy' is not a protocol",
+        ),
+        (
+            vec!["compare", "--conditions", "mars"],
+            "--conditions: 'mars' is not a condition",
+        ),
+        (
+            vec!["compare", "--from", "nothing.json"],
+            "cannot read nothing.json",
+        ),
+    ] {
+        let out = httpvs(&dir, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = text(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(words), "{stderr}");
+    }
+}
+
+#[test]
+fn print_plan_prints_the_default_matrix() {
+    let dir = scratch("print-plan");
+    let out = httpvs(&dir, &["compare", "--print-plan"]);
+    assert!(out.status.success());
+    let plan = text(&out.stdout);
+    assert!(
+        plan.contains("protocols = [\"h1\", \"h1-close\", \"h1-tls\", \"h2c\", \"h2\", \"h3\"]")
+    );
+    std::fs::write(dir.join("default.toml"), &plan).unwrap();
+    let out = httpvs(
+        &dir,
+        &["compare", "--plan", "default.toml", "--protocols", "nope"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "the printed plan parses; only the flag is wrong"
+    );
+}
