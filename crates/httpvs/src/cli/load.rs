@@ -1,16 +1,324 @@
 //! `httpvs load`: flags, validation into the library config, and the run.
+//!
+//! Flags follow h2load/hey/oha habits. Every value is checked here (or by
+//! `LoadConfig::validate`) so a bad flag, URL or file is one line and exit 2 before any load.
 
+use super::usage;
+use httpvs_load::config::{parse_url, StopAfter, TlsOptions};
+use httpvs_load::report::progress::ProgressLine;
+use httpvs_load::report::{self, text, thresholds};
+use httpvs_load::stats::Quiet;
+use httpvs_load::{LoadConfig, LoadError, Observer, ProtocolChoice};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 /// Flags of `httpvs load`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Arguments (not built yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    /// Target URL (http:// or https://).
+    #[arg(value_name = "URL")]
+    url: String,
+    /// Protocol: h1, h2c, h2, h3 or auto (ALPN for https, h1 for http).
+    #[arg(short = 'p', long, value_name = "PROTO", default_value = "auto")]
+    protocol: String,
+    /// Connections, spread over the threads.
+    #[arg(short = 'c', long, value_name = "N", default_value_t = httpvs_load::config::DEFAULT_CONNECTIONS)]
+    connections: u32,
+    /// Concurrent streams per connection (h2/h3); the pipelining depth for h1.
+    #[arg(short = 'm', long, value_name = "N", default_value_t = 1)]
+    streams: u32,
+    /// Worker threads [default: the number of cores].
+    #[arg(short = 't', long, value_name = "N")]
+    threads: Option<usize>,
+    /// Stop after N requests.
+    #[arg(short = 'n', long, value_name = "N", conflicts_with = "duration")]
+    requests: Option<u64>,
+    /// Stop after this long, like 10s or 1m [default: 10s].
+    #[arg(short = 'z', long, value_name = "DUR")]
+    duration: Option<String>,
+    /// Run this long first without counting, like 2s.
+    #[arg(long, value_name = "DUR")]
+    warmup: Option<String>,
+    /// Request method.
+    #[arg(short = 'X', long, value_name = "METHOD", default_value = "GET")]
+    method: String,
+    /// Request header "Name: value" (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    headers: Vec<String>,
+    /// Request body.
+    #[arg(short = 'd', long, value_name = "DATA", conflicts_with = "data_file")]
+    data: Option<String>,
+    /// Request body read from FILE.
+    #[arg(long, value_name = "FILE")]
+    data_file: Option<PathBuf>,
+    /// A new connection for every request.
+    #[arg(long)]
+    no_keepalive: bool,
+    /// Per-request timeout, like 20s; 0 waits forever.
+    #[arg(long, value_name = "DUR", default_value = "20s")]
+    timeout: String,
+    /// Bound on TCP connect plus the TLS or QUIC handshake.
+    #[arg(long, value_name = "DUR", default_value = "10s")]
+    connect_timeout: String,
+    /// Accept any TLS certificate.
+    #[arg(short = 'k', long)]
+    insecure: bool,
+    /// Trust the CA certificates in this PEM file.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
+    /// Open model: this many requests per second in total (latency corrected for coordinated omission).
+    #[arg(long, value_name = "R")]
+    rate: Option<f64>,
+    /// Pin worker threads to these CPUs, round-robin (like 0,2 or 0-3).
+    #[arg(long, value_name = "LIST")]
+    cpus: Option<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write the report to FILE instead of stdout (JSON with --json or a .json name).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// No live progress line on stderr.
+    #[arg(long)]
+    no_progress: bool,
+    /// Exit 1 when a rule is broken, like "error-rate>1%,p99>250ms".
+    #[arg(long, value_name = "RULES")]
+    fail_on: Option<String>,
 }
 
 /// Runs `httpvs load`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    super::not_built("load")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let config = config_from(&args)?;
+    ignore_sigpipe();
+    let rules = match &args.fail_on {
+        Some(spec) => thresholds::parse(spec).map_err(usage)?,
+        None => Vec::new(),
+    };
+    let json = args.json
+        || args
+            .output
+            .as_ref()
+            .is_some_and(|p| p.extension().is_some_and(|e| e == "json"));
+    let stop = interrupt_flag();
+    let show_progress = !args.no_progress && std::io::stderr().is_terminal();
+    let mut progress = ProgressLine::new();
+    let mut quiet = Quiet;
+    let observer: &mut dyn Observer = if show_progress {
+        &mut progress
+    } else {
+        &mut quiet
+    };
+    let mut report = httpvs_load::run_until(&config, observer, stop).map_err(setup_error)?;
+    report.thresholds = thresholds::evaluate(&rules, &report);
+    let rendered = if json {
+        report::to_json(&report) + "\n"
+    } else {
+        text::render(&report)
+    };
+    match &args.output {
+        Some(path) => std::fs::write(path, rendered)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(rendered.as_bytes());
+            let _ = out.flush();
+        }
+    }
+    if !report.requests.identity_holds {
+        anyhow::bail!(
+            "accounting identity broken (started != succeeded + failed + cut off): a bug"
+        );
+    }
+    let breached: Vec<&str> = report
+        .thresholds
+        .iter()
+        .filter(|t| t.breached)
+        .map(|t| t.rule.as_str())
+        .collect();
+    if !breached.is_empty() {
+        eprintln!("httpvs: --fail-on breached: {}", breached.join(", "));
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Setup errors: the user's input exits 2, an unreachable target exits 1; both one line.
+fn setup_error(e: LoadError) -> anyhow::Error {
+    if e.is_usage() {
+        usage(e.to_string())
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+/// Turns flags into a validated config; every problem is a one-line usage error.
+fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
+    parse_url(&args.url).map_err(|e| usage(e.to_string()))?;
+    let mut config = LoadConfig::new(&args.url).map_err(|e| usage(e.to_string()))?;
+    config.protocol = ProtocolChoice::parse(&args.protocol).ok_or_else(|| {
+        usage(format!(
+            "invalid --protocol {:?}: use h1, h2c, h2, h3 or auto",
+            args.protocol
+        ))
+    })?;
+    config.connections = args.connections;
+    config.streams = args.streams;
+    if let Some(t) = args.threads {
+        config.threads = t;
+    }
+    config.stop = match (args.requests, &args.duration) {
+        (Some(n), _) => StopAfter::Requests(n),
+        (None, Some(d)) => StopAfter::Duration(duration_flag("--duration", d)?),
+        (None, None) => StopAfter::Duration(httpvs_load::config::DEFAULT_DURATION),
+    };
+    if let Some(w) = &args.warmup {
+        config.warmup = duration_flag("--warmup", w)?;
+    }
+    config.method = http::Method::from_bytes(args.method.as_bytes())
+        .map_err(|_| usage(format!("invalid method {:?}", args.method)))?;
+    config.headers = args
+        .headers
+        .iter()
+        .map(|h| parse_header(h))
+        .collect::<anyhow::Result<_>>()?;
+    config.body = match (&args.data, &args.data_file) {
+        (Some(d), _) => bytes::Bytes::from(d.clone().into_bytes()),
+        (None, Some(path)) => std::fs::read(path)
+            .map_err(|e| usage(format!("cannot read --data-file {}: {e}", path.display())))?
+            .into(),
+        (None, None) => bytes::Bytes::new(),
+    };
+    config.keepalive = !args.no_keepalive;
+    let timeout = duration_flag("--timeout", &args.timeout)?;
+    config.timeout = (!timeout.is_zero()).then_some(timeout);
+    config.connect_timeout = duration_flag("--connect-timeout", &args.connect_timeout)?;
+    if let Some(path) = &args.cacert {
+        if !path.is_file() {
+            return Err(usage(format!("--cacert {}: no such file", path.display())));
+        }
+    }
+    config.tls = TlsOptions {
+        insecure: args.insecure,
+        cacert: args.cacert.clone(),
+    };
+    config.rate = args.rate;
+    if let Some(list) = &args.cpus {
+        config.cpus = Some(parse_cpus(list).map_err(usage)?);
+    }
+    config.validate().map_err(|e| usage(e.to_string()))?;
+    Ok(config)
+}
+
+fn parse_header(h: &str) -> anyhow::Result<(http::HeaderName, http::HeaderValue)> {
+    let bad = || usage(format!("invalid header {h:?}: use \"Name: value\""));
+    let (name, value) = h.split_once(':').ok_or_else(bad)?;
+    let name = http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
+    let value = http::HeaderValue::from_str(value.trim()).map_err(|_| bad())?;
+    Ok((name, value))
+}
+
+fn duration_flag(flag: &str, s: &str) -> anyhow::Result<Duration> {
+    parse_duration(s).ok_or_else(|| {
+        usage(format!(
+            "invalid {flag} {s:?}: use a number with a unit, like 500ms, 10s or 1m"
+        ))
+    })
+}
+
+/// "500ms", "10s", "1.5m", "1h", "800us"; a bare number is seconds.
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num.parse().ok()?;
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return None,
+    };
+    let secs = value * scale;
+    (secs.is_finite() && secs >= 0.0 && secs < 1e9).then(|| Duration::from_secs_f64(secs))
+}
+
+/// "0,2" or "0-3" or "0-1,4".
+fn parse_cpus(list: &str) -> Result<Vec<usize>, String> {
+    let bad = || format!("invalid --cpus {list:?}: use a list like 0,2 or 0-3");
+    let mut cpus = Vec::new();
+    for part in list.split(',').map(str::trim) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (
+                    a.trim().parse().map_err(|_| bad())?,
+                    b.trim().parse().map_err(|_| bad())?,
+                );
+                if a > b {
+                    return Err(bad());
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    Ok(cpus)
+}
+
+/// A server closing a connection we are writing to is a counted event (EPIPE), not a reason
+/// to die: `main` restores SIGPIPE's default for `| head`, which would kill a load run.
+/// Writes to stdout ignore their errors, so a closed stdout pipe still ends quietly.
+fn ignore_sigpipe() {
+    // SAFETY: setting a signal disposition; no handler code runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
+/// The flag the first Ctrl-C sets: the run stops and reports what it did. A second Ctrl-C
+/// kills the process (the handler restores the default action).
+fn interrupt_flag() -> Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    extern "C" fn on_sigint(_: libc::c_int) {
+        if let Some(flag) = FLAG.get() {
+            flag.store(true, Ordering::Relaxed);
+        }
+        // SAFETY: signal() is async-signal-safe; restoring the default lets a second ^C kill.
+        unsafe {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+        }
+    }
+    let flag = FLAG
+        .get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .clone();
+    // SAFETY: installing a handler that only stores to an atomic and calls signal().
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
+    flag
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_cpus_parse() {
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_duration("1.5m"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("ten"), None);
+        assert_eq!(parse_duration("5y"), None);
+        assert_eq!(parse_cpus("0-2,5"), Ok(vec![0, 1, 2, 5]));
+        assert!(parse_cpus("3-1").is_err());
+    }
 }
