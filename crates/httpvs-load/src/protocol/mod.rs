@@ -5,6 +5,7 @@
 //! a histogram or a report. Adding a protocol means one new file that implements [`Protocol`].
 
 pub mod h1;
+pub mod h2;
 pub mod h3;
 pub mod tcp;
 pub mod tls;
