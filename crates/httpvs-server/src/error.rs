@@ -10,7 +10,7 @@ pub enum ServeError {
     #[error("invalid configuration: {0}")]
     Config(String),
     /// A listener could not bind (address in use, permission...).
-    #[error("cannot listen on {addr} ({proto}): {source}")]
+    #[error("cannot listen on {addr} ({proto})")]
     Bind {
         /// The address asked for.
         addr: SocketAddr,
@@ -20,7 +20,7 @@ pub enum ServeError {
         source: std::io::Error,
     },
     /// A certificate or key file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {}", path.display())]
     ReadCert {
         /// The file.
         path: PathBuf,

@@ -1,16 +1,217 @@
-//! `httpvs serve`: flags, validation into the library config, and the run.
+//! `httpvs serve`: flags, validation into the library config, and the run until SIGINT/SIGTERM.
 
+use super::usage;
+use httpvs_server::query::{parse_duration, parse_size};
+use httpvs_server::{Limits, ServeConfig};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Flags of `httpvs serve`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Arguments (not built yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    /// Cleartext TCP listener for HTTP/1.1 and h2c prior knowledge: ADDR, PORT or `off`.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    http: String,
+    /// TLS listener for h2 and http/1.1 (by ALPN): ADDR, PORT or `off`.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8443")]
+    https: String,
+    /// UDP listener for HTTP/3: ADDR, PORT or `off`.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8443")]
+    h3: String,
+    /// PEM certificate chain (with --key); without it a self-signed one for localhost is made.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    cert: Option<PathBuf>,
+    /// PEM private key for --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    key: Option<PathBuf>,
+    /// Write the certificate clients should trust (PEM) to FILE.
+    #[arg(long, value_name = "FILE")]
+    write_ca: Option<PathBuf>,
+    /// Worker threads, each with its own event loop; 1 reproduces a one-core server.
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Pin worker threads to these CPUs, round-robin (like 0,2 or 0-3).
+    #[arg(long, value_name = "LIST")]
+    cpus: Option<String>,
+    /// h2 SETTINGS_MAX_CONCURRENT_STREAMS and h3 max bidirectional streams.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_streams)]
+    max_streams: u32,
+    /// Requests per connection: HTTP/1.1 then answers `Connection: close`, h2/h3 send GOAWAY.
+    #[arg(long, value_name = "N")]
+    max_requests_per_conn: Option<u64>,
+    /// Close connections without I/O for this long (like 30s).
+    #[arg(long, value_name = "DUR", default_value = "30s")]
+    idle_timeout: String,
+    /// Request header bytes above which the answer is 431 (like 16k).
+    #[arg(long, value_name = "SIZE", default_value = "16k")]
+    max_header_bytes: String,
+    /// Request body bytes above which the answer is 413 (like 8m).
+    #[arg(long, value_name = "SIZE", default_value = "8m")]
+    max_body_bytes: String,
+    /// Open connections above which new ones are closed at once.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections)]
+    max_connections: usize,
+    /// On SIGINT/SIGTERM, how long in-flight requests may take to finish.
+    #[arg(long, value_name = "DUR", default_value = "5s")]
+    grace: String,
 }
 
 /// Runs `httpvs serve`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    super::not_built("serve")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let (config, grace) = config_from(&args)?;
+    raise_fd_limit();
+    // Worker threads inherit this mask, so SIGINT/SIGTERM reach only `sigwait` below.
+    let signals = block_stop_signals();
+    let server = httpvs_server::start(config)?;
+    if let Some(path) = &args.write_ca {
+        std::fs::write(path, server.ca_pem())
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    print_banner(&server, &args);
+    wait_for(signals);
+    println!("httpvs serve: stopping (grace {grace:?})");
+    let totals = server.shutdown(grace);
+    println!("{totals}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn config_from(args: &Args) -> anyhow::Result<(ServeConfig, Duration)> {
+    let duration =
+        |flag: &str, v: &str| parse_duration(v).map_err(|e| usage(format!("--{flag}: {e}")));
+    let size = |flag: &str, v: &str| parse_size(v).map_err(|e| usage(format!("--{flag}: {e}")));
+    let limits = Limits {
+        max_streams: args.max_streams,
+        max_requests_per_conn: args.max_requests_per_conn,
+        idle_timeout: duration("idle-timeout", &args.idle_timeout)?,
+        max_header_bytes: size("max-header-bytes", &args.max_header_bytes)? as usize,
+        max_body_bytes: size("max-body-bytes", &args.max_body_bytes)?,
+        max_connections: args.max_connections,
+        ..Limits::default()
+    };
+    if limits.idle_timeout.is_zero() {
+        return Err(usage("--idle-timeout must be above zero"));
+    }
+    if args.max_requests_per_conn == Some(0) {
+        return Err(usage("--max-requests-per-conn must be at least 1"));
+    }
+    if args.max_streams == 0 {
+        return Err(usage("--max-streams must be at least 1"));
+    }
+    let threads = args.threads.unwrap_or(ServeConfig::default().threads);
+    if threads == 0 {
+        return Err(usage("--threads must be at least 1"));
+    }
+    let config = ServeConfig {
+        http: listen_addr("http", &args.http)?,
+        https: listen_addr("https", &args.https)?,
+        h3: listen_addr("h3", &args.h3)?,
+        cert: args.cert.clone().zip(args.key.clone()),
+        threads,
+        cpus: args.cpus.as_deref().map(parse_cpus).transpose()?,
+        limits,
+    };
+    if config.http.is_none() && config.https.is_none() && config.h3.is_none() {
+        return Err(usage("--http, --https and --h3 are all off"));
+    }
+    Ok((config, duration("grace", &args.grace)?))
+}
+
+/// `off`, `PORT` (on 127.0.0.1), `HOST:PORT` or `[V6]:PORT`.
+fn listen_addr(flag: &str, value: &str) -> anyhow::Result<Option<SocketAddr>> {
+    if value == "off" {
+        return Ok(None);
+    }
+    if let Ok(port) = value.parse::<u16>() {
+        return Ok(Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)));
+    }
+    if let Some(port) = value
+        .strip_prefix("localhost:")
+        .and_then(|p| p.parse().ok())
+    {
+        return Ok(Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)));
+    }
+    value
+        .parse::<SocketAddr>()
+        .map(Some)
+        .map_err(|_| usage(format!("--{flag}: `{value}` is not ADDR:PORT, PORT or off")))
+}
+
+/// `0,2,4` or `0-3` or a mix.
+fn parse_cpus(value: &str) -> anyhow::Result<Vec<usize>> {
+    let bad = || {
+        usage(format!(
+            "--cpus: `{value}` is not a CPU list like 0,2 or 0-3"
+        ))
+    };
+    let mut cpus = Vec::new();
+    for part in value.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                if a > b {
+                    return Err(bad());
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    Ok(cpus)
+}
+
+fn print_banner(server: &httpvs_server::RunningServer, args: &Args) {
+    println!("httpvs serve: listening");
+    if let Some(a) = server.http_addr() {
+        println!("  http   http://{a}/   HTTP/1.1 and h2c (prior knowledge)");
+    }
+    if let Some(a) = server.https_addr() {
+        println!("  https  https://{a}/  h2 and http/1.1 by ALPN");
+    }
+    if let Some(a) = server.h3_addr() {
+        println!("  h3     https://{a}/  HTTP/3 over UDP");
+    }
+    let origin = if args.cert.is_some() {
+        "from --cert"
+    } else {
+        "self-signed for localhost, 127.0.0.1, ::1"
+    };
+    println!("  cert   SHA-256 {}  ({origin})", server.fingerprint());
+    if let Some(path) = &args.write_ca {
+        println!("  ca     written to {}", path.display());
+    }
+}
+
+fn block_stop_signals() -> libc::sigset_t {
+    // SAFETY: plain libc calls on a zeroed sigset_t owned here.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+fn wait_for(signals: libc::sigset_t) {
+    let mut received: libc::c_int = 0;
+    // SAFETY: `signals` is a valid set blocked in every thread; sigwait only writes `received`.
+    unsafe {
+        libc::sigwait(&signals, &mut received);
+    }
+}
+
+fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit on a local struct; failure leaves the limit as it was.
+    unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
 }

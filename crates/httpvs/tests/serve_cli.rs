@@ -1,0 +1,114 @@
+//! `httpvs serve` as a user runs it: one line and a non-zero exit on bad input, the banner with
+//! addresses and fingerprint, and totals after SIGTERM.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpListener;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn httpvs() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_httpvs"))
+}
+
+fn assert_one_line_failure(out: &Output, what: &str) {
+    assert!(!out.status.success(), "{what}: exit {:?}", out.status);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{what}: {stderr}");
+    assert!(stderr.starts_with("httpvs: "), "{what}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+}
+
+#[test]
+fn bad_flags_exit_2_with_one_line() {
+    for args in [
+        &["serve", "--bogus"][..],
+        &["serve", "--threads", "0"],
+        &["serve", "--http", "nowhere"],
+        &["serve", "--idle-timeout", "soon"],
+        &["serve", "--http", "off", "--https", "off", "--h3", "off"],
+    ] {
+        let out = httpvs().args(args).output().unwrap();
+        assert_one_line_failure(&out, &format!("{args:?}"));
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
+#[test]
+fn a_port_in_use_is_one_line() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = httpvs()
+        .args(["serve", "--http", &port, "--https", "off", "--h3", "off"])
+        .output()
+        .unwrap();
+    assert_one_line_failure(&out, "port in use");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("in use"));
+}
+
+#[test]
+fn an_unreadable_cert_is_one_line() {
+    let out = httpvs()
+        .args(["serve", "--http", "0", "--https", "0", "--h3", "0"])
+        .args([
+            "--cert",
+            "/nonexistent/cert.pem",
+            "--key",
+            "/nonexistent/key.pem",
+        ])
+        .output()
+        .unwrap();
+    assert_one_line_failure(&out, "unreadable cert");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/cert.pem"));
+}
+
+#[test]
+fn serve_prints_addresses_and_fingerprint_then_totals_on_sigterm() {
+    let mut child = httpvs()
+        .args([
+            "serve",
+            "--http",
+            "0",
+            "--https",
+            "0",
+            "--h3",
+            "0",
+            "--threads",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut banner = String::new();
+    while !banner.contains("cert") {
+        if stdout.read_line(&mut banner).unwrap() == 0 {
+            break;
+        }
+    }
+    assert!(banner.contains("http://127.0.0.1:"), "{banner}");
+    assert!(banner.contains("SHA-256 "), "{banner}");
+    let addr = banner
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap()
+        .to_owned();
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    std::io::Write::write_all(
+        &mut conn,
+        b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut response = String::new();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    conn.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+
+    // SAFETY: sending SIGTERM to our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(rest.contains("requests") && rest.contains("h1 1"), "{rest}");
+}
