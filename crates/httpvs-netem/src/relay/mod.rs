@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 /// A packet sent later than this after its due time counts as late (the relay fell behind).
 const LATE_AFTER: Duration = Duration::from_millis(1);
-/// Below this wait the thread polls without sleeping: a wake-up from sleep costs more.
-const SPIN_BELOW: Duration = Duration::from_micros(40);
+/// Real-time priority of the relay threads when allowed: a busy machine must not hold packets back.
+const RELAY_PRIORITY: libc::c_int = 10;
 /// Packets read in one go before sending what is due.
 const READ_BATCH: usize = 64;
 /// Spare packet buffers kept for reuse.
@@ -121,6 +121,12 @@ impl Direction {
     fn run(mut self) {
         // SAFETY: prctl on the calling thread; a 1 ns slack makes sub-ms sleeps wake on time.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+        let param = libc::sched_param {
+            sched_priority: RELAY_PRIORITY,
+        };
+        // SAFETY: sets this thread's policy; failure (no privilege) just keeps the normal policy.
+        // The thread never spins, so it cannot starve the machine; the kernel's RT throttle bounds it too.
+        unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
         loop {
             self.send_due(self.now());
             self.publish();
@@ -128,12 +134,10 @@ impl Direction {
                 .core
                 .poll_timeout()
                 .map(|due| due.saturating_sub(self.now()));
-            let timeout = match wait {
-                Some(w) if w.is_zero() => continue,
-                Some(w) if w < SPIN_BELOW => Some(Duration::ZERO),
-                other => other,
-            };
-            match wait_readable(self.input.raw_fd(), self.stop.as_raw_fd(), timeout) {
+            if wait.is_some_and(|w| w.is_zero()) {
+                continue;
+            }
+            match wait_readable(self.input.raw_fd(), self.stop.as_raw_fd(), wait) {
                 Ok(Readiness::Stop) => return,
                 Ok(Readiness::Input) => self.read_batch(),
                 Ok(Readiness::Timeout) => {}

@@ -1,16 +1,186 @@
-//! `httpvs netem`: flags, validation into the library config, and the run.
+//! `httpvs netem`: flags, validation into the library config, and the run of a command behind the link.
 
-use std::process::ExitCode;
+use super::{usage, ExitError};
+use anyhow::Context;
+use httpvs_netem::{Impairment, Link, LinkConfig, Profile, PROFILES};
+use std::process::{Command, ExitCode, ExitStatus};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Instant;
 
 /// Flags of `httpvs netem`.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Inside the emulated network, 127.0.0.1:PORT reaches this host's 127.0.0.1:PORT \
+through the link, so `httpvs netem --both \"delay 50ms\" -- curl http://127.0.0.1:8080/` \
+sees a 100 ms round trip. Needs root. Options use netem's syntax (man tc-netem)."
+)]
 pub struct Args {
-    /// Arguments (not built yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    /// netem options for packets from the command to the server, e.g. "delay 50ms 5ms loss 1%".
+    #[arg(long, value_name = "NETEM")]
+    up: Option<String>,
+    /// netem options for packets from the server back to the command.
+    #[arg(long, value_name = "NETEM")]
+    down: Option<String>,
+    /// netem options for both directions (--up and --down override it).
+    #[arg(long, value_name = "NETEM")]
+    both: Option<String>,
+    /// A named network (see --profiles); --both, --up and --down override its directions.
+    #[arg(long, value_name = "NAME")]
+    profile: Option<String>,
+    /// List the named profiles and exit.
+    #[arg(long)]
+    profiles: bool,
+    /// Seed of the random choices, to repeat a run exactly (default: random, printed at exit).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// MTU of the emulated link in bytes.
+    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(576..=65535))]
+    mtu: u32,
+    /// Print nothing of our own (no banner, no counters).
+    #[arg(long, short)]
+    quiet: bool,
+    /// The command to run behind the link, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
 }
 
 /// Runs `httpvs netem`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    super::not_built("netem")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.profiles {
+        print_profiles();
+        return Ok(ExitCode::SUCCESS);
+    }
+    let config = link_config(&args)?;
+    let Some((program, program_args)) = args.command.split_first() else {
+        return Err(usage(
+            "give the command to run after `--`, e.g. httpvs netem --both \"delay 50ms\" -- curl http://127.0.0.1:8080/",
+        ));
+    };
+    let (up, down) = (config.up.clone(), config.down.clone());
+    let link = Link::start(config).context("netem")?;
+    if !args.quiet {
+        eprintln!(
+            "httpvs netem: up: {up} | down: {down} | seed {}",
+            link.seed()
+        );
+        eprintln!(
+            "httpvs netem: 127.0.0.1:PORT reaches this host's 127.0.0.1:PORT through the link (client address {})",
+            link.addresses().client
+        );
+    }
+    let started = Instant::now();
+    let status = run_command(&link, program, program_args)?;
+    let elapsed = started.elapsed();
+    let seed = link.seed();
+    let counters = link.stop();
+    if !args.quiet {
+        eprintln!(
+            "httpvs netem: {:.2} s, seed {seed} (--seed {seed} repeats the same choices)",
+            elapsed.as_secs_f64()
+        );
+        eprint!("{counters}");
+    }
+    Ok(ExitCode::from(exit_code(status)))
+}
+
+/// Turns the flags into the link's config: profile first, then --both, then --up/--down.
+fn link_config(args: &Args) -> anyhow::Result<LinkConfig> {
+    let (mut up, mut down) = (String::new(), String::new());
+    if let Some(name) = &args.profile {
+        let profile = Profile::find(name).ok_or_else(|| {
+            let names: Vec<&str> = PROFILES.iter().map(|p| p.name).collect();
+            usage(format!(
+                "unknown profile `{name}` (known: {})",
+                names.join(", ")
+            ))
+        })?;
+        up = profile.up.into();
+        down = profile.down.into();
+    }
+    if let Some(both) = &args.both {
+        up.clone_from(both);
+        down.clone_from(both);
+    }
+    if let Some(text) = &args.up {
+        up.clone_from(text);
+    }
+    if let Some(text) = &args.down {
+        down.clone_from(text);
+    }
+    let parse = |flag: &str, text: &str| {
+        Impairment::parse(text).map_err(|e| usage(format!("{flag} \"{text}\": {e}")))
+    };
+    let up_flag = if args.up.is_some() { "--up" } else { "--both" };
+    let down_flag = if args.down.is_some() {
+        "--down"
+    } else {
+        "--both"
+    };
+    let mut config = LinkConfig::new(parse(up_flag, &up)?, parse(down_flag, &down)?);
+    if let Some(seed) = args.seed {
+        config.seed = seed;
+    }
+    config.mtu = args.mtu;
+    Ok(config)
+}
+
+fn print_profiles() {
+    for p in PROFILES {
+        println!("{:<10} {}", p.name, p.about);
+        if p.up == p.down {
+            println!("{:<10} both: {}", "", p.up);
+        } else {
+            println!("{:<10} up:   {}", "", p.up);
+            println!("{:<10} down: {}", "", p.down);
+        }
+    }
+}
+
+/// The child's pid while it runs, for the signal handler.
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward_signal(signal: libc::c_int) {
+    let pid = CHILD.load(Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(pid, signal) };
+    }
+}
+
+/// Runs the command in the client's namespace; signals meant for us go to it, so Ctrl-C ends
+/// the command and we still print the counters and clean up.
+fn run_command(link: &Link, program: &str, args: &[String]) -> anyhow::Result<ExitStatus> {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: installing a handler that only reads an atomic and calls kill.
+        unsafe { libc::signal(signal, forward_signal as *const () as libc::sighandler_t) };
+    }
+    let mut command = Command::new(program);
+    command.args(args);
+    let mut child = link.spawn_in_client_ns(&mut command).map_err(|e| {
+        let code = if e.kind() == std::io::ErrorKind::NotFound {
+            127
+        } else {
+            126
+        };
+        anyhow::Error::new(ExitError {
+            code,
+            message: format!("cannot run `{program}`: {e}"),
+        })
+    })?;
+    CHILD.store(child.id() as i32, Ordering::Relaxed);
+    let status = child
+        .wait()
+        .with_context(|| format!("waiting for `{program}`"));
+    CHILD.store(0, Ordering::Relaxed);
+    status
+}
+
+/// The command's exit code, or 128 + signal as a shell reports it.
+fn exit_code(status: ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code as u8,
+        (None, Some(signal)) => (128 + signal) as u8,
+        _ => 1,
+    }
 }

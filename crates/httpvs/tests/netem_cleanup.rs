@@ -1,0 +1,109 @@
+//! Nothing of ours is left after `httpvs netem` ends by SIGKILL or SIGINT: no namespace, TUN
+//! device, nft table or child process.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Starts `httpvs netem -- sleep SECONDS` and waits until its host device exists.
+fn start_netem(sleep_arg: &str) -> (Child, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["netem", "--both", "delay 1ms", "--", "sleep", sleep_arg])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start httpvs netem");
+    let device = format!("hv-{}-0", child.id());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !Path::new(&format!("/sys/class/net/{device}")).exists() {
+        assert!(Instant::now() < deadline, "device {device} never appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // And until the command runs, so its fate is checked too.
+    while processes_with(&format!("sleep {sleep_arg}")).is_empty() {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, device)
+}
+
+fn command_output(program: &str, args: &[&str]) -> String {
+    match Command::new(program).args(args).output() {
+        Ok(out) => String::from_utf8_lossy(&out.stdout).into_owned(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Processes whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(needle) {
+                found.push(cmdline);
+            }
+        }
+    }
+    found
+}
+
+/// Waits (briefly) until the device and the sleeping child are gone, then checks every listing.
+fn assert_nothing_left(pid: u32, device: &str, sleep_arg: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while (Path::new(&format!("/sys/class/net/{device}")).exists()
+        || !processes_with(sleep_arg).is_empty())
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ours = format!("hv-{pid}-");
+    let links = command_output("ip", &["link"]);
+    assert!(!links.contains(&ours), "TUN device left:\n{links}");
+    let netns = command_output("ip", &["netns", "list"]);
+    assert!(
+        !netns.contains("httpvs") && !netns.contains(&pid.to_string()),
+        "{netns}"
+    );
+    let tables = command_output("nft", &["list", "tables"]);
+    assert!(!tables.contains("httpvs"), "nft table left:\n{tables}");
+    assert!(
+        processes_with(sleep_arg).is_empty(),
+        "the command outlived httpvs"
+    );
+}
+
+#[test]
+fn sigkill_leaves_nothing_behind() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let sleep_arg = "30.4711";
+    let (mut child, device) = start_netem(sleep_arg);
+    let pid = child.id();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    assert_nothing_left(pid, &device, sleep_arg);
+}
+
+#[test]
+fn sigint_ends_the_command_and_prints_counters() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let sleep_arg = "30.4712";
+    let (child, device) = start_netem(sleep_arg);
+    let pid = child.id();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "sleep killed by SIGINT: 128 + 2"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("rejected"), "counters printed:\n{stderr}");
+    assert_nothing_left(pid, &device, sleep_arg);
+}

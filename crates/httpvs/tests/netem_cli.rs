@@ -1,0 +1,108 @@
+//! `httpvs netem` as a user runs it: profiles, flag errors, a real curl behind the link, exit codes.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Command, Output};
+
+fn httpvs(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(args)
+        .output()
+        .expect("run httpvs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn profiles_are_listed_with_their_netem_strings() {
+    let out = httpvs(&["netem", "--profiles"]);
+    assert!(out.status.success());
+    let stdout = text(&out.stdout);
+    for name in ["lan", "wan", "3g", "lossy", "satellite", "severe"] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(name)),
+            "{name} missing:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("loss 30%"), "{stdout}");
+}
+
+#[test]
+fn a_bad_netem_token_is_named_in_one_line() {
+    let out = httpvs(&["netem", "--both", "delay 50ms jitterbug 3", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("`jitterbug`"), "{stderr}");
+    let out = httpvs(&["netem", "--profile", "moon", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("`moon`"));
+    let out = httpvs(&["netem", "--both", "delay 5ms"]);
+    assert_eq!(out.status.code(), Some(2), "a command is required");
+}
+
+#[test]
+fn the_command_exit_code_comes_back() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let out = httpvs(&["netem", "--both", "delay 1ms", "--", "sh", "-c", "exit 7"]);
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("rejected") && stderr.contains("\nup "),
+        "counters printed:\n{stderr}"
+    );
+    let out = httpvs(&["netem", "--", "/nonexistent/program"]);
+    assert_eq!(out.status.code(), Some(127));
+}
+
+#[test]
+fn curl_behind_50ms_each_way_sees_a_100ms_connect() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let Some(curl) = httpvs_testkit::require_peer("curl") else {
+        return;
+    };
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = s.read(&mut buf);
+        s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello")
+            .unwrap();
+    });
+    let url = format!("http://127.0.0.1:{port}/");
+    let out = httpvs(&[
+        "netem",
+        "--both",
+        "delay 50ms",
+        "--seed",
+        "1",
+        "--",
+        curl.to_str().unwrap(),
+        "-s",
+        "-w",
+        " %{time_connect}",
+        &url,
+    ]);
+    server.join().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (body, connect) = stdout.split_once(' ').unwrap();
+    assert_eq!(body, "hello");
+    let connect: f64 = connect.trim().parse().unwrap();
+    assert!(
+        connect >= 0.100,
+        "connect {connect} s: the link's 100 ms round trip is in it"
+    );
+    assert!(
+        text(&out.stderr).contains("seed 1"),
+        "{}",
+        text(&out.stderr)
+    );
+}
