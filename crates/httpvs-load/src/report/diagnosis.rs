@@ -17,7 +17,6 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
         ));
     }
     let closed = c.closed_by_server();
-    let carried = stats.requests.succeeded + stats.requests.failed;
     if closed == 0 {
         return Some(format!(
             "{} connections opened for {} configured, though the server closed none: connections failed or timed out (see errors)",
@@ -25,7 +24,7 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
             config.connections
         ));
     }
-    let every = carried / closed.max(1);
+    let every = c.requests_sum_server_closed as f64 / closed as f64;
     let how = if c.closed_goaway >= closed / 2 {
         "with GOAWAY"
     } else if c.closed_connection_close >= closed / 2 {
@@ -37,15 +36,15 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
     };
     let hint = if c.closed_reset >= closed / 2 {
         "check the server's error log and its connection limits"
-    } else if c.requests_max > 0 && c.requests_max - c.requests_min <= c.requests_max / 10 + 1 {
-        "check its max requests per connection (nginx keepalive_requests)"
+    } else if every < 1.5 {
+        "the server closes after every request: is keep-alive off there?"
     } else {
-        "check its max requests per connection (nginx keepalive_requests) and its idle timeout"
+        "check its max requests per connection (nginx keepalive_requests)"
     };
     Some(format!(
         "the server closed connections {} times {how}, about every {} requests: {hint}",
         group(closed),
-        group(every)
+        group(every.round() as u64)
     ))
 }
 

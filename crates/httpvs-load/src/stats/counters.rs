@@ -152,6 +152,8 @@ pub struct ConnectionCounts {
     pub requests_max: u64,
     /// Requests carried by retired connections.
     pub requests_sum: u64,
+    /// Requests carried by the connections the server closed (for "about every N requests").
+    pub requests_sum_server_closed: u64,
     /// The lowest concurrent-stream limit a server announced.
     pub server_max_streams: Option<u32>,
 }
@@ -165,6 +167,9 @@ impl ConnectionCounts {
             CloseCause::Fin => self.closed_fin += 1,
             CloseCause::Reset => self.closed_reset += 1,
             CloseCause::Local | CloseCause::Open => self.closed_local += 1,
+        }
+        if !matches!(cause, CloseCause::Local | CloseCause::Open) {
+            self.requests_sum_server_closed += requests;
         }
         self.requests_min = if self.retired == 0 {
             requests
@@ -207,6 +212,7 @@ impl ConnectionCounts {
         }
         self.requests_max = self.requests_max.max(o.requests_max);
         self.requests_sum += o.requests_sum;
+        self.requests_sum_server_closed += o.requests_sum_server_closed;
         self.retired += o.retired;
         self.note_server_max_streams(o.server_max_streams);
     }

@@ -1,0 +1,190 @@
+//! `httpvs_load::run` against the real reference server (in-process, port 0): each protocol,
+//! the accounting identity under faults, connection churn, and the open model's correction.
+
+use httpvs_load::protocol::ProtocolKind;
+use httpvs_load::stats::Quiet;
+use httpvs_load::{LoadConfig, ProtocolChoice, Report, TlsOptions};
+use httpvs_server::{start, Limits, RunningServer, ServeConfig};
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn server(limits: Limits) -> RunningServer {
+    let config = ServeConfig {
+        limits,
+        ..ServeConfig::loopback_ephemeral()
+    };
+    start(config).expect("server starts on port 0")
+}
+
+fn ca_file(server: &RunningServer, name: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("httpvs-load-{name}-{}.pem", std::process::id()));
+    std::fs::write(&path, server.ca_pem()).expect("write CA");
+    path
+}
+
+fn http_url(s: &RunningServer, path: &str) -> String {
+    format!("http://{}{path}", s.http_addr().expect("http listener"))
+}
+
+fn run(config: &LoadConfig) -> Report {
+    let r = httpvs_load::run(config, &mut Quiet).expect("run starts");
+    assert!(r.requests.identity_holds, "{:?}", r.requests);
+    assert_eq!(
+        r.requests.started,
+        r.requests.succeeded + r.requests.failed + r.requests.cut_off
+    );
+    r
+}
+
+fn fixed(kind: ProtocolKind) -> ProtocolChoice {
+    ProtocolChoice::Fixed(kind)
+}
+
+#[test]
+fn h1_against_serve_succeeds() {
+    let s = server(Limits::default());
+    let c = LoadConfig::new(&http_url(&s, "/"))
+        .unwrap()
+        .shape(4, 1)
+        .threads(2)
+        .requests(2000);
+    let r = run(&c);
+    assert_eq!(r.requests.succeeded, 2000, "{:?}", r.errors);
+    assert_eq!(r.protocol.negotiated, "h1");
+    assert_eq!(r.connections.opened, 4);
+    assert!(r.wire.sent_per_request > 0.0 && r.wire.received_per_request > 0.0);
+}
+
+#[test]
+fn h1_over_tls_with_cacert_succeeds() {
+    let s = server(Limits::default());
+    let ca = ca_file(&s, "h1tls");
+    let url = format!("https://localhost:{}/", s.https_addr().unwrap().port());
+    let c = LoadConfig::new(&url)
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H1))
+        .shape(2, 1)
+        .threads(1)
+        .requests(500)
+        .tls(TlsOptions {
+            insecure: false,
+            cacert: Some(ca.clone()),
+        });
+    let r = run(&c);
+    let _ = std::fs::remove_file(ca);
+    assert_eq!(r.requests.succeeded, 500, "{:?}", r.errors);
+    assert_eq!(r.protocol.alpn.as_deref(), Some("http/1.1"));
+    assert_eq!(r.phases.handshake.count, 2);
+}
+
+#[test]
+fn h3_against_serve_succeeds() {
+    let s = server(Limits::default());
+    let url = format!("https://127.0.0.1:{}/", s.h3_addr().unwrap().port());
+    let c = LoadConfig::new(&url)
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H3))
+        .shape(2, 8)
+        .threads(2)
+        .requests(1000)
+        .tls(TlsOptions {
+            insecure: true,
+            cacert: None,
+        });
+    let r = run(&c);
+    assert_eq!(r.requests.succeeded, 1000, "{:?}", r.errors);
+    let q = r.quic.expect("h3 reports QUIC statistics");
+    assert!(q.datagrams_sent > 0 && q.datagrams_received > 0);
+    assert!(r.wire.header_savings.is_some());
+}
+
+#[test]
+fn status_mix_and_delays_keep_the_identity() {
+    let s = server(Limits::default());
+    let url = http_url(&s, "/?status=503:20,429:10&delay=2ms:10");
+    let c = LoadConfig::new(&url)
+        .unwrap()
+        .shape(4, 1)
+        .threads(2)
+        .requests(1000);
+    let r = run(&c);
+    assert_eq!(r.requests.failed, 0, "{:?}", r.errors);
+    let codes: Vec<u16> = r.status_codes.iter().map(|s| s.code).collect();
+    assert_eq!(codes, vec![200, 429, 503]);
+    let total: u64 = r.status_codes.iter().map(|s| s.count).sum();
+    assert_eq!(total, 1000);
+}
+
+#[test]
+fn server_request_limit_churns_connections_and_is_explained() {
+    let s = server(Limits {
+        max_requests_per_conn: Some(50),
+        ..Limits::default()
+    });
+    let c = LoadConfig::new(&http_url(&s, "/"))
+        .unwrap()
+        .shape(2, 1)
+        .threads(1)
+        .requests(2000);
+    let r = run(&c);
+    assert_eq!(r.requests.failed, 0, "{:?}", r.errors);
+    assert!(
+        (40..=44).contains(&r.connections.opened),
+        "{:?}",
+        r.connections
+    );
+    assert!(
+        r.connections.closed_by_server.total >= 38,
+        "{:?}",
+        r.connections
+    );
+    let d = r.connections.diagnosis.expect("churn is explained");
+    assert!(d.contains("about every 50 requests"), "{d}");
+}
+
+#[test]
+fn server_killed_mid_run_is_counted_not_hung() {
+    let s = server(Limits::default());
+    let url = http_url(&s, "/?delay=1ms");
+    let c = LoadConfig::new(&url)
+        .unwrap()
+        .shape(2, 1)
+        .threads(1)
+        .duration(Duration::from_millis(1500));
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        s.shutdown(Duration::ZERO);
+    });
+    let r = run(&c);
+    killer.join().unwrap();
+    assert!(r.requests.succeeded > 0);
+    assert!(
+        r.requests.failed > 0,
+        "requests after the kill fail: {:?}",
+        r.requests
+    );
+    assert!(
+        r.errors.iter().any(|e| e.kind == "refused"),
+        "{:?}",
+        r.errors
+    );
+}
+
+#[test]
+fn open_model_stall_raises_corrected_latency_only() {
+    let s = server(Limits::default());
+    // 1% of responses stall 1 s; on one connection, every send due meanwhile waits.
+    let url = http_url(&s, "/?delay=1s:1");
+    let c = LoadConfig::new(&url)
+        .unwrap()
+        .shape(1, 1)
+        .threads(1)
+        .rate(400.0)
+        .duration(Duration::from_secs(2));
+    let r = run(&c);
+    let corrected = r.latency.percentile(99.0).unwrap();
+    let unc = r.latency_uncorrected.as_ref().unwrap();
+    assert!(corrected >= 300_000, "corrected p99 {corrected}µs");
+    assert!(unc.percentile(90.0).unwrap() < 100_000, "{unc:?}");
+    assert!(r.schedule.as_ref().unwrap().late_sends > 0);
+}
