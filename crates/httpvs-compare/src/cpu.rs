@@ -1,85 +1,113 @@
-//! Client CPU use around a cell, from /proc/stat: how busy the client's CPUs were while it ran.
+//! The client's own CPU use around a cell: this process's CPU time less that of the threads that
+//! outlive the cell (the embedded server, the link's relay), over the client's CPUs.
 //!
-//! When the client is pinned, its CPUs' busy time is the client's own; unpinned, it is the whole
-//! machine's, which still says when the number measures a saturated machine rather than a protocol.
+//! Load workers are threads that start and end inside the cell, so their time is in the
+//! process total but in no surviving thread; other programs on the machine do not count.
 
-/// Busy and total jiffies of a set of CPUs at one moment.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuTimes {
-    busy: u64,
-    total: u64,
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// CPU times at the start of a cell.
+#[derive(Debug, Clone)]
+pub struct ClientCpu {
+    wall: Instant,
+    process: f64,
+    threads: HashMap<u32, f64>,
 }
 
-/// Reads the summed times of `cpus` (all CPUs when empty); None where /proc/stat is unreadable.
-pub fn sample(cpus: &[usize]) -> Option<CpuTimes> {
-    let text = std::fs::read_to_string("/proc/stat").ok()?;
-    Some(parse(&text, cpus))
-}
-
-/// The busy fraction (0.0..=1.0) of the CPUs between two samples.
-pub fn busy_fraction(before: CpuTimes, after: CpuTimes) -> Option<f64> {
-    let total = after.total.checked_sub(before.total)?;
-    let busy = after.busy.checked_sub(before.busy)?;
-    (total > 0).then(|| busy as f64 / total as f64)
-}
-
-fn parse(text: &str, cpus: &[usize]) -> CpuTimes {
-    let mut times = CpuTimes::default();
-    for line in text.lines() {
-        let mut fields = line.split_whitespace();
-        let Some(name) = fields.next() else { continue };
-        let wanted = if cpus.is_empty() {
-            name == "cpu"
-        } else {
-            name.strip_prefix("cpu")
-                .and_then(|n| n.parse::<usize>().ok())
-                .is_some_and(|n| cpus.contains(&n))
-        };
-        if !wanted {
-            continue;
+impl ClientCpu {
+    /// Samples now.
+    pub fn start() -> ClientCpu {
+        ClientCpu {
+            wall: Instant::now(),
+            process: process_seconds(),
+            threads: thread_seconds(),
         }
-        // user nice system idle iowait irq softirq steal (guest time is already in user).
-        let v: Vec<u64> = fields.take(8).filter_map(|f| f.parse().ok()).collect();
-        if v.len() < 8 {
-            continue;
-        }
-        let idle = v[3] + v[4];
-        let total: u64 = v.iter().sum();
-        times.busy += total - idle;
-        times.total += total;
     }
-    times
+
+    /// The client's busy fraction of `cpus` CPUs since the start (None when nothing could be read).
+    pub fn finish(&self, cpus: usize) -> Option<f64> {
+        let wall = self.wall.elapsed().as_secs_f64();
+        let process = process_seconds() - self.process;
+        let now = thread_seconds();
+        // Threads alive at both ends are not the cell's workers: take their share out.
+        let survivors: f64 = now
+            .iter()
+            .filter_map(|(tid, t)| self.threads.get(tid).map(|before| (t - before).max(0.0)))
+            .sum();
+        let client = (process - survivors).max(0.0);
+        (wall > 0.0 && !now.is_empty()).then(|| (client / (wall * cpus.max(1) as f64)).min(1.0))
+    }
+}
+
+/// User + system CPU seconds of the whole process, exited threads included.
+fn process_seconds() -> f64 {
+    // SAFETY: a zeroed rusage is valid; getrusage fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// CPU seconds of each live thread of this process, by thread id.
+fn thread_seconds() -> HashMap<u32, f64> {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let mut out = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if let Some(t) = parse_stat_ticks(&stat) {
+            out.insert(tid, t as f64 / ticks);
+        }
+    }
+    out
+}
+
+/// utime + stime (clock ticks) from a `/proc/.../stat` line; the name may hold spaces and parens.
+fn parse_stat_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state is field 3, utime 14 and stime 15 (1-based over the whole line).
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const STAT: &str = "cpu  100 0 100 800 0 0 0 0 0 0\n\
-cpu0 90 0 10 0 0 0 0 0 0 0\ncpu1 10 0 90 800 0 0 0 0 0 0\nintr 1\n";
-
     #[test]
-    fn sums_chosen_cpus() {
-        assert_eq!(
-            parse(STAT, &[0]),
-            CpuTimes {
-                busy: 100,
-                total: 100
-            }
-        );
-        assert_eq!(
-            parse(STAT, &[]),
-            CpuTimes {
-                busy: 200,
-                total: 1000
-            }
-        );
-        let before = CpuTimes { busy: 0, total: 0 };
-        assert_eq!(busy_fraction(before, parse(STAT, &[0, 1])), Some(0.2));
+    fn parses_thread_stat() {
+        let line = "42 (httpvs (x) 1) S 1 1 1 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 1 0";
+        assert_eq!(parse_stat_ticks(line), Some(300));
     }
 
     #[test]
-    fn reads_this_machine() {
-        assert!(sample(&[]).is_some());
+    fn counts_a_thread_that_ends_inside_the_window() {
+        let cpu = ClientCpu::start();
+        std::thread::spawn(|| {
+            let end = Instant::now() + std::time::Duration::from_millis(200);
+            let mut x = 0u64;
+            while Instant::now() < end {
+                x = x.wrapping_mul(31).wrapping_add(1);
+            }
+            std::hint::black_box(x);
+        })
+        .join()
+        .unwrap();
+        let busy = cpu.finish(1).unwrap();
+        assert!(busy > 0.5, "{busy}");
     }
 }

@@ -6,7 +6,8 @@ use crate::results::RunResult;
 use crate::runner::{CellDriver, CellSpec};
 use crate::variant::{Listener, Variant};
 use httpvs_load::stats::Quiet;
-use httpvs_load::{LoadConfig, NetProfile, ProtocolChoice, TlsOptions};
+use httpvs_load::{LoadConfig, ProtocolChoice, TlsOptions};
+use httpvs_netem::{DirectionCounters, Impairment, Link, LinkConfig, LinkCounters};
 use std::time::Duration;
 
 /// Where each listener of the target is, and how to trust it.
@@ -33,7 +34,7 @@ impl Endpoints {
     }
 }
 
-/// Runs cells with `httpvs_load`.
+/// Runs cells with `httpvs_load`, behind an emulated link for conditions that need one.
 pub struct LoadDriver {
     /// The target.
     pub endpoints: Endpoints,
@@ -43,6 +44,8 @@ pub struct LoadDriver {
     pub threads: usize,
     /// Per-request timeout.
     pub timeout: Option<Duration>,
+    /// The link of the condition that ran last (kept across its cells, replaced on the next).
+    pub link: Option<(String, Option<Link>)>,
 }
 
 impl LoadDriver {
@@ -65,22 +68,45 @@ impl LoadDriver {
         config.timeout = self.timeout.or(config.timeout);
         config.cpus = (!self.client_cpus.is_empty()).then(|| self.client_cpus.clone());
         apply_payload(&mut config, spec.payload)?;
-        if !spec.condition.is_clean() {
-            config.net = Some(NetProfile {
-                spec: net_spec(spec.condition.up(), spec.condition.down()),
-            });
-        }
         Ok(config)
+    }
+
+    /// The link a condition needs: None for a clean one; one link per condition, reused by its cells.
+    fn link_for(&mut self, condition: &crate::plan::Condition) -> Result<Option<&Link>, String> {
+        let current = self.link.as_ref().map(|(name, _)| name.as_str());
+        if current != Some(condition.name.as_str()) {
+            // Drop the previous link (its namespaces and devices) before making the next.
+            self.link = None;
+            let link = if condition.is_clean() {
+                None
+            } else {
+                let parse = |t: &str| Impairment::parse(t).map_err(|e| e.to_string());
+                let config = LinkConfig::new(parse(condition.up())?, parse(condition.down())?);
+                Some(Link::start(config).map_err(|e| e.to_string())?)
+            };
+            self.link = Some((condition.name.clone(), link));
+        }
+        Ok(self.link.as_ref().and_then(|(_, link)| link.as_ref()))
     }
 }
 
-/// The link description handed to the load generator: both directions, or each.
-fn net_spec(up: &str, down: &str) -> String {
-    if up == down {
-        up.to_string()
-    } else {
-        format!("up: {up}; down: {down}")
-    }
+/// The counters of one cell: the link's counters after it, less those before.
+fn counters_between(before: LinkCounters, after: LinkCounters) -> serde_json::Value {
+    let dir = |b: DirectionCounters, a: DirectionCounters| {
+        serde_json::json!({
+            "packets_in": a.packets_in - b.packets_in,
+            "packets_out": a.packets_out - b.packets_out,
+            "bytes_out": a.bytes_out - b.bytes_out,
+            "lost": a.lost - b.lost,
+            "duplicated": a.duplicated - b.duplicated,
+            "corrupted": a.corrupted - b.corrupted,
+            "reordered": a.reordered - b.reordered,
+            "queue_drops": a.queue_drops - b.queue_drops,
+            "late": a.late - b.late,
+            "rejected": a.rejected - b.rejected,
+        })
+    };
+    serde_json::json!({ "up": dir(before.up, after.up), "down": dir(before.down, after.down) })
 }
 
 fn apply_payload(config: &mut LoadConfig, payload: &Payload) -> Result<(), String> {
@@ -105,13 +131,30 @@ fn apply_payload(config: &mut LoadConfig, payload: &Payload) -> Result<(), Strin
 impl CellDriver for LoadDriver {
     fn run(&mut self, spec: &CellSpec<'_>) -> Result<RunResult, String> {
         let config = self.config(spec)?;
-        let report = httpvs_load::run(&config, &mut Quiet).map_err(|e| e.to_string())?;
-        let summary = from_report::measurement(&report);
+        let link = self.link_for(spec.condition)?;
+        let (report, link) = match link {
+            None => (httpvs_load::run(&config, &mut Quiet), None),
+            Some(link) => {
+                // Threads inherit the namespace of the thread that starts them, so every
+                // worker's sockets live behind the link.
+                let before = link.counters();
+                let report = link
+                    .run_in_client_ns(move || httpvs_load::run(&config, &mut Quiet))
+                    .map_err(|e| e.to_string())?;
+                (report, Some(counters_between(before, link.counters())))
+            }
+        };
+        let report = report.map_err(|e| e.to_string())?;
+        let mut summary = from_report::measurement(&report);
+        summary.link_packets_lost = link.as_ref().map(|l| {
+            let lost = |d: &str| l[d]["lost"].as_u64().unwrap_or(0);
+            lost("up") + lost("down")
+        });
         let report = serde_json::to_value(&report).map_err(|e| e.to_string())?;
         Ok(RunResult {
             summary,
             report,
-            link: None,
+            link,
         })
     }
 }

@@ -3,23 +3,9 @@
 use crate::plan::{Condition, Plan};
 use crate::results::Skipped;
 
-/// Whether the load generator can put its sockets behind an emulated link yet.
-const EMULATOR_WIRED: bool = false;
-
-/// Why the network emulator cannot run here, or None when it can.
+/// Why the network emulator cannot run here (one line, with what would fix it), or None.
 pub fn emulator_unavailable() -> Option<String> {
-    if !EMULATOR_WIRED {
-        return Some("the network emulator is not wired into the load generator yet".into());
-    }
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        return Some("the network emulator needs root (network namespaces and TUN devices)".into());
-    }
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        return Some("the network emulator needs /dev/net/tun, which this machine lacks".into());
-    }
-    None
+    httpvs_netem::preflight().err().map(|e| e.to_string())
 }
 
 /// The conditions to run and the ones skipped (with why): without the emulator, only clean ones.

@@ -77,11 +77,12 @@ pub fn cells<'a>(
     out
 }
 
-/// Runs every cell `repeats` times, measuring the client CPUs around each repeat.
+/// Runs every cell `repeats` times, measuring the client's CPU use (over `client_cpus` CPUs)
+/// around each repeat.
 pub fn run_cells(
     specs: &[CellSpec<'_>],
     repeats: u32,
-    client_cpus: &[usize],
+    client_cpus: usize,
     driver: &mut dyn CellDriver,
     progress: &mut dyn Progress,
 ) -> Vec<CellResult> {
@@ -99,7 +100,7 @@ pub fn run_cells(
 pub fn run_cell(
     spec: &CellSpec<'_>,
     repeats: u32,
-    client_cpus: &[usize],
+    client_cpus: usize,
     driver: &mut dyn CellDriver,
 ) -> CellResult {
     let mut cell = CellResult {
@@ -111,14 +112,11 @@ pub fn run_cell(
         failure: None,
     };
     for _ in 0..repeats {
-        let before = cpu::sample(client_cpus);
+        let cpu = cpu::ClientCpu::start();
         match driver.run(spec) {
             Ok(mut run) => {
-                let after = cpu::sample(client_cpus);
                 if run.summary.client_cpu.is_none() {
-                    run.summary.client_cpu = before
-                        .zip(after)
-                        .and_then(|(b, a)| cpu::busy_fraction(b, a));
+                    run.summary.client_cpu = cpu.finish(client_cpus);
                 }
                 cell.runs.push(run);
             }
@@ -163,7 +161,7 @@ mod tests {
         // clean, wan, lossy: 2 payloads; severe: small only. Six protocols, one shape each.
         assert_eq!(specs.len(), (2 + 2 + 2 + 1) * 6);
         let mut driver = Counting(0);
-        let out = run_cells(&specs, 3, &[], &mut driver, &mut Silent);
+        let out = run_cells(&specs, 3, 1, &mut driver, &mut Silent);
         let h3 = out.iter().filter(|c| c.variant == Variant::H3).count() as u32;
         assert_eq!(driver.0, (specs.len() as u32 - h3) * 3 + h3);
         assert!(out

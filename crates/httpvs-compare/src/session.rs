@@ -90,10 +90,16 @@ pub fn run(config: &CompareConfig, progress: &mut dyn Progress) -> Result<Result
             .threads
             .unwrap_or_else(|| client_threads(&config.pinning)),
         timeout: plan.client.timeout.map(|s| s.0),
+        link: None,
     };
     if config.tune {
         progress.note("tuning: trying a few shapes per protocol on the clean link");
-        setup.tuning = tune::tune(&mut plan, &variants, &config.pinning.client, &mut driver);
+        setup.tuning = tune::tune(
+            &mut plan,
+            &variants,
+            client_threads(&config.pinning),
+            &mut driver,
+        );
         for t in &setup.tuning {
             progress.note(&format!("tuned {}: {}", t.variant, t.chosen));
         }
@@ -120,7 +126,7 @@ pub fn run(config: &CompareConfig, progress: &mut dyn Progress) -> Result<Result
     let cells = runner::run_cells(
         &specs,
         plan.repeats,
-        &config.pinning.client,
+        client_threads(&config.pinning),
         &mut driver,
         progress,
     );
@@ -135,6 +141,7 @@ pub fn run(config: &CompareConfig, progress: &mut dyn Progress) -> Result<Result
     })
 }
 
+/// CPUs the client may use: its pinned ones, or every core.
 fn client_threads(pinning: &Pinning) -> usize {
     if pinning.client.is_empty() {
         std::thread::available_parallelism().map_or(1, |n| n.get())

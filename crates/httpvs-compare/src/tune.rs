@@ -26,7 +26,7 @@ pub fn candidates(variant: Variant) -> Vec<Shape> {
 pub fn tune(
     plan: &mut Plan,
     variants: &[Variant],
-    client_cpus: &[usize],
+    client_cpus: usize,
     driver: &mut dyn CellDriver,
 ) -> Vec<TuneChoice> {
     let Some(condition) = plan.conditions.iter().find(|c| c.is_clean()).cloned() else {

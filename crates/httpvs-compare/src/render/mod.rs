@@ -36,7 +36,10 @@ pub struct TableView<'a> {
 /// Builds the table views of the results.
 pub fn views(results: &Results) -> Vec<TableView<'_>> {
     let baseline = results.plan.baseline();
-    let client_cpus = results.setup.client_cpus.len().max(1);
+    let client_cpus = match results.setup.client_cpus.len() {
+        0 => results.machine.cores.max(1),
+        n => n,
+    };
     let repeats = results.plan.repeats as usize;
     results
         .tables()
