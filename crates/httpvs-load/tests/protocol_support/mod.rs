@@ -45,3 +45,36 @@ pub fn options(streams: u32, cacert: Option<&Path>) -> ConnectOptions {
         keepalive: true,
     }
 }
+
+/// A TLS server on 127.0.0.1 that completes handshakes offering only `alpn`, then closes.
+/// Returns its address; it serves until the test's runtime ends.
+pub async fn tls_server_with_alpn(alpn: &[&[u8]]) -> SocketAddr {
+    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).expect("rcgen");
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der()));
+    let mut config =
+        rustls::ServerConfig::builder_with_provider(httpvs_load::protocol::tls::provider())
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .expect("server config");
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                if let Ok(mut tls) = acceptor.accept(tcp).await {
+                    use tokio::io::AsyncWriteExt;
+                    let _ = tls.shutdown().await;
+                }
+            });
+        }
+    });
+    addr
+}

@@ -1,0 +1,53 @@
+//! `-p auto` resolution by ALPN, and h2's refusal of a TLS server that does not choose h2.
+
+mod protocol_support;
+
+use httpvs_load::protocol::h2::Http2;
+use httpvs_load::protocol::probe::probe_alpn;
+use httpvs_load::protocol::tls::client_config;
+use httpvs_load::protocol::{Protocol, ProtocolKind};
+use httpvs_load::ErrorKind;
+use httpvs_testkit::nginx::{Nginx, NginxOptions};
+use httpvs_testkit::require_peer;
+use protocol_support::{options, target, tls_server_with_alpn};
+
+fn insecure_options() -> httpvs_load::protocol::ConnectOptions {
+    let mut opts = options(1, None);
+    opts.tls = Some(client_config(true, None, &[]).unwrap());
+    opts
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn nginx_over_tls_resolves_to_h2() {
+    let Some(bin) = require_peer("nginx") else {
+        return;
+    };
+    let nginx = Nginx::start(&bin, &NginxOptions::default()).unwrap();
+    let opts = options(1, Some(&nginx.cert_path()));
+    let kind = probe_alpn(&target("https", nginx.tls_addr()), &opts).await;
+    assert_eq!(kind, Ok(ProtocolKind::H2));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn http11_only_servers_resolve_to_h1_and_refuse_h2() {
+    let addr = tls_server_with_alpn(&[b"http/1.1"]).await;
+    let target = target("https", addr);
+    let opts = insecure_options();
+    assert_eq!(probe_alpn(&target, &opts).await, Ok(ProtocolKind::H1));
+    let h2 = Http2::default().connect(&target, &opts).await;
+    assert_eq!(h2.err(), Some(ErrorKind::Tls));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn servers_ignoring_alpn_resolve_to_h1() {
+    let addr = tls_server_with_alpn(&[]).await;
+    let kind = probe_alpn(&target("https", addr), &insecure_options()).await;
+    assert_eq!(kind, Ok(ProtocolKind::H1));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn cleartext_targets_resolve_to_h1_without_connecting() {
+    let addr = "127.0.0.1:9".parse().unwrap();
+    let kind = probe_alpn(&target("http", addr), &options(1, None)).await;
+    assert_eq!(kind, Ok(ProtocolKind::H1));
+}
