@@ -1,0 +1,135 @@
+//! `httpvs load` as a user runs it: bad input is one line and exit 2, an absent target one
+//! line and exit 1, a real run prints the report (text or JSON) and `--fail-on` sets exit 1.
+
+use std::process::{Command, Output};
+
+fn httpvs(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .arg("load")
+        .args(args)
+        .output()
+        .expect("httpvs runs")
+}
+
+fn one_line_error(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(stderr.lines().count(), 1, "not one line: {stderr:?}");
+    assert!(stderr.starts_with("httpvs: "), "{stderr:?}");
+    assert!(!stderr.contains("panicked"), "{stderr:?}");
+    stderr
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let cases: &[&[&str]] = &[
+        &["ftp://127.0.0.1/"],
+        &["127.0.0.1:8080"],
+        &["http://"],
+        &["http://127.0.0.1:1/", "-c", "0"],
+        &["http://127.0.0.1:1/", "-m", "0"],
+        &["http://127.0.0.1:1/", "-t", "0"],
+        &["http://127.0.0.1:1/", "-n", "0"],
+        &["http://127.0.0.1:1/", "-c", "many"],
+        &["http://127.0.0.1:1/", "-n", "5", "-z", "1s"],
+        &["http://127.0.0.1:1/", "-z", "ten"],
+        &["http://127.0.0.1:1/", "-z", "0s"],
+        &["http://127.0.0.1:1/", "--warmup", "x"],
+        &["http://127.0.0.1:1/", "-p", "h4"],
+        &["http://127.0.0.1:1/", "-p", "h2"],
+        &["http://127.0.0.1:1/", "-p", "h3"],
+        &["https://127.0.0.1:1/", "-p", "h2c"],
+        &["http://127.0.0.1:1/", "-X", "GE T"],
+        &["http://127.0.0.1:1/", "-H", "no-colon"],
+        &["http://127.0.0.1:1/", "-H", "bad name: v"],
+        &["http://127.0.0.1:1/", "--data-file", "/no/such/file"],
+        &[
+            "http://127.0.0.1:1/",
+            "-d",
+            "x",
+            "--data-file",
+            "/etc/hostname",
+        ],
+        &["http://127.0.0.1:1/", "--timeout", "soon"],
+        &["http://127.0.0.1:1/", "--connect-timeout", "0"],
+        &["https://127.0.0.1:1/", "--cacert", "/no/such/ca.pem"],
+        &["http://127.0.0.1:1/", "--rate", "-5"],
+        &["http://127.0.0.1:1/", "--rate", "fast"],
+        &["http://127.0.0.1:1/", "--cpus", "3-1"],
+        &["http://127.0.0.1:1/", "--fail-on", "p99"],
+        &["http://127.0.0.1:1/", "--fail-on", "latency>1ms"],
+        &["http://127.0.0.1:1/", "--no-such-flag"],
+    ];
+    for args in cases {
+        let out = httpvs(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        one_line_error(&out);
+    }
+}
+
+#[test]
+fn a_cacert_that_is_not_pem_is_exit_2() {
+    let path = std::env::temp_dir().join(format!("httpvs-bad-ca-{}.pem", std::process::id()));
+    std::fs::write(&path, "not a certificate").unwrap();
+    let out = httpvs(&[
+        "https://127.0.0.1:1/",
+        "--cacert",
+        path.to_str().unwrap(),
+        "-n",
+        "1",
+    ]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    one_line_error(&out);
+}
+
+#[test]
+fn an_absent_target_is_one_clear_line() {
+    let out = httpvs(&["http://127.0.0.1:1/", "-n", "10"]);
+    assert_eq!(out.status.code(), Some(1));
+    let line = one_line_error(&out);
+    assert_eq!(
+        line.trim_end(),
+        "httpvs: connection refused: 127.0.0.1:1 — is the server running?"
+    );
+    let out = httpvs(&["http://no-such-host.invalid/", "-n", "10"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(one_line_error(&out).contains("cannot resolve no-such-host.invalid"));
+}
+
+#[test]
+fn a_run_prints_the_report_and_fail_on_sets_the_exit_code() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let out = httpvs(&[&url, "-n", "200", "-c", "2", "-t", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Requests:     200 started = 200 succeeded + 0 failed + 0 cut off"),
+        "{text}"
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "no progress line when stderr is not a terminal"
+    );
+
+    let json_path = std::env::temp_dir().join(format!("httpvs-load-{}.json", std::process::id()));
+    let out = httpvs(&[
+        &url,
+        "-n",
+        "100",
+        "-c",
+        "1",
+        "-o",
+        json_path.to_str().unwrap(),
+        "--fail-on",
+        "rps<1000000000",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(one_line_error(&out).contains("--fail-on breached: rps<1000000000"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json_path);
+    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["requests"]["succeeded"], 100);
+    assert_eq!(json["thresholds"][0]["breached"], true);
+}
