@@ -188,3 +188,38 @@ fn open_model_stall_raises_corrected_latency_only() {
     assert!(unc.percentile(90.0).unwrap() < 100_000, "{unc:?}");
     assert!(r.schedule.as_ref().unwrap().late_sends > 0);
 }
+
+#[test]
+fn h2c_and_h2_against_serve_succeed() {
+    let s = server(Limits {
+        max_streams: 16,
+        ..Limits::default()
+    });
+    let c = LoadConfig::new(&http_url(&s, "/"))
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H2c))
+        .shape(2, 32)
+        .threads(2)
+        .requests(2000);
+    let r = run(&c);
+    assert_eq!(r.requests.succeeded, 2000, "{:?}", r.errors);
+    assert_eq!(r.shape.server_max_streams, Some(16));
+    assert_eq!(r.shape.streams, 16, "-m is capped by the server's limit");
+
+    let ca = ca_file(&s, "h2");
+    let url = format!("https://localhost:{}/", s.https_addr().unwrap().port());
+    let c = LoadConfig::new(&url)
+        .unwrap()
+        .shape(2, 8)
+        .threads(1)
+        .requests(1000)
+        .tls(TlsOptions {
+            insecure: false,
+            cacert: Some(ca.clone()),
+        });
+    let r = run(&c);
+    let _ = std::fs::remove_file(ca);
+    assert_eq!(r.requests.succeeded, 1000, "{:?}", r.errors);
+    assert_eq!(r.protocol.negotiated, "h2");
+    assert!(r.wire.header_savings.is_some_and(|s| s > 0.0));
+}

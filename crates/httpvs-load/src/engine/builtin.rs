@@ -5,10 +5,11 @@ use super::run_with_protocol;
 use super::setup::{resolve_target, LoadError};
 use crate::config::{LoadConfig, ProtocolChoice};
 use crate::protocol::h1::Http1;
+use crate::protocol::h2::Http2;
 use crate::protocol::h3::{H3Options, Http3};
+use crate::protocol::probe::probe_alpn;
 use crate::protocol::tls::{client_config, ALPN_H2, ALPN_H3, ALPN_HTTP11};
-use crate::protocol::wire::WireCounter;
-use crate::protocol::{tcp, ProtocolKind, Target};
+use crate::protocol::{ConnectOptions, ProtocolKind, Target};
 use crate::report::Report;
 use crate::stats::Observer;
 use std::sync::atomic::AtomicBool;
@@ -36,7 +37,10 @@ pub fn run_builtin(
     match kind {
         ProtocolKind::H1 => run_with_protocol(config, &target, Http1Factory, tls, observer, stop),
         ProtocolKind::H3 => run_with_protocol(config, &target, Http3Factory, tls, observer, stop),
-        ProtocolKind::H2 | ProtocolKind::H2c => Err(LoadError::Unsupported(kind.name())),
+        ProtocolKind::H2 | ProtocolKind::H2c => {
+            let factory = Http2Factory { kind };
+            run_with_protocol(config, &target, factory, tls, observer, stop)
+        }
     }
 }
 
@@ -55,26 +59,24 @@ fn tls_config(config: &LoadConfig, alpn: &[&[u8]]) -> Result<Arc<rustls::ClientC
 
 /// `-p auto` over TLS: one handshake offering h2 and http/1.1; the server's choice decides.
 fn alpn_probe(config: &LoadConfig, target: &Target) -> Result<ProtocolKind, LoadError> {
-    let tls = tls_config(config, &[ALPN_H2, ALPN_HTTP11])?;
+    let options = ConnectOptions {
+        connect_timeout: config.connect_timeout,
+        tls: Some(tls_config(config, &[ALPN_H2, ALPN_HTTP11])?),
+        streams: 1,
+        keepalive: true,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| LoadError::Worker(e.to_string()))?;
     let timeout = config.connect_timeout;
-    let result = runtime.block_on(async {
-        let counter = WireCounter::new_shared();
-        let attempt = tcp::connect(target, Some(tls), timeout, counter);
-        match tokio::time::timeout(timeout, attempt).await {
-            Ok(Ok((_transport, info))) => Ok(info.alpn),
-            Ok(Err(kind)) => Err(kind),
-            Err(_) => Err(crate::error::ErrorKind::ConnectTimeout),
-        }
-    });
-    match result {
-        Ok(Some(alpn)) if alpn == ALPN_H2 => Ok(ProtocolKind::H2),
-        Ok(_) => Ok(ProtocolKind::H1),
-        Err(kind) => Err(LoadError::first_connection(target.addr, kind, timeout)),
-    }
+    runtime
+        .block_on(async {
+            tokio::time::timeout(timeout, probe_alpn(target, &options))
+                .await
+                .unwrap_or(Err(crate::error::ErrorKind::ConnectTimeout))
+        })
+        .map_err(|kind| LoadError::first_connection(target.addr, kind, timeout))
 }
 
 /// HTTP/1.1 (over TCP, or TLS for https).
@@ -100,5 +102,20 @@ impl ProtocolFactory for Http3Factory {
     }
     fn make(&self, target: &Target) -> Result<Http3, LoadError> {
         Http3::new(target, H3Options::default()).map_err(|e| LoadError::Worker(e.to_string()))
+    }
+}
+
+/// HTTP/2: h2c (prior knowledge) for http, h2 (ALPN) for https.
+struct Http2Factory {
+    kind: ProtocolKind,
+}
+
+impl ProtocolFactory for Http2Factory {
+    type Protocol = Http2;
+    fn kind(&self) -> ProtocolKind {
+        self.kind
+    }
+    fn make(&self, _target: &Target) -> Result<Http2, LoadError> {
+        Ok(Http2::default())
     }
 }

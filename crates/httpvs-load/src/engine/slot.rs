@@ -47,6 +47,14 @@ impl<P: Protocol> LiveConn<P> {
         reused
     }
 
+    /// The last request noted here was not processed (it goes again elsewhere): it does not
+    /// count as carried by this connection.
+    pub fn unnote_request(&self, measured: bool) {
+        if measured {
+            self.requests.set(self.requests.get().saturating_sub(1));
+        }
+    }
+
     fn counts(&self) -> bool {
         self.opened_measured || self.requests.get() > 0
     }

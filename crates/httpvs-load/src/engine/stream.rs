@@ -118,8 +118,11 @@ async fn attempt<P: Protocol>(slot: &Slot<P>, req: &mut InFlight<'_>) -> Attempt
             .unwrap_or(Err(SendError::Failed(ErrorKind::RequestTimeout))),
         None => send.await,
     };
-    drop(live);
     let end = Instant::now();
+    if let Err(SendError::Retry(_)) = result {
+        live.unnote_request(req.measured);
+    }
+    drop(live);
     match result {
         Ok(info) => {
             req.resolved = true;
