@@ -7,8 +7,14 @@ use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
 fn main() {
-    let seconds: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(3);
-    let mtu: u32 = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(1500);
+    let seconds: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let mtu: u32 = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1500);
     let mut config = LinkConfig::new(Impairment::default(), Impairment::default());
     config.mtu = mtu;
     let link = match Link::start(config) {
@@ -19,7 +25,9 @@ fn main() {
         }
     };
     let gbit = throughput(&link, Duration::from_secs(seconds));
-    println!("throughput  client ns -> host, TCP, MTU {mtu}, {seconds} s: {gbit:.2} Gbit/s (goal >= 1)");
+    println!(
+        "throughput  client ns -> host, TCP, MTU {mtu}, {seconds} s: {gbit:.2} Gbit/s (goal >= 1)"
+    );
     let direct = udp_rtt(None, 5000);
     let relayed = udp_rtt(Some(&link), 5000);
     println!(

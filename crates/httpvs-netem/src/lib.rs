@@ -1,4 +1,51 @@
 //! Network emulation: a deterministic netem core (packet in at t, packets out at their times) and a TUN relay shell.
+//!
+//! The kernel netem qdisc is not needed: packets cross a userspace relay between two TUN
+//! devices, one in a client network namespace and one on the server side (this host, or a
+//! second namespace), and meet netem's impairments on the way, in netem's order and syntax.
+//!
+//! # Layers
+//! - [`Impairment`]: one direction's netem options, parsed from netem's own syntax
+//!   (`delay 50ms 10ms distribution normal loss 1% rate 10mbit`); [`PROFILES`] names common links.
+//! - [`NetemCore`]: the sans-IO core. `enqueue(now, packet)`, `poll_timeout()`,
+//!   `poll_transmit(now)`; no clock, no sockets, a seeded PRNG, so a run repeats exactly.
+//! - [`Link`]: namespaces, TUN devices and the relay threads (one per direction, real-time
+//!   priority when allowed, nanosecond sleeps). Everything hangs on file descriptors: nothing is
+//!   left after exit, SIGINT or SIGKILL.
+//!
+//! # Address mapping
+//! Inside the client namespace, **`127.0.0.1:PORT` reaches the server side's `127.0.0.1:PORT`
+//! through the link** (the namespace's own loopback is down and 127.0.0.0/8 is routed over the
+//! link, with `route_localnet` on both TUN devices). So a client dials the very URL it would dial
+//! without emulation. With [`Layout::HostLoopback`] the server side is this host; with
+//! [`Layout::Namespaces`] it is a second namespace where the server must be started
+//! ([`Link::run_in_server_ns`]). The server sees connections from
+//! [`LinkAddresses::client`]; the server side's link address [`LinkAddresses::server`] also
+//! works, for servers bound to `0.0.0.0`. Nothing else is routed: no DNS, no internet. IPv4 only.
+//!
+//! # Putting a load generator behind the link
+//! A thread can enter a namespace, create sockets and leave: the sockets stay in it. So a
+//! tokio client makes its sockets with [`Link::run_in_client_ns`] and uses them as usual:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use httpvs_netem::{Impairment, Link, LinkConfig};
+//! let netem = Impairment::parse("delay 25ms loss 1%")?;
+//! let link = Link::start(LinkConfig::new(netem.clone(), netem))?; // needs root
+//! // TCP: an unconnected socket made in the namespace, connected from tokio.
+//! let socket = link.run_in_client_ns(tokio::net::TcpSocket::new_v4)??;
+//! let stream = socket.connect("127.0.0.1:8080".parse()?).await?;
+//! // UDP (e.g. a quinn endpoint for HTTP/3): a std socket made in the namespace.
+//! let udp = link.run_in_client_ns(|| std::net::UdpSocket::bind("0.0.0.0:0"))??;
+//! # drop((stream, udp));
+//! println!("{}", link.counters()); // per direction: in, out, lost, dup, corrupt, reorder, qdrop, late
+//! # Ok(()) }
+//! ```
+//!
+//! Make one socket per connection this way (a namespace switch costs one short-lived thread,
+//! tens of microseconds, outside any timed section). [`Link::spawn_in_client_ns`] runs a
+//! whole command behind the link instead; the child is killed if the spawning thread dies.
+//! [`preflight`] says, before anything is touched, whether a link can be built here and why not.
 
 pub mod core;
 mod counters;

@@ -1,5 +1,5 @@
-//! QUIC (quinn) through the emulated link: the client's UDP socket is made in the client
-//! namespace and then driven by tokio from any thread. Needs root.
+//! Async clients through the emulated link, as the load generator uses it: sockets made in the
+//! client namespace, then driven by tokio from any thread (QUIC with quinn, TCP). Needs root.
 
 use httpvs_netem::{Impairment, Link, LinkConfig};
 use std::sync::Arc;
@@ -84,4 +84,36 @@ async fn echo_over_quic(client_socket: std::net::UdpSocket) -> Duration {
     endpoint.wait_idle().await;
     server_task.abort();
     rtt
+}
+
+#[test]
+fn tokio_tcp_socket_made_in_the_namespace_crosses_the_link() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let netem = Impairment::parse("delay 20ms").unwrap();
+    let link = Link::start(LinkConfig::new(netem.clone(), netem)).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || listener.accept().map(|(_, peer)| peer));
+    let socket = link
+        .run_in_client_ns(tokio::net::TcpSocket::new_v4)
+        .unwrap()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let took = runtime.block_on(async {
+        let start = std::time::Instant::now();
+        let stream = socket.connect(target).await.unwrap();
+        drop(stream);
+        start.elapsed()
+    });
+    let peer = server.join().unwrap().unwrap();
+    assert_eq!(peer.ip(), link.addresses().client);
+    assert!(
+        took >= Duration::from_millis(40),
+        "connect {took:?} crossed the 40 ms link"
+    );
 }
