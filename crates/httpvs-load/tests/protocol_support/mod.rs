@@ -78,3 +78,42 @@ pub async fn tls_server_with_alpn(alpn: &[&[u8]]) -> SocketAddr {
     });
     addr
 }
+
+/// How a [`scripted_server`] ends each connection after writing its reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Close normally (FIN).
+    Fin,
+    /// Abort with RST (SO_LINGER 0).
+    Reset,
+}
+
+/// A raw TCP server on 127.0.0.1: for every connection it reads one request head, writes
+/// `reply` verbatim, then ends the connection as `ending` says. For malformed-peer tests.
+pub async fn scripted_server(reply: &'static [u8], ending: Ending) -> SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tcp.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = tcp.write_all(reply).await;
+                if ending == Ending::Reset {
+                    let _ = socket2::SockRef::from(&tcp).set_linger(Some(Duration::ZERO));
+                }
+                drop(tcp);
+            });
+        }
+    });
+    addr
+}

@@ -1,0 +1,82 @@
+//! HTTP/1.1 against misbehaving peers (a scripted raw TCP server): resets, truncated bodies,
+//! malformed heads and chunking each map to their own error kind.
+
+mod protocol_support;
+
+use httpvs_load::protocol::h1::Http1;
+use httpvs_load::protocol::{CloseCause, Connection, Protocol, SendError};
+use httpvs_load::ErrorKind;
+use protocol_support::{get, options, scripted_server, target, Ending};
+
+/// Connects to a scripted server replying `reply`, sends one GET, returns the outcome.
+async fn one_exchange(
+    reply: &'static [u8],
+    ending: Ending,
+) -> (
+    Result<httpvs_load::protocol::ResponseInfo, SendError>,
+    CloseCause,
+) {
+    let target = target("http", scripted_server(reply, ending).await);
+    let (conn, _) = Http1::default()
+        .connect(&target, &options(1, None))
+        .await
+        .unwrap();
+    let result = conn.send(&get(&target, "/")).await;
+    (result, conn.close_cause())
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn reset_before_a_response_is_a_reset() {
+    let (result, cause) = one_exchange(b"", Ending::Reset).await;
+    assert_eq!(result.err(), Some(SendError::Failed(ErrorKind::Reset)));
+    assert_eq!(cause, CloseCause::Reset);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn eof_inside_a_sized_body_truncates_it() {
+    let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this";
+    let (result, cause) = one_exchange(reply, Ending::Fin).await;
+    assert_eq!(
+        result.err(),
+        Some(SendError::Failed(ErrorKind::TruncatedBody))
+    );
+    assert_eq!(cause, CloseCause::Fin);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn eof_inside_a_chunked_body_truncates_it() {
+    let reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel";
+    let (result, _) = one_exchange(reply, Ending::Fin).await;
+    assert_eq!(
+        result.err(),
+        Some(SendError::Failed(ErrorKind::TruncatedBody))
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn malformed_heads_and_chunks_are_protocol_errors() {
+    let (result, cause) = one_exchange(b"HTTP/1.1 OK 200\r\n\r\n", Ending::Fin).await;
+    assert_eq!(result.err(), Some(SendError::Failed(ErrorKind::Protocol)));
+    assert_eq!(cause, CloseCause::Reset);
+    let reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+    let (result, _) = one_exchange(reply, Ending::Fin).await;
+    assert_eq!(result.err(), Some(SendError::Failed(ErrorKind::Protocol)));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn close_delimited_bodies_end_at_eof() {
+    let reply = b"HTTP/1.1 200 OK\r\n\r\nbody until the end";
+    let (result, cause) = one_exchange(reply, Ending::Fin).await;
+    let resp = result.unwrap();
+    assert_eq!(resp.body_bytes, 18);
+    assert!(resp.close_requested);
+    assert_eq!(cause, CloseCause::ConnectionClose);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn interim_responses_are_skipped() {
+    let reply = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n";
+    let (result, cause) = one_exchange(reply, Ending::Fin).await;
+    assert_eq!(result.unwrap().status, 204);
+    assert_eq!(cause, CloseCause::Open);
+}
