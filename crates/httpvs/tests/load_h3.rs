@@ -1,0 +1,197 @@
+//! `httpvs load -p h3` end to end through the binary: against the in-process reference server
+//! (report says h3 with a QUIC section; GOAWAY-after-N retried; server killed mid-run keeps the
+//! accounting identity) and against a real caddy.
+
+use httpvs_server::{Limits, RunningServer, ServeConfig};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// No run here may take longer; a hung client is killed and the test fails.
+const RUN_DEADLINE: Duration = Duration::from_secs(60);
+
+fn serve(limits: Limits) -> RunningServer {
+    let config = ServeConfig {
+        http: None,
+        https: None,
+        limits,
+        ..ServeConfig::loopback_ephemeral()
+    };
+    httpvs_server::start(config).expect("server starts")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("load-h3-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn write_ca(server: &RunningServer, dir: &Path) -> PathBuf {
+    let path = dir.join("ca.pem");
+    std::fs::write(&path, server.ca_pem()).expect("write CA");
+    path
+}
+
+fn spawn_load(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .arg("load")
+        .args(args)
+        .args(["--json", "--no-progress"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("httpvs runs")
+}
+
+/// Waits for the run (killing it past the deadline) and parses its JSON report.
+fn report_of(mut child: Child) -> Value {
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > RUN_DEADLINE {
+            let _ = child.kill();
+            panic!("httpvs load did not finish within {RUN_DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON report ({e}); status {:?}\nstdout: {stdout}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn assert_identity(report: &Value) {
+    let r = &report["requests"];
+    let started = r["started"].as_u64().expect("started");
+    let sum = r["succeeded"].as_u64().unwrap_or(0)
+        + r["failed"].as_u64().unwrap_or(0)
+        + r["cut_off"].as_u64().unwrap_or(0);
+    assert_eq!(started, sum, "accounting identity: {r}");
+    assert_eq!(r["identity_holds"], Value::Bool(true));
+}
+
+fn assert_h3_with_quic_section(report: &Value) {
+    assert_eq!(
+        report["protocol"]["negotiated"], "h3",
+        "{}",
+        report["protocol"]
+    );
+    assert_eq!(report["protocol"]["alpn"], "h3");
+    let quic = &report["quic"];
+    assert!(quic["datagrams_sent"].as_u64().unwrap_or(0) > 0, "{quic}");
+    assert!(
+        quic["udp_bytes_received"].as_u64().unwrap_or(0) > 0,
+        "{quic}"
+    );
+    assert!(report["wire"]["header_sent"].as_u64().unwrap_or(0) > 0);
+}
+
+#[test]
+fn load_h3_against_serve_reports_h3_and_quic() {
+    let server = serve(Limits::default());
+    let dir = scratch("serve");
+    let ca = write_ca(&server, &dir);
+    let url = format!(
+        "https://localhost:{}/",
+        server.h3_addr().expect("h3").port()
+    );
+    let ca = ca.to_string_lossy();
+    let args = [
+        "-p", "h3", "--cacert", &ca, "-n", "200", "-c", "2", "-m", "4", &url,
+    ];
+    let report = report_of(spawn_load(&args));
+    assert_h3_with_quic_section(&report);
+    assert_identity(&report);
+    assert_eq!(report["requests"]["succeeded"], 200);
+}
+
+#[test]
+fn load_h3_insecure_flag_accepts_the_self_signed_certificate() {
+    let server = serve(Limits::default());
+    let url = format!(
+        "https://127.0.0.1:{}/",
+        server.h3_addr().expect("h3").port()
+    );
+    let args = ["-p", "h3", "-k", "-n", "200", "-c", "2", "-m", "4", &url];
+    let report = report_of(spawn_load(&args));
+    assert_h3_with_quic_section(&report);
+    assert_eq!(report["requests"]["succeeded"], 200);
+}
+
+#[test]
+fn load_h3_goaway_after_n_is_retried_not_failed() {
+    let limits = Limits {
+        max_requests_per_conn: Some(10),
+        ..Limits::default()
+    };
+    let server = serve(limits);
+    let url = format!(
+        "https://127.0.0.1:{}/",
+        server.h3_addr().expect("h3").port()
+    );
+    let args = ["-p", "h3", "-k", "-n", "300", "-c", "2", "-m", "8", &url];
+    let report = report_of(spawn_load(&args));
+    assert_identity(&report);
+    let r = &report["requests"];
+    assert_eq!(r["succeeded"], 300, "{r}");
+    assert_eq!(r["failed"], 0, "{r}");
+    assert!(r["retried"]["goaway"].as_u64().unwrap_or(0) > 0, "{r}");
+    let closed = &report["connections"]["closed_by_server"];
+    assert!(closed["goaway"].as_u64().unwrap_or(0) >= 29, "{closed}");
+}
+
+#[test]
+fn load_h3_with_the_server_killed_mid_run_keeps_the_identity() {
+    let server = serve(Limits::default());
+    let url = format!(
+        "https://127.0.0.1:{}/?delay=5ms",
+        server.h3_addr().expect("h3").port()
+    );
+    let args = [
+        "-p",
+        "h3",
+        "-k",
+        "-z",
+        "3s",
+        "--timeout",
+        "1s",
+        "-c",
+        "2",
+        "-m",
+        "4",
+        &url,
+    ];
+    let child = spawn_load(&args);
+    std::thread::sleep(Duration::from_millis(700));
+    drop(server);
+    let report = report_of(child);
+    assert_identity(&report);
+    let r = &report["requests"];
+    assert!(r["succeeded"].as_u64().unwrap_or(0) > 0, "{r}");
+    let lost = r["failed"].as_u64().unwrap_or(0) + r["cut_off"].as_u64().unwrap_or(0);
+    assert!(lost > 0, "the kill cost no request: {r}");
+}
+
+#[test]
+fn load_h3_against_caddy_negotiates_h3() {
+    let Some(bin) = httpvs_testkit::require_peer("caddy") else {
+        return;
+    };
+    let caddy = httpvs_testkit::caddy::Caddy::start(&bin).expect("caddy starts");
+    let ca = caddy.root_ca_path();
+    let ca = ca.to_string_lossy();
+    let url = caddy.url();
+    let args = [
+        "-p", "h3", "--cacert", &ca, "-n", "100", "-c", "2", "-m", "4", &url,
+    ];
+    let report = report_of(spawn_load(&args));
+    assert_h3_with_quic_section(&report);
+    assert_identity(&report);
+    assert_eq!(report["requests"]["succeeded"], 100, "{}", caddy.log());
+}
