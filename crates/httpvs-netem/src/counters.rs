@@ -13,6 +13,8 @@ pub struct DirectionCounters {
     pub packets_out: u64,
     /// Bytes handed to the receiving side.
     pub bytes_out: u64,
+    /// Packets inside the link now, waiting for their time.
+    pub held: u64,
     /// Packets dropped by the loss model.
     pub lost: u64,
     /// Extra copies made by `duplicate`.
@@ -39,6 +41,7 @@ impl DirectionCounters {
             bytes_in: self.bytes_in + other.bytes_in,
             packets_out: self.packets_out + other.packets_out,
             bytes_out: self.bytes_out + other.bytes_out,
+            held: self.held + other.held,
             lost: self.lost + other.lost,
             duplicated: self.duplicated + other.duplicated,
             corrupted: self.corrupted + other.corrupted,
@@ -63,13 +66,12 @@ pub struct LinkCounters {
 impl fmt::Display for LinkCounters {
     /// A small table, one row per direction.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "{:<5} {:>9} {:>9} {:>11} {:>7} {:>7} {:>8} {:>8} {:>7} {:>6} {:>6} {:>8}",
+        const HEADERS: [&str; 13] = [
             "dir",
             "in",
             "out",
             "bytes out",
+            "held",
             "lost",
             "dup",
             "corrupt",
@@ -77,16 +79,25 @@ impl fmt::Display for LinkCounters {
             "qdrop",
             "ecn",
             "late",
-            "rejected"
-        )?;
+            "rejected",
+        ];
+        const WIDTHS: [usize; 13] = [5, 9, 9, 11, 5, 7, 7, 8, 8, 7, 6, 6, 8];
+        let row = |f: &mut fmt::Formatter<'_>, cells: [String; 13]| -> fmt::Result {
+            for (i, (cell, width)) in cells.iter().zip(WIDTHS).enumerate() {
+                match i {
+                    0 => write!(f, "{cell:<width$}")?,
+                    _ => write!(f, " {cell:>width$}")?,
+                }
+            }
+            writeln!(f)
+        };
+        row(f, HEADERS.map(String::from))?;
         for (name, c) in [("up", &self.up), ("down", &self.down)] {
-            writeln!(
-                f,
-                "{:<5} {:>9} {:>9} {:>11} {:>7} {:>7} {:>8} {:>8} {:>7} {:>6} {:>6} {:>8}",
-                name,
+            let values = [
                 c.packets_in,
                 c.packets_out,
                 c.bytes_out,
+                c.held,
                 c.lost,
                 c.duplicated,
                 c.corrupted,
@@ -94,8 +105,14 @@ impl fmt::Display for LinkCounters {
                 c.queue_drops,
                 c.ecn_marked,
                 c.late,
-                c.rejected
-            )?;
+                c.rejected,
+            ];
+            let mut cells: [String; 13] = Default::default();
+            cells[0] = name.to_string();
+            for (cell, v) in cells[1..].iter_mut().zip(values) {
+                *cell = v.to_string();
+            }
+            row(f, cells)?;
         }
         Ok(())
     }

@@ -221,6 +221,19 @@ impl Link {
         self.seed
     }
 
+    /// Waits until no packet is inside the link (both directions), at most `limit`: packets
+    /// still in flight when a client finishes (its FIN, the last ACKs) reach their peers.
+    pub fn drain(&self, limit: std::time::Duration) {
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            let c = self.counters();
+            if c.up.held == 0 && c.down.held == 0 {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+
     /// Stops the link and returns the final counters.
     pub fn stop(self) -> LinkCounters {
         let counters = self.counters();

@@ -70,7 +70,7 @@ fn assert_near(what: &str, got: f64, want: f64, tolerance: f64) {
 fn identity_holds(core: &NetemCore) {
     let c = core.counters();
     assert_eq!(
-        c.packets_out + core.held() as u64,
+        c.packets_out + c.held,
         c.packets_in + c.duplicated - c.lost - c.queue_drops
     );
 }

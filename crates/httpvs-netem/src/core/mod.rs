@@ -91,9 +91,12 @@ impl NetemCore {
         self.queue.len()
     }
 
-    /// What happened so far.
-    pub fn counters(&self) -> &DirectionCounters {
-        &self.counters
+    /// What happened so far (with `held` as of now).
+    pub fn counters(&self) -> DirectionCounters {
+        DirectionCounters {
+            held: self.queue.len() as u64,
+            ..self.counters
+        }
     }
 
     /// netem_enqueue: the copy made by `duplicate` goes through again, without duplication.

@@ -198,7 +198,7 @@ impl Direction {
         let counters = DirectionCounters {
             late: self.late,
             rejected: self.rejected,
-            ..*self.core.counters()
+            ..self.core.counters()
         };
         self.shared.store(&counters);
     }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// One direction's counters as atomics, written by its relay thread only.
 #[derive(Debug, Default)]
 pub struct SharedCounters {
-    fields: [AtomicU64; 12],
+    fields: [AtomicU64; 13],
 }
 
 impl SharedCounters {
@@ -17,6 +17,7 @@ impl SharedCounters {
             c.bytes_in,
             c.packets_out,
             c.bytes_out,
+            c.held,
             c.lost,
             c.duplicated,
             c.corrupted,
@@ -43,14 +44,15 @@ impl SharedCounters {
             bytes_in: v[1],
             packets_out: v[2],
             bytes_out: v[3],
-            lost: v[4],
-            duplicated: v[5],
-            corrupted: v[6],
-            reordered: v[7],
-            queue_drops: v[8],
-            ecn_marked: v[9],
-            late: v[10],
-            rejected: v[11],
+            held: v[4],
+            lost: v[5],
+            duplicated: v[6],
+            corrupted: v[7],
+            reordered: v[8],
+            queue_drops: v[9],
+            ecn_marked: v[10],
+            late: v[11],
+            rejected: v[12],
         }
     }
 }

@@ -71,6 +71,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let status = run_command(&link, program, program_args)?;
     let elapsed = started.elapsed();
+    // Let the command's last packets (its FIN, final ACKs) reach the server before the link goes.
+    link.drain(std::time::Duration::from_secs(2));
     let seed = link.seed();
     let counters = link.stop();
     if !args.quiet {
