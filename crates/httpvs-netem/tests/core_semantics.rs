@@ -299,3 +299,84 @@ fn clear_link_passes_everything_at_once() {
     assert!(out.iter().all(|d| d.out == d.sent));
     assert_eq!(core.counters().packets_out, 1000);
 }
+
+#[test]
+fn ecn_marks_capable_packets_instead_of_dropping() {
+    let imp = Impairment::parse("loss 100% ecn").unwrap();
+    let mut core = NetemCore::new(&imp, 18);
+    // An IPv4 header with ECT(0), and one that is not ECN-capable.
+    let mut ect = vec![0u8; 40];
+    ect[0] = 0x45;
+    ect[1] = 0b10;
+    let mut plain = ect.clone();
+    plain[1] = 0;
+    core.enqueue(Duration::ZERO, ect);
+    core.enqueue(Duration::ZERO, plain);
+    let out = core
+        .poll_transmit(Duration::ZERO)
+        .expect("the ECN-capable packet passes");
+    assert_eq!(out.packet[1] & 0b11, 0b11, "marked CE");
+    let sum = out.packet[..20]
+        .chunks(2)
+        .map(|c| u32::from(c[0]) << 8 | u32::from(c[1]))
+        .sum::<u32>();
+    assert_eq!(
+        (sum & 0xffff) + (sum >> 16),
+        0xffff,
+        "header checksum still valid"
+    );
+    assert!(
+        core.poll_transmit(Duration::ZERO).is_none(),
+        "the other one is lost"
+    );
+    assert_eq!((core.counters().ecn_marked, core.counters().lost), (1, 1));
+}
+
+#[test]
+fn random_netem_strings_never_panic_and_round_trip() {
+    let words = [
+        "delay",
+        "10ms",
+        "1ms",
+        "25%",
+        "distribution",
+        "normal",
+        "pareto",
+        "loss",
+        "random",
+        "state",
+        "gemodel",
+        "1%",
+        "30%",
+        "duplicate",
+        "corrupt",
+        "reorder",
+        "gap",
+        "5",
+        "rate",
+        "10mbit",
+        "14",
+        "limit",
+        "100",
+        "ecn",
+        "seed",
+        "7",
+        "bogus",
+        "-3",
+        "1e9",
+        "%",
+        "0.5",
+        "",
+    ];
+    let mut prng = httpvs_netem::core::Prng::new(19);
+    for _ in 0..20_000 {
+        let n = prng.below(8);
+        let text: Vec<&str> = (0..n).map(|_| words[prng.below(words.len())]).collect();
+        let text = text.join(" ");
+        if let Ok(imp) = Impairment::parse(&text) {
+            let again = Impairment::parse(&imp.to_string())
+                .unwrap_or_else(|e| panic!("`{text}` -> `{imp}` does not parse: {e}"));
+            assert_eq!(again.to_string(), imp.to_string(), "{text}");
+        }
+    }
+}

@@ -106,3 +106,22 @@ fn curl_behind_50ms_each_way_sees_a_100ms_connect() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn without_root_the_error_says_why_and_what_would_fix_it() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["netem", "--both", "delay 5ms", "--", "true"])
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("run httpvs as nobody");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("you are not root"), "{stderr}");
+    assert!(stderr.contains("run as root"), "{stderr}");
+}

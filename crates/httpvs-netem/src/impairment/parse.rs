@@ -101,6 +101,8 @@ pub fn parse(text: &str) -> Result<Impairment, ParseError> {
                     ParseError::new(format!("bad seed `{value}`: expected a whole number"))
                 })?);
             }
+            // What an untouched direction prints as.
+            "none" => {}
             "slot" => return Err(ParseError::new("`slot` is not supported by httpvs netem")),
             _ => {
                 return Err(ParseError::new(format!(
