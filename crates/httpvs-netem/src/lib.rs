@@ -42,6 +42,11 @@
 //! # Ok(()) }
 //! ```
 //!
+//! For a `--net SPEC` flag, [`LinkConfig::parse`] reads a profile name (`wan`), a netem string
+//! for both directions (`delay 25ms loss 1%`), or `UP | DOWN`. A whole run can also go behind the
+//! link: threads inherit the namespace of the thread that starts them, so
+//! `link.run_in_client_ns(|| run_load(config))` puts every worker's sockets there.
+//!
 //! Make one socket per connection this way (a namespace switch costs one short-lived thread,
 //! tens of microseconds, outside any timed section). [`Link::spawn_in_client_ns`] runs a
 //! whole command behind the link instead; the child is killed if the spawning thread dies.

@@ -57,6 +57,42 @@ impl LinkConfig {
     }
 }
 
+impl LinkConfig {
+    /// A link from one spec, as `--net` takes it: a profile name (`wan`), a netem string for
+    /// both directions (`delay 25ms loss 1%`), or `UP | DOWN` (`delay 25ms rate 10mbit | delay 25ms`).
+    pub fn parse(spec: &str) -> Result<LinkConfig, NetemError> {
+        if let Some(profile) = crate::impairment::Profile::find(spec.trim()) {
+            return Ok(LinkConfig::new(
+                Impairment::parse(profile.up)?,
+                Impairment::parse(profile.down)?,
+            ));
+        }
+        let (up, down) = spec.split_once('|').unwrap_or((spec, spec));
+        Ok(LinkConfig::new(
+            Impairment::parse(up)?,
+            Impairment::parse(down)?,
+        ))
+    }
+
+    /// The same config with seed `seed`.
+    pub fn with_seed(mut self, seed: u64) -> LinkConfig {
+        self.seed = seed;
+        self
+    }
+
+    /// The same config with layout `layout`.
+    pub fn with_layout(mut self, layout: Layout) -> LinkConfig {
+        self.layout = layout;
+        self
+    }
+
+    /// The same config with MTU `mtu`.
+    pub fn with_mtu(mut self, mtu: u32) -> LinkConfig {
+        self.mtu = mtu;
+        self
+    }
+}
+
 /// A seed from the kernel's random source (or the clock if that fails).
 pub fn random_seed() -> u64 {
     let mut bytes = [0u8; 8];
@@ -273,4 +309,24 @@ fn pick_addresses(here: &NetNs, layout: Layout) -> Result<LinkAddresses, NetemEr
         "find a free address block in 198.18.0.0/15",
         std::io::Error::other("all in use"),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn net_specs_read_profiles_netem_and_pairs() {
+        let wan = LinkConfig::parse("wan").unwrap();
+        assert_eq!(wan.up.delay, std::time::Duration::from_millis(20));
+        let both = LinkConfig::parse("delay 5ms loss 1%").unwrap();
+        assert_eq!(both.up, both.down);
+        let pair = LinkConfig::parse("delay 5ms rate 1mbit | delay 7ms").unwrap();
+        assert!(pair.up.rate.is_some() && pair.down.rate.is_none());
+        assert_eq!(pair.down.delay, std::time::Duration::from_millis(7));
+        let err = LinkConfig::parse("delay 5ms | dleay 7ms").unwrap_err();
+        assert!(err.to_string().contains("`dleay`"), "{err}");
+        let config = LinkConfig::parse("").unwrap().with_seed(3).with_mtu(9000);
+        assert!(config.up.is_clear() && config.seed == 3 && config.mtu == 9000);
+    }
 }
