@@ -104,6 +104,10 @@ pub struct LoadConfig {
     pub cpus: Option<Vec<usize>>,
     /// An emulated network (the netem part wires `--net`).
     pub net: Option<NetProfile>,
+    /// `--0rtt`: h3 sends requests as 0-RTT early data when a session ticket allows it.
+    pub zero_rtt: bool,
+    /// `--alt-svc`: `-p auto` on https follows an `h3` Alt-Svc advertisement of the origin.
+    pub alt_svc: bool,
 }
 
 /// Why a configuration cannot run; the CLI prints it as one line and exits 2.
@@ -154,6 +158,8 @@ impl LoadConfig {
             rate: None,
             cpus: None,
             net: None,
+            zero_rtt: false,
+            alt_svc: false,
         })
     }
 
@@ -237,6 +243,13 @@ impl LoadConfig {
             }
         }
         let https = self.url.scheme_str() == Some("https");
+        if self.alt_svc && !(self.protocol == ProtocolChoice::Auto && https) {
+            return bad("--alt-svc needs -p auto and an https:// URL".into());
+        }
+        let may_use_h3 = self.protocol == ProtocolChoice::Fixed(ProtocolKind::H3) || self.alt_svc;
+        if self.zero_rtt && !may_use_h3 {
+            return bad("--0rtt needs -p h3 (or -p auto --alt-svc)".into());
+        }
         match self.protocol {
             ProtocolChoice::Fixed(ProtocolKind::H2 | ProtocolKind::H3) if !https => bad(format!(
                 "-p {} needs an https:// URL (use -p h2c for cleartext HTTP/2)",

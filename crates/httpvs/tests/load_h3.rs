@@ -195,3 +195,63 @@ fn load_h3_against_caddy_negotiates_h3() {
     assert_identity(&report);
     assert_eq!(report["requests"]["succeeded"], 100, "{}", caddy.log());
 }
+
+#[test]
+fn load_auto_with_alt_svc_follows_caddys_h3_advertisement() {
+    let Some(bin) = httpvs_testkit::require_peer("caddy") else {
+        return;
+    };
+    let caddy = httpvs_testkit::caddy::Caddy::start(&bin).expect("caddy starts");
+    let url = caddy.url();
+    let args = ["--alt-svc", "-k", "-n", "50", "-c", "2", "-m", "2", &url];
+    let report = report_of(spawn_load(&args));
+    assert_eq!(report["protocol"]["requested"], "auto");
+    assert_h3_with_quic_section(&report);
+    assert_eq!(report["requests"]["succeeded"], 50);
+}
+
+#[test]
+fn load_h3_0rtt_reports_early_requests_on_resumed_connections() {
+    let Some(bin) = httpvs_testkit::require_peer("caddy") else {
+        return;
+    };
+    let caddy = httpvs_testkit::caddy::Caddy::start(&bin).expect("caddy starts");
+    let url = caddy.url();
+    // A new connection per request: every one after the first can resume and send early.
+    let args = [
+        "-p",
+        "h3",
+        "--0rtt",
+        "--no-keepalive",
+        "-k",
+        "-n",
+        "20",
+        "-c",
+        "1",
+        &url,
+    ];
+    let report = report_of(spawn_load(&args));
+    assert_identity(&report);
+    assert_eq!(report["requests"]["succeeded"], 20);
+    let early = report["quic"]["early_requests"].as_u64().unwrap_or(0);
+    assert!(early > 0 && early < 20, "early requests: {early}");
+}
+
+#[test]
+fn zero_rtt_and_alt_svc_flags_are_checked() {
+    for (args, words) in [
+        (&["-p", "h2", "--0rtt"][..], "--0rtt needs -p h3"),
+        (&["-p", "h3", "--alt-svc"][..], "--alt-svc needs -p auto"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+            .arg("load")
+            .args(args)
+            .arg("https://127.0.0.1:9/")
+            .output()
+            .expect("httpvs runs");
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(words), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+}

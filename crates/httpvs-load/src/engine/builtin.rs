@@ -6,7 +6,7 @@ use super::setup::{resolve_target, LoadError};
 use crate::config::{LoadConfig, ProtocolChoice};
 use crate::protocol::h1::Http1;
 use crate::protocol::h2::Http2;
-use crate::protocol::h3::{H3Options, Http3};
+use crate::protocol::h3::{discover_h3_port, H3Options, Http3};
 use crate::protocol::probe::probe_alpn;
 use crate::protocol::tls::{client_config, ALPN_H2, ALPN_H3, ALPN_HTTP11};
 use crate::protocol::{ConnectOptions, ProtocolKind, Target};
@@ -22,10 +22,18 @@ pub fn run_builtin(
     stop: Arc<AtomicBool>,
 ) -> Result<Report, LoadError> {
     config.validate()?;
-    let target = resolve_target(&config.url)?;
+    let mut target = resolve_target(&config.url)?;
     let https = target.scheme.eq_ignore_ascii_case("https");
     let kind = match config.protocol {
         ProtocolChoice::Fixed(kind) => kind,
+        ProtocolChoice::Auto if https && config.alt_svc => match alt_svc_probe(config, &target)? {
+            // The origin (URL, :authority) stays; only the UDP port comes from Alt-Svc.
+            Some(port) => {
+                target.addr.set_port(port);
+                ProtocolKind::H3
+            }
+            None => alpn_probe(config, &target)?,
+        },
         ProtocolChoice::Auto if https => alpn_probe(config, &target)?,
         ProtocolChoice::Auto => ProtocolKind::H1,
     };
@@ -36,7 +44,15 @@ pub fn run_builtin(
     };
     match kind {
         ProtocolKind::H1 => run_with_protocol(config, &target, Http1Factory, tls, observer, stop),
-        ProtocolKind::H3 => run_with_protocol(config, &target, Http3Factory, tls, observer, stop),
+        ProtocolKind::H3 => {
+            let factory = Http3Factory {
+                options: H3Options {
+                    zero_rtt: config.zero_rtt,
+                    ..H3Options::default()
+                },
+            };
+            run_with_protocol(config, &target, factory, tls, observer, stop)
+        }
         ProtocolKind::H2 | ProtocolKind::H2c => {
             let factory = Http2Factory { kind };
             run_with_protocol(config, &target, factory, tls, observer, stop)
@@ -79,6 +95,19 @@ fn alpn_probe(config: &LoadConfig, target: &Target) -> Result<ProtocolKind, Load
         .map_err(|kind| LoadError::first_connection(target.addr, kind, timeout))
 }
 
+/// `-p auto --alt-svc`: one HTTPS request over TCP; an `h3` Alt-Svc on the same host wins.
+fn alt_svc_probe(config: &LoadConfig, target: &Target) -> Result<Option<u16>, LoadError> {
+    let tls = tls_config(config, &[ALPN_HTTP11])?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| LoadError::Worker(e.to_string()))?;
+    let timeout = config.connect_timeout;
+    runtime
+        .block_on(discover_h3_port(target, &config.url, &tls, timeout))
+        .map_err(|kind| LoadError::first_connection(target.addr, kind, timeout))
+}
+
 /// HTTP/1.1 (over TCP, or TLS for https).
 struct Http1Factory;
 
@@ -93,7 +122,9 @@ impl ProtocolFactory for Http1Factory {
 }
 
 /// HTTP/3: one QUIC endpoint per worker thread.
-struct Http3Factory;
+struct Http3Factory {
+    options: H3Options,
+}
 
 impl ProtocolFactory for Http3Factory {
     type Protocol = Http3;
@@ -101,7 +132,7 @@ impl ProtocolFactory for Http3Factory {
         ProtocolKind::H3
     }
     fn make(&self, target: &Target) -> Result<Http3, LoadError> {
-        Http3::new(target, H3Options::default()).map_err(|e| LoadError::Worker(e.to_string()))
+        Http3::new(target, self.options).map_err(|e| LoadError::Worker(e.to_string()))
     }
 }
 

@@ -2,16 +2,19 @@
 //! that worker's connections; each connection carries up to `-m` concurrent request streams.
 //!
 //! Layout: `connection.rs` (one connection: send, GOAWAY, stats), `tap.rs` + `frames.rs` (what h3
-//! does not expose: QPACK header sizes and the GOAWAY id), `classify.rs` (errors), `alt_svc.rs`.
+//! does not expose: QPACK header sizes and the GOAWAY id), `classify.rs` (errors),
+//! `alt_svc.rs` + `discovery.rs` (`-p auto --alt-svc`).
 
 mod alt_svc;
 mod classify;
 mod connection;
+mod discovery;
 mod frames;
 mod tap;
 
 pub use alt_svc::{alt_svc_h3, h3_port_in};
 pub use connection::H3Connection;
+pub use discovery::discover_h3_port;
 
 use crate::error::ErrorKind;
 use crate::protocol::{ConnectInfo, ConnectOptions, Protocol, Target};

@@ -70,6 +70,12 @@ pub struct Args {
     /// Trust the CA certificates in this PEM file.
     #[arg(long, value_name = "FILE")]
     cacert: Option<PathBuf>,
+    /// h3: send requests as 0-RTT early data when a session ticket allows (replayable: idempotent only).
+    #[arg(long = "0rtt")]
+    zero_rtt: bool,
+    /// -p auto on https: switch to HTTP/3 when the server advertises it in Alt-Svc.
+    #[arg(long)]
+    alt_svc: bool,
     /// Open model: this many requests per second in total (latency corrected for coordinated omission).
     #[arg(long, value_name = "R")]
     rate: Option<f64>,
@@ -206,6 +212,8 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
         cacert: args.cacert.clone(),
     };
     config.rate = args.rate;
+    config.zero_rtt = args.zero_rtt;
+    config.alt_svc = args.alt_svc;
     if let Some(list) = &args.cpus {
         config.cpus = Some(parse_cpus(list).map_err(usage)?);
     }
