@@ -125,3 +125,50 @@ fn without_root_the_error_says_why_and_what_would_fix_it() {
     assert!(stderr.contains("you are not root"), "{stderr}");
     assert!(stderr.contains("run as root"), "{stderr}");
 }
+
+#[test]
+fn curl_downloads_20mb_intact_through_5_percent_loss() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let Some(curl) = httpvs_testkit::require_peer("curl") else {
+        return;
+    };
+    const SIZE: usize = 20 * 1024 * 1024;
+    let body: Vec<u8> = (0..SIZE).map(|i| (i * 13 + i / 65_521) as u8).collect();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = body.clone();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = s.read(&mut buf);
+        let head =
+            format!("HTTP/1.1 200 OK\r\ncontent-length: {SIZE}\r\nconnection: close\r\n\r\n");
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(&served).unwrap();
+    });
+    let file = std::env::temp_dir().join(format!("httpvs-netem-20mb-{}", std::process::id()));
+    let url = format!("http://127.0.0.1:{port}/");
+    let out = httpvs(&[
+        "netem",
+        "--both",
+        "delay 1ms loss 5%",
+        "--seed",
+        "5",
+        "--",
+        curl.to_str().unwrap(),
+        "-sS",
+        "--max-time",
+        "120",
+        "-o",
+        file.to_str().unwrap(),
+        &url,
+    ]);
+    server.join().unwrap();
+    let received = std::fs::read(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(received.len(), SIZE);
+    assert!(received == body, "the body arrived changed");
+}
