@@ -28,15 +28,23 @@ impl ClientCpu {
     /// The client's busy fraction of `cpus` CPUs since the start (None when nothing could be read).
     pub fn finish(&self, cpus: usize) -> Option<f64> {
         let wall = self.wall.elapsed().as_secs_f64();
+        let client = self.client_seconds()?;
+        (wall > 0.0).then(|| (client / (wall * cpus.max(1) as f64)).min(1.0))
+    }
+
+    /// CPU seconds the client used since the start.
+    pub fn client_seconds(&self) -> Option<f64> {
         let process = process_seconds() - self.process;
         let now = thread_seconds();
+        if now.is_empty() {
+            return None;
+        }
         // Threads alive at both ends are not the cell's workers: take their share out.
         let survivors: f64 = now
             .iter()
             .filter_map(|(tid, t)| self.threads.get(tid).map(|before| (t - before).max(0.0)))
             .sum();
-        let client = (process - survivors).max(0.0);
-        (wall > 0.0 && !now.is_empty()).then(|| (client / (wall * cpus.max(1) as f64)).min(1.0))
+        Some((process - survivors).max(0.0))
     }
 }
 
@@ -98,16 +106,24 @@ mod tests {
     fn counts_a_thread_that_ends_inside_the_window() {
         let cpu = ClientCpu::start();
         std::thread::spawn(|| {
-            let end = Instant::now() + std::time::Duration::from_millis(200);
+            // Spin until this thread has used 100 ms of CPU, however busy the machine is.
             let mut x = 0u64;
-            while Instant::now() < end {
+            while thread_cpu_seconds() < 0.1 {
                 x = x.wrapping_mul(31).wrapping_add(1);
             }
             std::hint::black_box(x);
         })
         .join()
         .unwrap();
-        let busy = cpu.finish(1).unwrap();
-        assert!(busy > 0.5, "{busy}");
+        let used = cpu.client_seconds().unwrap();
+        assert!(used >= 0.08, "{used}");
+    }
+
+    fn thread_cpu_seconds() -> f64 {
+        // SAFETY: a zeroed timespec is valid; clock_gettime fills it.
+        let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid clock id and pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+        t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
     }
 }

@@ -61,8 +61,8 @@ pub fn ties(a: &Row, b: &Row) -> bool {
     top > 0.0 && (a.rps.median - b.rps.median).abs() / top <= tie_margin(a, b)
 }
 
-/// The verdict for a table's rows.
-pub fn verdict(rows: &[Row], baseline: Variant) -> Verdict {
+/// The verdict for a table's rows; `lossy` says the link drops or corrupts packets.
+pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
     let mut ranked: Vec<&Row> = rows
         .iter()
         .filter(|r| r.failure.is_none() && r.rps.median > 0.0)
@@ -93,7 +93,20 @@ pub fn verdict(rows: &[Row], baseline: Variant) -> Verdict {
             .chain(tied.iter().copied())
             .map(|r| label(r, rows))
             .collect();
-        format!("tie: {}{vs_base} ({spread})", names.join(" ≈ "))
+        let by_median = match ratio(best, base) {
+            Some(r) if best.variant != baseline => {
+                format!(
+                    "; by median {} {} {baseline}",
+                    label(best, rows),
+                    format_ratio(r)
+                )
+            }
+            _ => String::new(),
+        };
+        format!(
+            "tie: {} (inside the spread{by_median}; {spread})",
+            names.join(" ≈ ")
+        )
     };
     if let Some(worst) = ranked.last().filter(|w| ranked.len() > 2 && !ties(best, w)) {
         if let Some(r) = ratio(worst, base).filter(|_| worst.variant != baseline) {
@@ -102,7 +115,7 @@ pub fn verdict(rows: &[Row], baseline: Variant) -> Verdict {
                 label(worst, rows),
                 format_ratio(r)
             ));
-            line.push_str(&format!(" {baseline}{}", explain_slow(worst, base)));
+            line.push_str(&format!(" {baseline}{}", explain_slow(worst, base, lossy)));
         }
     }
     for r in rows
@@ -118,12 +131,15 @@ pub fn verdict(rows: &[Row], baseline: Variant) -> Verdict {
     }
 }
 
-/// A short reason for a slow row, when its figures point at one.
-fn explain_slow(row: &Row, base: Option<&Row>) -> &'static str {
+/// A short reason for a slow row, when its figures and the link point at one.
+fn explain_slow(row: &Row, base: Option<&Row>, lossy: bool) -> &'static str {
     let base_p99 = base.map_or(0.0, |b| b.p99_ms);
+    let tcp_multiplexed = matches!(row.variant, Variant::H2 | Variant::H2c);
     if row.variant == Variant::H1Close {
         " (a new connection per request)"
-    } else if matches!(row.variant, Variant::H2 | Variant::H2c) && row.p99_ms > base_p99 * 1.5 {
+    } else if row.variant.multiplexed() && row.shape.streams == 1 {
+        " (one stream per connection: multiplexing unused)"
+    } else if tcp_multiplexed && lossy && row.p99_ms > base_p99 * 1.5 {
         " (head-of-line blocking: one lost packet stalls every stream on the connection)"
     } else {
         ""

@@ -61,9 +61,18 @@ pub fn views(results: &Results) -> Vec<TableView<'_>> {
             } else {
                 table.condition.to_string()
             };
+            let lossy = results
+                .plan
+                .conditions
+                .iter()
+                .find(|c| c.name == table.condition)
+                .is_some_and(|c| {
+                    let both = format!("{} {}", c.up(), c.down());
+                    both.contains("loss") || both.contains("corrupt")
+                });
             TableView {
                 title: title(results, &table),
-                verdict: verdict::verdict(&rows, baseline),
+                verdict: verdict::verdict(&rows, baseline, lossy),
                 name,
                 table,
                 rows,

@@ -31,7 +31,7 @@ fn fastest_with_ratio_and_spread() {
         row(Variant::H2c, [300.0, 310.0, 324.0]),
         row(Variant::H1Close, [20.0, 21.0, 22.0]),
     ];
-    let v = verdict(&rows, Variant::H1);
+    let v = verdict(&rows, Variant::H1, false);
     assert_eq!(v.fastest, Some(Variant::H2c));
     assert!(
         v.line.starts_with("h2c fastest, 3.1x h1 (spread ±4%)"),
@@ -50,9 +50,14 @@ fn overlapping_spreads_are_a_tie() {
         row(Variant::H2c, [150.0, 160.0, 170.0]),
         row(Variant::H2, [140.0, 155.0, 165.0]),
     ];
-    let v = verdict(&rows, Variant::H1);
+    let v = verdict(&rows, Variant::H1, false);
     assert_eq!(v.tied, vec![Variant::H2]);
-    assert!(v.line.starts_with("tie: h2c ≈ h2, 1.6x h1"), "{}", v.line);
+    assert!(
+        v.line
+            .starts_with("tie: h2c ≈ h2 (inside the spread; by median h2c 1.6x h1; spread ±"),
+        "{}",
+        v.line
+    );
 }
 
 #[test]
@@ -61,14 +66,19 @@ fn single_runs_tie_within_five_percent() {
         row(Variant::H1, [100.0, 100.0, 100.0]),
         row(Variant::H2c, [103.0, 103.0, 103.0]),
     ];
-    let v = verdict(&rows, Variant::H1);
-    assert!(v.line.starts_with("tie: h2c ≈ h1"), "{}", v.line);
+    let v = verdict(&rows, Variant::H1, false);
+    assert!(
+        v.line
+            .starts_with("tie: h2c ≈ h1 (inside the spread; by median h2c 1.0x h1; single run"),
+        "{}",
+        v.line
+    );
 }
 
 #[test]
 fn nothing_completed() {
     let rows = [row(Variant::H1, [0.0, 0.0, 0.0])];
-    assert_eq!(verdict(&rows, Variant::H1).fastest, None);
+    assert_eq!(verdict(&rows, Variant::H1, false).fastest, None);
 }
 
 #[test]

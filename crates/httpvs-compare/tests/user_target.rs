@@ -1,0 +1,90 @@
+//! Comparing a user's server: compare probes which protocols it speaks, runs those, and lists
+//! the others as skipped with why. The "user's server" here is the real reference server with
+//! some listeners turned off.
+
+use httpvs_compare::options::Pinning;
+use httpvs_compare::runner::Silent;
+use httpvs_compare::session::{self, CompareConfig};
+use httpvs_compare::{Plan, Variant};
+use httpvs_server::ServeConfig;
+
+const PLAN: &str = r#"
+protocols = ["h1", "h1-close", "h1-tls", "h2c", "h2", "h3"]
+duration = "200ms"
+warmup = "100ms"
+repeats = 1
+[shapes]
+h1 = "2"
+h1-close = "2"
+h1-tls = "2"
+h2c = "1x4"
+h2 = "1x4"
+h3 = "1x4"
+[[payloads]]
+name = "small"
+[[conditions]]
+name = "clean"
+"#;
+
+fn config(url: String, insecure: bool) -> CompareConfig {
+    CompareConfig {
+        plan: Plan::parse(PLAN, "test plan").unwrap(),
+        target: Some(url),
+        custom_plan: false,
+        pinning: Pinning::default(),
+        tune: false,
+        insecure,
+        cacert: None,
+    }
+}
+
+#[test]
+fn cleartext_url_runs_h1_and_h2c_and_says_why_tls_is_skipped() {
+    let mut serve = ServeConfig::loopback_ephemeral();
+    serve.https = None;
+    serve.h3 = None;
+    let server = httpvs_server::start(serve).unwrap();
+    let url = format!("http://{}/?size=10", server.http_addr().unwrap());
+    let results = session::run(&config(url, false), &mut Silent).unwrap();
+    let ran: Vec<Variant> = results.cells.iter().map(|c| c.variant).collect();
+    assert_eq!(ran, [Variant::H1, Variant::H1Close, Variant::H2c]);
+    assert!(results
+        .cells
+        .iter()
+        .all(|c| c.runs[0].summary.succeeded > 0));
+    let skipped: Vec<&str> = results
+        .setup
+        .skipped_protocols
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(skipped, ["h1-tls", "h2", "h3"]);
+    assert!(results.setup.skipped_protocols[0]
+        .reason
+        .contains("give an https:// URL"));
+    assert_eq!(results.plan.payloads[0].path, "/?size=10");
+    server.shutdown(std::time::Duration::from_secs(1));
+}
+
+#[test]
+fn tls_url_without_quic_skips_h3_after_a_trial() {
+    let mut serve = ServeConfig::loopback_ephemeral();
+    serve.h3 = None;
+    let server = httpvs_server::start(serve).unwrap();
+    let url = format!("https://{}/", server.https_addr().unwrap());
+    let results = session::run(&config(url, true), &mut Silent).unwrap();
+    let ran: Vec<Variant> = results.cells.iter().map(|c| c.variant).collect();
+    assert_eq!(ran, [Variant::H1Tls, Variant::H2]);
+    let h3 = results
+        .setup
+        .skipped_protocols
+        .iter()
+        .find(|s| s.name == "h3")
+        .expect("h3 skipped");
+    assert!(
+        !h3.reason.contains("give an"),
+        "h3 was tried: {}",
+        h3.reason
+    );
+    server.shutdown(std::time::Duration::from_secs(1));
+}
