@@ -51,3 +51,20 @@ async fn cleartext_targets_resolve_to_h1_without_connecting() {
     let kind = probe_alpn(&target("http", addr), &options(1, None)).await;
     assert_eq!(kind, Ok(ProtocolKind::H1));
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn stalled_handshakes_are_connect_timeouts() {
+    let addr = protocol_support::silent_server().await;
+    let mut opts = insecure_options();
+    opts.connect_timeout = std::time::Duration::from_millis(200);
+    // TLS: the ClientHello is never answered.
+    let tls = Http2::default()
+        .connect(&target("https", addr), &opts)
+        .await;
+    assert_eq!(tls.err(), Some(ErrorKind::ConnectTimeout));
+    // h2c: the server's SETTINGS never come.
+    let h2c = Http2::default().connect(&target("http", addr), &opts).await;
+    assert_eq!(h2c.err(), Some(ErrorKind::ConnectTimeout));
+    let probe = probe_alpn(&target("https", addr), &opts).await;
+    assert_eq!(probe, Err(ErrorKind::ConnectTimeout));
+}

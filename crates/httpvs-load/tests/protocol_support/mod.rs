@@ -117,3 +117,19 @@ pub async fn scripted_server(reply: &'static [u8], ending: Ending) -> SocketAddr
     });
     addr
 }
+
+/// A TCP server on 127.0.0.1 that accepts connections and never sends a byte (a stalled
+/// peer): handshakes against it can only time out. Serves until the runtime ends.
+pub async fn silent_server() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((tcp, _)) = listener.accept().await {
+            held.push(tcp);
+        }
+    });
+    addr
+}

@@ -330,4 +330,45 @@ mod tests {
         let mut body = ChunkedBody::default();
         assert_eq!(body.feed(b"1\r\naXY"), Err(ErrorKind::Protocol));
     }
+
+    /// A random valid chunked body, fed in random pieces, always decodes to its data length;
+    /// random bytes never panic the decoder or the head parser.
+    #[test]
+    fn random_chunked_bodies_and_garbage() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        for _ in 0..500 {
+            let mut wire = Vec::new();
+            let mut data = 0u64;
+            for _ in 0..rng.random_range(0..6) {
+                let size = rng.random_range(1..300usize);
+                wire.extend_from_slice(format!("{size:x}\r\n").as_bytes());
+                wire.extend(vec![b'd'; size]);
+                wire.extend_from_slice(b"\r\n");
+                data += size as u64;
+            }
+            wire.extend_from_slice(b"0\r\n");
+            if rng.random_bool(0.3) {
+                wire.extend_from_slice(b"x-trailer: 1\r\n");
+            }
+            wire.extend_from_slice(b"\r\n");
+            let mut body = ChunkedBody::default();
+            let (mut pending, mut got, mut at) = (Vec::new(), 0, 0);
+            while !body.is_done() {
+                let step = rng.random_range(1..40).min(wire.len() - at);
+                pending.extend_from_slice(&wire[at..at + step]);
+                at += step;
+                let fed = body.feed(&pending).unwrap();
+                pending.drain(..fed.consumed);
+                got += fed.data;
+            }
+            assert_eq!((got, at, pending.len()), (data, wire.len(), 0));
+
+            let garbage: Vec<u8> = (0..rng.random_range(0..200))
+                .map(|_| rng.random())
+                .collect();
+            let _ = ChunkedBody::default().feed(&garbage);
+            let _ = parse_head(&garbage, false);
+        }
+    }
 }

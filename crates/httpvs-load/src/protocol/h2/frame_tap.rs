@@ -282,4 +282,36 @@ mod tests {
         assert_eq!(log.frames[0].0, Direction::Received);
         assert_eq!(log.payloads.len(), 1);
     }
+
+    /// Random frame sequences, fed in random pieces, yield the same frames as in one piece.
+    #[test]
+    fn random_splits_find_the_same_frames() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(9);
+        for _ in 0..300 {
+            let mut wire = Vec::new();
+            for _ in 0..rng.random_range(1..8) {
+                let len = rng.random_range(0..100usize);
+                let kind = if rng.random_bool(0.2) {
+                    kind::GOAWAY
+                } else {
+                    rng.random_range(0..10)
+                };
+                let payload: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+                wire.extend(frame(kind, rng.random(), rng.random(), &payload));
+            }
+            let mut whole = Log::default();
+            FrameTap::new(Direction::Received).feed(&wire, &mut whole);
+            let mut pieces = Log::default();
+            let mut tap = FrameTap::new(Direction::Received);
+            let mut at = 0;
+            while at < wire.len() {
+                let step = rng.random_range(1..30).min(wire.len() - at);
+                tap.feed(&wire[at..at + step], &mut pieces);
+                at += step;
+            }
+            assert_eq!(whole.frames, pieces.frames);
+            assert_eq!(whole.payloads, pieces.payloads);
+        }
+    }
 }
