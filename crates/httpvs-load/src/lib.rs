@@ -10,6 +10,7 @@ pub mod protocol;
 pub mod report;
 pub mod schedule;
 pub mod stats;
+pub mod trace;
 
 pub use config::{LoadConfig, NetProfile, ProtocolChoice, StopAfter, TlsOptions};
 pub use engine::{LoadError, ProtocolFactory};

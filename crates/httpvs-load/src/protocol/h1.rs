@@ -5,6 +5,7 @@
 mod connection;
 mod request_head;
 mod response;
+mod write_batch;
 
 pub use connection::Http1Connection;
 pub use request_head::serialize_head;
@@ -12,7 +13,7 @@ pub use response::{parse_head, BodyFraming, ChunkedBody, ResponseHead};
 
 use super::tcp;
 use super::tls::{AlpnConfigs, ALPN_HTTP11};
-use super::wire::WireCounter;
+use super::wire::{PlaintextTaps, WireCounter};
 use super::{ConnectInfo, ConnectOptions, Protocol, Target};
 use crate::error::ErrorKind;
 
@@ -20,6 +21,17 @@ use crate::error::ErrorKind;
 #[derive(Debug, Default)]
 pub struct Http1 {
     tls: AlpnConfigs,
+    trace: Option<PlaintextTaps>,
+}
+
+impl Http1 {
+    /// HTTP/1.1 whose connections show their plaintext to `taps` (`httpvs trace`).
+    pub fn with_trace(taps: PlaintextTaps) -> Self {
+        Http1 {
+            trace: Some(taps),
+            ..Http1::default()
+        }
+    }
 }
 
 impl Protocol for Http1 {
@@ -38,7 +50,8 @@ impl Protocol for Http1 {
         if info.alpn.as_deref().is_some_and(|p| p != ALPN_HTTP11) {
             return Err(ErrorKind::Tls);
         }
-        let conn = Http1Connection::new(transport, counter, options.keepalive);
+        let transport = transport.tapped(self.trace.as_ref());
+        let conn = Http1Connection::new(transport, counter, options.keepalive, options.streams);
         Ok((conn, info))
     }
 }

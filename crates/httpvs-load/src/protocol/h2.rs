@@ -17,7 +17,7 @@ pub use request_template::build_template;
 
 use super::tcp;
 use super::tls::{AlpnConfigs, ALPN_H2};
-use super::wire::{TapIo, WireCounter};
+use super::wire::{PlaintextTaps, TapIo, WireCounter};
 use super::{ConnectInfo, ConnectOptions, Protocol, Target};
 use crate::error::ErrorKind;
 use accounting::ConnAccounting;
@@ -36,6 +36,17 @@ pub const RECEIVE_WINDOW: u32 = (1 << 30) - 1;
 #[derive(Debug, Default)]
 pub struct Http2 {
     tls: AlpnConfigs,
+    trace: Option<PlaintextTaps>,
+}
+
+impl Http2 {
+    /// HTTP/2 whose connections show their plaintext frames to `taps` (`httpvs trace`).
+    pub fn with_trace(taps: PlaintextTaps) -> Self {
+        Http2 {
+            trace: Some(taps),
+            ..Http2::default()
+        }
+    }
 }
 
 impl Protocol for Http2 {
@@ -59,7 +70,10 @@ impl Protocol for Http2 {
         let state = Arc::new(ConnState::default());
         let (settings_tx, settings_rx) = oneshot::channel();
         let observer = ConnAccounting::new(counter.clone(), state.clone(), settings_tx);
-        let io = TapIo::new(transport, FrameTaps::new(observer));
+        let io = TapIo::new(
+            transport.tapped(self.trace.as_ref()),
+            FrameTaps::new(observer),
+        );
         let (sender, connection) = h2::client::Builder::new()
             .initial_window_size(RECEIVE_WINDOW)
             .initial_connection_window_size(RECEIVE_WINDOW)

@@ -15,6 +15,8 @@ mod tap;
 pub use alt_svc::{alt_svc_h3, h3_port_in};
 pub use connection::H3Connection;
 pub use discovery::discover_h3_port;
+pub use frames::FrameEvent;
+pub use tap::H3TapObserver;
 
 use crate::error::ErrorKind;
 use crate::protocol::{ConnectInfo, ConnectOptions, Protocol, Target};
@@ -76,6 +78,8 @@ pub struct Http3 {
     transport: Arc<quinn::TransportConfig>,
     /// The quinn client config derived from the run's TLS config, built on first connect.
     client_config: RefCell<Option<(Arc<rustls::ClientConfig>, quinn::ClientConfig)>>,
+    /// `httpvs trace` only: sees each connection's streams and frames.
+    trace: Option<Arc<dyn H3TapObserver>>,
 }
 
 impl Http3 {
@@ -115,7 +119,14 @@ impl Http3 {
             options,
             transport: Arc::new(transport_config(&options)),
             client_config: RefCell::new(None),
+            trace: None,
         })
+    }
+
+    /// This protocol with its connections shown to `observer` (`httpvs trace`).
+    pub fn with_trace(mut self, observer: Arc<dyn H3TapObserver>) -> Self {
+        self.trace = Some(observer);
+        self
     }
 
     /// Whether GSO/GRO are on for this worker's socket.
@@ -246,7 +257,7 @@ impl Protocol for Http3 {
             .handshake_data()
             .and_then(|data| data.downcast::<HandshakeData>().ok())
             .and_then(|data| data.protocol);
-        let conn = H3Connection::establish(quic, zero_rtt).await?;
+        let conn = H3Connection::establish_observed(quic, zero_rtt, self.trace.clone()).await?;
         let info = ConnectInfo {
             tcp_connect: Duration::ZERO,
             handshake,

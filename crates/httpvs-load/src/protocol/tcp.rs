@@ -2,7 +2,7 @@
 //! optional TLS layer, per-phase timings, and the mapping from I/O errors to [`ErrorKind`].
 
 use super::tls::{server_name, AlpnConfigs};
-use super::wire::{ByteCount, CountingIo, TapIo, WireCounter};
+use super::wire::{BoxedTap, ByteCount, CountingIo, PlaintextTaps, TapIo, WireCounter};
 use super::{ConnectInfo, ConnectOptions, Target};
 use crate::error::ErrorKind;
 use rustls::ClientConfig;
@@ -23,6 +23,8 @@ pub enum Transport {
     Plain(CountingIo<TcpStream>),
     /// TLS over TCP (boxed: the TLS state is large).
     Tls(Box<TlsStream<CountingIo<TcpStream>>>),
+    /// Either of the above with its plaintext shown to a tap (`httpvs trace` only).
+    Tapped(Box<TapIo<Transport, BoxedTap>>),
 }
 
 impl Transport {
@@ -31,6 +33,15 @@ impl Transport {
         match self {
             Transport::Plain(_) => None,
             Transport::Tls(tls) => tls.get_ref().1.alpn_protocol(),
+            Transport::Tapped(t) => t.get_ref().alpn(),
+        }
+    }
+
+    /// This transport with its plaintext shown to a tap from `taps`, when tracing.
+    pub fn tapped(self, taps: Option<&PlaintextTaps>) -> Transport {
+        match taps {
+            Some(taps) => Transport::Tapped(Box::new(TapIo::new(self, taps.make()))),
+            None => self,
         }
     }
 }
@@ -140,6 +151,7 @@ impl AsyncRead for Transport {
         match self.get_mut() {
             Transport::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Transport::Tapped(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -153,6 +165,7 @@ impl AsyncWrite for Transport {
         match self.get_mut() {
             Transport::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Transport::Tapped(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -164,6 +177,7 @@ impl AsyncWrite for Transport {
         match self.get_mut() {
             Transport::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+            Transport::Tapped(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
         }
     }
 
@@ -171,6 +185,7 @@ impl AsyncWrite for Transport {
         match self {
             Transport::Plain(s) => s.is_write_vectored(),
             Transport::Tls(s) => s.is_write_vectored(),
+            Transport::Tapped(s) => s.is_write_vectored(),
         }
     }
 
@@ -178,6 +193,7 @@ impl AsyncWrite for Transport {
         match self.get_mut() {
             Transport::Plain(s) => Pin::new(s).poll_flush(cx),
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Transport::Tapped(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
@@ -185,6 +201,7 @@ impl AsyncWrite for Transport {
         match self.get_mut() {
             Transport::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Transport::Tapped(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }

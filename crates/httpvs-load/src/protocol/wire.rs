@@ -20,6 +20,48 @@ pub trait WireTap {
     fn received(&mut self, bytes: &[u8]);
 }
 
+/// A tap chosen at run time (`httpvs trace`).
+pub struct BoxedTap(pub Box<dyn WireTap + Send>);
+
+impl WireTap for BoxedTap {
+    fn sent(&mut self, bytes: &[u8]) {
+        self.0.sent(bytes)
+    }
+
+    fn received(&mut self, bytes: &[u8]) {
+        self.0.received(bytes)
+    }
+}
+
+impl std::fmt::Debug for BoxedTap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BoxedTap")
+    }
+}
+
+/// Opt-in taps on the plaintext of each new connection (`httpvs trace`); protocols hold an
+/// `Option` of it, so the load path, which leaves it unset, wraps nothing.
+#[derive(Clone)]
+pub struct PlaintextTaps(Arc<dyn Fn() -> Box<dyn WireTap + Send> + Send + Sync>);
+
+impl PlaintextTaps {
+    /// Taps made by `make`, once per connection.
+    pub fn new(make: impl Fn() -> Box<dyn WireTap + Send> + Send + Sync + 'static) -> Self {
+        PlaintextTaps(Arc::new(make))
+    }
+
+    /// A tap for one new connection.
+    pub fn make(&self) -> BoxedTap {
+        BoxedTap((self.0)())
+    }
+}
+
+impl std::fmt::Debug for PlaintextTaps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PlaintextTaps")
+    }
+}
+
 /// Byte counters of one connection, shared between the connection handle and its I/O.
 ///
 /// Atomics rather than `Cell` so an h2 driver task may own the I/O; each field has one

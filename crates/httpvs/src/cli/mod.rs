@@ -4,6 +4,7 @@ mod compare;
 mod load;
 mod netem;
 mod serve;
+mod trace;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -26,6 +27,8 @@ enum Command {
     Netem(netem::Args),
     /// Compare protocols side by side across concurrency, payload and network conditions.
     Compare(compare::Args),
+    /// Show one connection's exchange frame by frame (h1, h2c, h2, h3), like nghttp -v.
+    Trace(trace::Args),
 }
 
 /// An error whose exit code is not the default 1.
@@ -61,6 +64,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(args),
         Command::Netem(args) => netem::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Trace(args) => trace::run(args),
     }
 }
 

@@ -2,7 +2,7 @@
 //! H3_REQUEST_REJECTED turned into retries, and QUIC statistics from quinn.
 
 use super::classify::{self, StreamFailure, H3_NO_ERROR};
-use super::tap::{TapCounters, TappedConnection, TappedOpener};
+use super::tap::{H3TapObserver, TapCounters, TappedConnection, TappedOpener};
 use crate::error::ErrorKind;
 use crate::protocol::{
     CloseCause, Connection, QuicStats, RequestSpec, ResponseInfo, RetryReason, SendError, WireBytes,
@@ -51,7 +51,19 @@ impl H3Connection {
         quic: quinn::Connection,
         zero_rtt: Option<quinn::ZeroRttAccepted>,
     ) -> Result<Self, ErrorKind> {
-        let tap = Arc::new(TapCounters::default());
+        Self::establish_observed(quic, zero_rtt, None).await
+    }
+
+    /// Like [`Self::establish`], showing streams and frames to `observer` (`httpvs trace`).
+    pub async fn establish_observed(
+        quic: quinn::Connection,
+        zero_rtt: Option<quinn::ZeroRttAccepted>,
+        observer: Option<Arc<dyn H3TapObserver>>,
+    ) -> Result<Self, ErrorKind> {
+        if let Some(observer) = &observer {
+            observer.quic_connected(&quic);
+        }
+        let tap = Arc::new(TapCounters::observed(observer));
         let shared = Arc::new(Shared::default());
         let (mut driver, sender) = h3::client::builder()
             .build::<_, _, Bytes>(TappedConnection::new(quic.clone(), tap.clone()))

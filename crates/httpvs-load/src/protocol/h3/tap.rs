@@ -13,8 +13,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+/// Opt-in observer of what the tap sees (`httpvs trace`); the load path leaves it unset.
+pub trait H3TapObserver: Send + Sync {
+    /// The QUIC connection HTTP/3 is about to run on.
+    fn quic_connected(&self, conn: &quinn::Connection);
+    /// A request stream was opened.
+    fn stream_opened(&self, stream: u64);
+    /// A frame header (or a GOAWAY id) went by on `stream`; `sent` is client to server.
+    fn frame(&self, stream: u64, sent: bool, event: FrameEvent);
+    /// One side of `stream` finished (our FIN sent, or the peer's FIN read).
+    fn stream_finished(&self, stream: u64, sent: bool);
+}
+
 /// What the tap saw on one connection; shared with the connection handle.
-#[derive(Debug)]
 pub struct TapCounters {
     /// QPACK-encoded request header bytes sent (HEADERS frame payloads).
     pub header_sent: AtomicU64,
@@ -22,6 +33,8 @@ pub struct TapCounters {
     pub header_received: AtomicU64,
     /// The lowest GOAWAY stream id received; `u64::MAX` while none.
     goaway: AtomicU64,
+    /// `httpvs trace` only.
+    pub observer: Option<Arc<dyn H3TapObserver>>,
 }
 
 impl Default for TapCounters {
@@ -30,11 +43,49 @@ impl Default for TapCounters {
             header_sent: AtomicU64::new(0),
             header_received: AtomicU64::new(0),
             goaway: AtomicU64::new(u64::MAX),
+            observer: None,
         }
     }
 }
 
+impl std::fmt::Debug for TapCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TapCounters")
+            .field("header_sent", &self.header_sent)
+            .field("header_received", &self.header_received)
+            .field("goaway", &self.goaway)
+            .finish_non_exhaustive()
+    }
+}
+
 impl TapCounters {
+    /// Zeroed counters whose frames also go to `observer`.
+    pub fn observed(observer: Option<Arc<dyn H3TapObserver>>) -> Self {
+        TapCounters {
+            observer,
+            ..TapCounters::default()
+        }
+    }
+
+    /// Shows a received chunk of `stream` to the observer, if any (`None`: its FIN).
+    fn observe_received(
+        &self,
+        stream: StreamId,
+        chunk: Option<&Bytes>,
+        scanner: &mut FrameScanner,
+    ) {
+        let id = stream.into_inner();
+        match (chunk, &self.observer) {
+            (Some(bytes), Some(observer)) => scanner.feed(bytes, |e| {
+                self.record(e, &self.header_received);
+                observer.frame(id, false, e);
+            }),
+            (Some(bytes), None) => scanner.feed(bytes, |e| self.record(e, &self.header_received)),
+            (None, Some(observer)) => observer.stream_finished(id, false),
+            (None, None) => {}
+        }
+    }
+
     /// The stream id in the server's GOAWAY, once one arrived.
     pub fn goaway_id(&self) -> Option<u64> {
         match self.goaway.load(Ordering::Acquire) {
@@ -189,11 +240,9 @@ impl<S: quic::RecvStream<Buf = Bytes>> quic::RecvStream for TappedRecv<S> {
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
         let chunk = std::task::ready!(self.inner.poll_data(cx))?;
-        if let Some(bytes) = &chunk {
-            let counters = &self.counters;
-            self.scanner
-                .feed(bytes, |e| counters.record(e, &counters.header_received));
-        }
+        let id = self.inner.recv_id();
+        self.counters
+            .observe_received(id, chunk.as_ref(), &mut self.scanner);
         Poll::Ready(Ok(chunk))
     }
 
@@ -215,6 +264,9 @@ pub struct TappedBidi {
 
 impl TappedBidi {
     fn new(inner: h3_quinn::BidiStream<Bytes>, counters: Arc<TapCounters>) -> Self {
+        if let Some(observer) = &counters.observer {
+            observer.stream_opened(quic::SendStream::<Bytes>::send_id(&inner).into_inner());
+        }
         TappedBidi {
             inner,
             scanner: FrameScanner::request_stream(),
@@ -231,11 +283,9 @@ impl quic::RecvStream for TappedBidi {
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
         let chunk = std::task::ready!(self.inner.poll_data(cx))?;
-        if let Some(bytes) = &chunk {
-            let counters = &self.counters;
-            self.scanner
-                .feed(bytes, |e| counters.record(e, &counters.header_received));
-        }
+        let id = self.inner.recv_id();
+        self.counters
+            .observe_received(id, chunk.as_ref(), &mut self.scanner);
         Poll::Ready(Ok(chunk))
     }
 
@@ -256,14 +306,26 @@ impl quic::SendStream<Bytes> for TappedBidi {
     fn send_data<T: Into<WriteBuf<Bytes>>>(&mut self, data: T) -> Result<(), StreamErrorIncoming> {
         let frame: WriteBuf<Bytes> = data.into();
         // Each write on a request stream is one frame whose encoded header is the first chunk.
-        if let Some((FRAME_HEADERS, len)) = read_frame_header(frame.chunk()) {
+        let header = read_frame_header(frame.chunk());
+        if let Some((FRAME_HEADERS, len)) = header {
             self.counters.header_sent.fetch_add(len, Ordering::Relaxed);
+        }
+        if let (Some((ty, len)), Some(observer)) = (header, &self.counters.observer) {
+            observer.frame(
+                self.inner.send_id().into_inner(),
+                true,
+                FrameEvent::Frame { ty, len },
+            );
         }
         self.inner.send_data(frame)
     }
 
     fn poll_finish(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
-        self.inner.poll_finish(cx)
+        let poll = self.inner.poll_finish(cx);
+        if let (Poll::Ready(Ok(())), Some(observer)) = (&poll, &self.counters.observer) {
+            observer.stream_finished(self.inner.send_id().into_inner(), true);
+        }
+        poll
     }
 
     fn reset(&mut self, reset_code: u64) {

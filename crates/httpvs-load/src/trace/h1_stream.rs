@@ -1,0 +1,327 @@
+//! HTTP/1.1 messages of one traced connection, read from its plaintext both ways: request and
+//! response heads (httparse, with the load generator's own `parse_head` deciding how a
+//! response body ends and whether the connection stays open), and body lengths.
+
+use super::event::{Direction, EventKind, Field, H1Head};
+use super::recorder::Recorder;
+use crate::protocol::h1::{parse_head, BodyFraming, ChunkedBody};
+use crate::protocol::wire::WireTap;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// A head longer than this is not parsed (the h1 client would reject it too).
+const MAX_HEAD: usize = 64 * 1024;
+/// Header fields shown per head, at most.
+const MAX_FIELDS: usize = 128;
+
+/// The plaintext tap of a traced h1 connection; clones share the parsing state.
+#[derive(Debug, Clone)]
+pub struct H1Wire {
+    state: Arc<Mutex<H1State>>,
+}
+
+#[derive(Debug)]
+struct H1State {
+    recorder: Recorder,
+    show_body: bool,
+    sent: MessageReader,
+    received: MessageReader,
+    /// Methods of requests whose responses have not begun: HEAD responses have no body.
+    methods: VecDeque<String>,
+}
+
+/// Where one direction is: reading a head or skipping a body.
+#[derive(Debug, Default)]
+struct MessageReader {
+    head: Vec<u8>,
+    body: Option<Body>,
+}
+
+#[derive(Debug)]
+struct Body {
+    framing: &'static str,
+    left: BodyLeft,
+    length: u64,
+    text: Option<Vec<u8>>,
+}
+
+#[derive(Debug)]
+enum BodyLeft {
+    Length(u64),
+    Chunked(ChunkedBody, Vec<u8>),
+    UntilClose,
+}
+
+impl H1Wire {
+    /// A tap recording into `recorder`; `show_body` keeps bodies as text.
+    pub fn new(recorder: Recorder, show_body: bool) -> H1Wire {
+        H1Wire {
+            state: Arc::new(Mutex::new(H1State {
+                recorder,
+                show_body,
+                sent: MessageReader::default(),
+                received: MessageReader::default(),
+                methods: VecDeque::new(),
+            })),
+        }
+    }
+
+    /// The connection is over: a body delimited by the close ends here.
+    pub fn finish(&self) {
+        let mut state = self.lock();
+        let state = &mut *state;
+        if let Some(body) = state.received.body.take() {
+            body_event(&state.recorder, Direction::Recv, body);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, H1State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl WireTap for H1Wire {
+    fn sent(&mut self, bytes: &[u8]) {
+        self.lock().feed(Direction::Send, bytes);
+    }
+
+    fn received(&mut self, bytes: &[u8]) {
+        self.lock().feed(Direction::Recv, bytes);
+    }
+}
+
+impl H1State {
+    fn feed(&mut self, dir: Direction, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let reader = match dir {
+                Direction::Recv => &mut self.received,
+                _ => &mut self.sent,
+            };
+            if let Some(body) = reader.body.as_mut() {
+                let used = body.feed(bytes);
+                bytes = &bytes[used..];
+                if body.is_done() {
+                    if let Some(body) = reader.body.take() {
+                        body_event(&self.recorder, dir, body);
+                    }
+                }
+                continue;
+            }
+            let before = reader.head.len();
+            reader.head.extend_from_slice(bytes);
+            match self.parse_head(dir) {
+                Some(head_len) => {
+                    let reader = self.reader(dir);
+                    let used = head_len.saturating_sub(before).min(bytes.len());
+                    reader.head.clear();
+                    bytes = &bytes[used..];
+                }
+                None => return,
+            }
+        }
+    }
+
+    fn reader(&mut self, dir: Direction) -> &mut MessageReader {
+        match dir {
+            Direction::Recv => &mut self.received,
+            _ => &mut self.sent,
+        }
+    }
+
+    /// Parses a complete head from the buffered bytes; returns its length once complete.
+    fn parse_head(&mut self, dir: Direction) -> Option<usize> {
+        let buf = std::mem::take(&mut self.reader(dir).head);
+        let parsed = match dir {
+            Direction::Recv => self.response_head(&buf),
+            _ => self.request_head(&buf),
+        };
+        let reader = self.reader(dir);
+        reader.head = buf;
+        match parsed {
+            Ok(Some((head, body))) => {
+                let len = head.size as usize;
+                self.recorder.record(dir, EventKind::H1Head(head));
+                if let Some(body) = body {
+                    if body.is_done() {
+                        body_event(&self.recorder, dir, body);
+                    } else {
+                        self.reader(dir).body = Some(body);
+                    }
+                }
+                Some(len)
+            }
+            Ok(None) if self.reader(dir).head.len() <= MAX_HEAD => None,
+            Ok(None) | Err(()) => {
+                self.recorder.record(
+                    dir,
+                    EventKind::Note {
+                        text: "unparseable HTTP/1.1 head; the rest of this direction is not shown"
+                            .into(),
+                    },
+                );
+                // Park the direction: a huge "body" that is never shown.
+                self.reader(dir).body =
+                    Some(Body::new("unparsed", BodyLeft::Length(u64::MAX), false));
+                Some(self.reader(dir).head.len())
+            }
+        }
+    }
+
+    fn request_head(&mut self, buf: &[u8]) -> Result<Option<(H1Head, Option<Body>)>, ()> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_FIELDS];
+        let mut req = httparse::Request::new(&mut headers);
+        let size = match req.parse(buf) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(_) => return Err(()),
+        };
+        let method = req.method.unwrap_or_default().to_string();
+        let start_line = format!(
+            "{} {} HTTP/1.{}",
+            method,
+            req.path.unwrap_or_default(),
+            req.version.unwrap_or(1)
+        );
+        let fields = fields_of(req.headers);
+        let length = content_length(&fields).unwrap_or(0);
+        self.methods.push_back(method);
+        let body = (length > 0)
+            .then(|| Body::new("content-length", BodyLeft::Length(length), self.show_body));
+        let head = H1Head {
+            start_line,
+            fields,
+            size: size as u64,
+            keeps_open: None,
+        };
+        Ok(Some((head, body)))
+    }
+
+    fn response_head(&mut self, buf: &[u8]) -> Result<Option<(H1Head, Option<Body>)>, ()> {
+        let was_head = self.methods.front().is_some_and(|m| m == "HEAD");
+        let Some(parsed) = parse_head(buf, was_head).map_err(|_| ())? else {
+            return Ok(None);
+        };
+        let mut headers = [httparse::EMPTY_HEADER; MAX_FIELDS];
+        let mut resp = httparse::Response::new(&mut headers);
+        resp.parse(buf).map_err(|_| ())?;
+        let start_line = format!(
+            "HTTP/1.{} {} {}",
+            resp.version.unwrap_or(1),
+            resp.code.unwrap_or_default(),
+            resp.reason.unwrap_or_default()
+        );
+        let interim = parsed.is_interim();
+        if !interim {
+            self.methods.pop_front();
+        }
+        let left = match parsed.framing {
+            BodyFraming::Empty => None,
+            BodyFraming::Length(n) => Some(("content-length", BodyLeft::Length(n))),
+            BodyFraming::Chunked => Some((
+                "chunked",
+                BodyLeft::Chunked(ChunkedBody::default(), Vec::new()),
+            )),
+            BodyFraming::UntilClose => Some(("until-close", BodyLeft::UntilClose)),
+        };
+        let head = H1Head {
+            start_line: start_line.trim_end().to_string(),
+            fields: fields_of(resp.headers),
+            size: parsed.head_len as u64,
+            keeps_open: (!interim).then_some(!parsed.close),
+        };
+        let body = left.map(|(name, left)| Body::new(name, left, self.show_body));
+        Ok(Some((head, body)))
+    }
+}
+
+impl Body {
+    fn new(framing: &'static str, left: BodyLeft, show: bool) -> Body {
+        Body {
+            framing,
+            left,
+            length: 0,
+            text: show.then(Vec::new),
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        match &self.left {
+            BodyLeft::Length(n) => *n == 0,
+            BodyLeft::Chunked(c, _) => c.is_done(),
+            BodyLeft::UntilClose => false,
+        }
+    }
+
+    /// Consumes body bytes from `bytes`; returns how many belonged to the body.
+    fn feed(&mut self, bytes: &[u8]) -> usize {
+        match &mut self.left {
+            BodyLeft::Length(left) => {
+                let take = (*left).min(bytes.len() as u64) as usize;
+                *left -= take as u64;
+                self.length += take as u64;
+                if let Some(text) = &mut self.text {
+                    text.extend_from_slice(&bytes[..take]);
+                }
+                take
+            }
+            BodyLeft::UntilClose => {
+                self.length += bytes.len() as u64;
+                if let Some(text) = &mut self.text {
+                    text.extend_from_slice(bytes);
+                }
+                bytes.len()
+            }
+            BodyLeft::Chunked(chunked, pending) => {
+                // Chunk framing may split anywhere: keep the unconsumed tail for the next feed.
+                pending.extend_from_slice(bytes);
+                match chunked.feed(pending) {
+                    Ok(fed) => {
+                        self.length += fed.data;
+                        pending.drain(..fed.consumed);
+                        if !chunked.is_done() {
+                            return bytes.len();
+                        }
+                        // Bytes after the body belong to the next message (pipelining).
+                        let leftover = pending.len().min(bytes.len());
+                        pending.clear();
+                        bytes.len() - leftover
+                    }
+                    Err(_) => {
+                        self.left = BodyLeft::Length(0);
+                        bytes.len()
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn body_event(recorder: &Recorder, dir: Direction, body: Body) {
+    recorder.record(
+        dir,
+        EventKind::H1Body {
+            length: body.length,
+            framing: body.framing,
+            text: body.text.map(|t| String::from_utf8_lossy(&t).into_owned()),
+        },
+    );
+}
+
+fn fields_of(headers: &[httparse::Header<'_>]) -> Vec<Field> {
+    headers
+        .iter()
+        .map(|h| {
+            (
+                h.name.to_string(),
+                String::from_utf8_lossy(h.value).into_owned(),
+            )
+        })
+        .collect()
+}
+
+fn content_length(fields: &[Field]) -> Option<u64> {
+    fields
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.trim().parse().ok())
+}

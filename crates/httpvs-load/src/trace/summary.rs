@@ -1,0 +1,154 @@
+//! The trace's last line: streams opened, the most requests in flight at once (as the wire
+//! showed them), bytes each way, and what header compression saved.
+
+use super::event::{Direction, EventKind, H2Detail, TraceEvent};
+use crate::protocol::h2::frame_tap::kind;
+use crate::protocol::{ProtocolKind, WireBytes};
+use std::collections::HashSet;
+
+/// The numbers of one trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Summary {
+    /// Requests asked for.
+    pub requests: u32,
+    /// Requests that got a complete response.
+    pub succeeded: u32,
+    /// Requests that failed (or were never processed).
+    pub failed: u32,
+    /// Request streams opened on the wire (h1: request heads written).
+    pub streams_opened: u32,
+    /// Most requests on the wire at once: opened and not yet answered in full.
+    pub max_in_flight: u32,
+    /// Bytes written to the socket (TLS records or UDP payloads included).
+    pub bytes_sent: u64,
+    /// Bytes read from the socket.
+    pub bytes_received: u64,
+    /// Encoded header bytes (HPACK / QPACK / h1 heads), both ways.
+    pub header_encoded: u64,
+    /// Decoded header bytes (names + values) of the same blocks; `None` where not visible.
+    pub header_decoded: Option<u64>,
+}
+
+impl Summary {
+    /// Header compression savings in percent, when both sizes are known.
+    pub fn header_savings_percent(&self) -> Option<f64> {
+        let decoded = self.header_decoded?;
+        (decoded > 0).then(|| 100.0 * (1.0 - self.header_encoded as f64 / decoded as f64))
+    }
+}
+
+/// Computes the summary from the events and the connection's byte counters.
+pub fn summarize(
+    protocol: ProtocolKind,
+    requests: u32,
+    events: &[TraceEvent],
+    wire: WireBytes,
+) -> Summary {
+    let mut s = Summary {
+        requests,
+        bytes_sent: wire.sent,
+        bytes_received: wire.received,
+        header_decoded: Some(0),
+        ..Summary::default()
+    };
+    let mut h2_streams = HashSet::new();
+    let mut in_flight = 0u32;
+    for event in events {
+        let opened = match &event.kind {
+            EventKind::H2Frame(f) => {
+                if let H2Detail::Headers(block) = &f.detail {
+                    s.header_encoded += block.encoded;
+                    s.header_decoded = s.header_decoded.map(|d| d + block.decoded);
+                }
+                // A request stream opens with the client's first HEADERS on a new id.
+                event.dir == Direction::Send
+                    && f.frame_type == kind::HEADERS
+                    && h2_streams.insert(f.stream)
+            }
+            EventKind::H1Head(head) => {
+                s.header_encoded += head.size;
+                s.header_decoded = s.header_decoded.map(|d| d + head.size);
+                event.dir == Direction::Send
+            }
+            EventKind::H3Frame {
+                frame_type: 0x1,
+                length,
+                ..
+            } => {
+                s.header_encoded += length;
+                false
+            }
+            EventKind::H3StreamOpened { .. } => true,
+            EventKind::Response { .. } => {
+                s.succeeded += 1;
+                in_flight = in_flight.saturating_sub(1);
+                false
+            }
+            EventKind::RequestFailed { .. } => {
+                s.failed += 1;
+                in_flight = in_flight.saturating_sub(1);
+                false
+            }
+            _ => false,
+        };
+        if opened {
+            s.streams_opened += 1;
+            in_flight += 1;
+            s.max_in_flight = s.max_in_flight.max(in_flight);
+        }
+    }
+    if protocol == ProtocolKind::H3 {
+        // QPACK blocks are not decoded, so the decoded size of both directions is unknown.
+        s.header_decoded = None;
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::event::H1Head;
+    use std::time::Duration;
+
+    fn at(ms: u64, dir: Direction, kind: EventKind) -> TraceEvent {
+        TraceEvent {
+            at: Duration::from_millis(ms),
+            dir,
+            kind,
+        }
+    }
+
+    fn head(size: u64) -> EventKind {
+        EventKind::H1Head(H1Head {
+            start_line: "GET / HTTP/1.1".into(),
+            fields: vec![],
+            size,
+            keeps_open: None,
+        })
+    }
+
+    fn response(n: u32) -> EventKind {
+        EventKind::Response {
+            request: n,
+            status: 200,
+            header_bytes: 10,
+            body_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn pipelined_requests_count_as_in_flight_together() {
+        let events = [
+            at(1, Direction::Send, head(40)),
+            at(2, Direction::Send, head(40)),
+            at(3, Direction::Local, response(1)),
+            at(4, Direction::Send, head(40)),
+            at(5, Direction::Local, response(2)),
+            at(6, Direction::Local, response(3)),
+        ];
+        let s = summarize(ProtocolKind::H1, 3, &events, WireBytes::default());
+        assert_eq!((s.streams_opened, s.max_in_flight, s.succeeded), (3, 2, 3));
+        assert_eq!(s.header_encoded, 120);
+        assert_eq!(s.header_savings_percent(), Some(0.0));
+    }
+}

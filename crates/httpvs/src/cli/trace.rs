@@ -1,0 +1,183 @@
+//! `httpvs trace`: flags, validation into a `TraceConfig`, and printing the trace.
+//!
+//! Like `nghttp -v`: N requests at once on one connection, every frame or message with its
+//! time. Problems with the input exit 2 before anything is sent; a failed exchange is shown
+//! in the trace, then one line and exit 1.
+
+use super::load::parse_duration;
+use super::usage;
+use httpvs_load::config::{parse_url, TlsOptions};
+use httpvs_load::protocol::{ProtocolKind, RequestSpec};
+use httpvs_load::trace::{self, TraceConfig};
+use httpvs_load::ProtocolChoice;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Flags of `httpvs trace`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Target URL (http:// or https://).
+    #[arg(value_name = "URL")]
+    url: String,
+    /// Protocol: h1, h2c, h2, h3 or auto (ALPN for https, h1 for http).
+    #[arg(short = 'p', long, value_name = "PROTO", default_value = "auto")]
+    protocol: String,
+    /// Requests sent at once on the one connection (h1: pipelined).
+    #[arg(short = 'm', long, value_name = "N", default_value_t = 1)]
+    requests: u32,
+    /// Request method.
+    #[arg(short = 'X', long, value_name = "METHOD", default_value = "GET")]
+    method: String,
+    /// Request header "Name: value" (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    headers: Vec<String>,
+    /// Request body.
+    #[arg(short = 'd', long, value_name = "DATA", conflicts_with = "data_file")]
+    data: Option<String>,
+    /// Request body read from FILE.
+    #[arg(long, value_name = "FILE")]
+    data_file: Option<PathBuf>,
+    /// Accept any TLS certificate.
+    #[arg(short = 'k', long)]
+    insecure: bool,
+    /// Trust the CA certificates in this PEM file.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
+    /// Print bodies (as text) instead of only their lengths.
+    #[arg(long)]
+    body: bool,
+    /// One JSON object per event (t_ms, dir, type, ...), the summary last.
+    #[arg(long)]
+    json: bool,
+    /// Bound on the requests, from sending to the last response byte.
+    #[arg(long, value_name = "DUR", default_value = "10s")]
+    timeout: String,
+    /// Bound on TCP connect plus the TLS or QUIC handshake.
+    #[arg(long, value_name = "DUR", default_value = "10s")]
+    connect_timeout: String,
+    /// Keep watching this long after the last response (late GOAWAY, PING, close).
+    #[arg(long, value_name = "DUR", default_value = "100ms")]
+    linger: String,
+}
+
+/// Most requests one trace may send at once: a trace is for reading, not for load.
+const MAX_REQUESTS: u32 = 1000;
+
+/// Runs `httpvs trace`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let config = config_from(&args)?;
+    let traced = trace::run(&config).map_err(|e| {
+        if e.is_usage() {
+            usage(e.to_string())
+        } else {
+            anyhow::Error::new(e)
+        }
+    })?;
+    let rendered = if args.json {
+        trace::json::render(&traced)
+    } else {
+        trace::text::render(&traced)
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(rendered.as_bytes());
+    let _ = out.flush();
+    match traced.failure {
+        Some(failure) => anyhow::bail!("trace failed: {failure}"),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// Turns flags into a validated config; every problem is a one-line usage error.
+fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
+    let url = parse_url(&args.url).map_err(|e| usage(e.to_string()))?;
+    let https = url.scheme_str() == Some("https");
+    let protocol = ProtocolChoice::parse(&args.protocol).ok_or_else(|| {
+        usage(format!(
+            "invalid --protocol {:?}: use h1, h2c, h2, h3 or auto",
+            args.protocol
+        ))
+    })?;
+    let protocol = match protocol {
+        ProtocolChoice::Fixed(ProtocolKind::H2c) if https => {
+            return Err(usage("-p h2c is cleartext: use an http:// URL (or -p h2)"))
+        }
+        ProtocolChoice::Fixed(ProtocolKind::H3) if !https => {
+            return Err(usage("-p h3 needs an https:// URL"))
+        }
+        // HTTP/2 on an http:// URL can only be prior knowledge.
+        ProtocolChoice::Fixed(ProtocolKind::H2) if !https => {
+            ProtocolChoice::Fixed(ProtocolKind::H2c)
+        }
+        other => other,
+    };
+    if args.requests == 0 || args.requests > MAX_REQUESTS {
+        return Err(usage(format!(
+            "invalid -m {}: use 1 to {MAX_REQUESTS}",
+            args.requests
+        )));
+    }
+    if let Some(path) = &args.cacert {
+        if !path.is_file() {
+            return Err(usage(format!("--cacert {}: no such file", path.display())));
+        }
+    }
+    let request = RequestSpec {
+        method: http::Method::from_bytes(args.method.as_bytes())
+            .map_err(|_| usage(format!("invalid method {:?}", args.method)))?,
+        uri: with_root_path(url.clone()),
+        headers: args
+            .headers
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<anyhow::Result<_>>()?,
+        body: match (&args.data, &args.data_file) {
+            (Some(d), _) => bytes::Bytes::from(d.clone().into_bytes()),
+            (None, Some(path)) => std::fs::read(path)
+                .map_err(|e| usage(format!("cannot read --data-file {}: {e}", path.display())))?
+                .into(),
+            (None, None) => bytes::Bytes::new(),
+        },
+    };
+    Ok(TraceConfig {
+        url,
+        protocol,
+        requests: args.requests,
+        request,
+        tls: TlsOptions {
+            insecure: args.insecure,
+            cacert: args.cacert.clone(),
+        },
+        connect_timeout: duration_flag("--connect-timeout", &args.connect_timeout)?,
+        timeout: duration_flag("--timeout", &args.timeout)?,
+        show_body: args.body,
+        linger: duration_flag("--linger", &args.linger)?,
+    })
+}
+
+/// "http://host:port" means the root path.
+fn with_root_path(uri: http::Uri) -> http::Uri {
+    if uri.path_and_query().is_some() {
+        return uri;
+    }
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = Some(http::uri::PathAndQuery::from_static("/"));
+    http::Uri::from_parts(parts).unwrap_or(uri)
+}
+
+fn parse_header(h: &str) -> anyhow::Result<(http::HeaderName, http::HeaderValue)> {
+    let bad = || usage(format!("invalid header {h:?}: use \"Name: value\""));
+    let (name, value) = h.split_once(':').ok_or_else(bad)?;
+    let name = http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
+    let value = http::HeaderValue::from_str(value.trim()).map_err(|_| bad())?;
+    Ok((name, value))
+}
+
+fn duration_flag(flag: &str, s: &str) -> anyhow::Result<Duration> {
+    parse_duration(s).ok_or_else(|| {
+        usage(format!(
+            "invalid {flag} {s:?}: use a number with a unit, like 500ms, 10s or 1m"
+        ))
+    })
+}
