@@ -70,7 +70,7 @@ impl Relay {
                 core,
                 shared,
                 epoch,
-                buffer_len: mtu as usize + 128,
+                scratch: vec![0; mtu as usize + 128],
                 pool: Vec::new(),
                 late: 0,
                 rejected: 0,
@@ -111,7 +111,7 @@ struct Direction {
     core: NetemCore,
     shared: Arc<SharedCounters>,
     epoch: Instant,
-    buffer_len: usize,
+    scratch: Vec<u8>,
     pool: Vec<Vec<u8>>,
     late: u64,
     rejected: u64,
@@ -153,17 +153,23 @@ impl Direction {
 
     fn read_batch(&mut self) {
         for _ in 0..READ_BATCH {
-            let mut buf = self.pool.pop().unwrap_or_default();
-            buf.resize(self.buffer_len, 0);
-            // SAFETY: reading into a buffer of `buf.len()` initialized bytes.
-            let n = unsafe { libc::read(self.input.raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            // SAFETY: reading into `scratch`, which holds `scratch.len()` initialized bytes.
+            let n = unsafe {
+                libc::read(
+                    self.input.raw_fd(),
+                    self.scratch.as_mut_ptr().cast(),
+                    self.scratch.len(),
+                )
+            };
             if n <= 0 {
-                self.recycle(buf);
                 return;
             }
-            buf.truncate(n as usize);
+            // A right-sized copy: held packets cost their size, not the MTU (which may be 64 KB).
+            let mut packet = self.pool.pop().unwrap_or_default();
+            packet.clear();
+            packet.extend_from_slice(&self.scratch[..n as usize]);
             let now = self.now();
-            self.core.enqueue(now, buf);
+            self.core.enqueue(now, packet);
         }
     }
 
@@ -189,7 +195,7 @@ impl Direction {
     }
 
     fn recycle(&mut self, buf: Vec<u8>) {
-        if self.pool.len() < POOL_MAX && buf.capacity() >= self.buffer_len {
+        if self.pool.len() < POOL_MAX {
             self.pool.push(buf);
         }
     }
