@@ -1,5 +1,6 @@
 //! HTTP/3 interop with a real caddy: QUIC handshake with certificate checks, ALPN h3, requests,
-//! QPACK header accounting and QUIC statistics.
+//! QPACK header accounting, QUIC statistics, 0-RTT and Alt-Svc; and handshake failures typed
+//! against a closed port (refused) and a scripted peer that only offers another QUIC version.
 
 use bytes::Bytes;
 use httpvs_load::protocol::h3::{alt_svc_h3, H3Options, Http3};
@@ -242,6 +243,64 @@ async fn zero_rtt_sends_early_on_a_resumed_connection_when_asked() {
             Some(1),
             "caddy accepts 0-RTT, so the request went early"
         );
+    };
+    tokio::time::timeout(TEST_TIMEOUT, run)
+        .await
+        .expect("bounded");
+}
+
+/// A scripted UDP peer that answers every QUIC Initial with a Version Negotiation packet
+/// (RFC 9000 §17.2.1) offering only a version quinn does not speak.
+fn version_negotiation_peer() -> std::net::SocketAddr {
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let addr = socket.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        while let Ok((n, from)) = socket.recv_from(&mut buf) {
+            let packet = &buf[..n];
+            // Long header: flags, version (4), DCID len + DCID, SCID len + SCID.
+            let Some(&dcid_len) = packet.get(5) else {
+                continue;
+            };
+            let dcid = &packet[6..6 + dcid_len as usize];
+            let scid_at = 6 + dcid_len as usize;
+            let scid_len = packet[scid_at] as usize;
+            let scid = &packet[scid_at + 1..scid_at + 1 + scid_len];
+            let mut reply = vec![0xc0, 0, 0, 0, 0];
+            reply.push(scid.len() as u8);
+            reply.extend_from_slice(scid);
+            reply.push(dcid.len() as u8);
+            reply.extend_from_slice(dcid);
+            reply.extend_from_slice(&[0x0a, 0x1a, 0x2a, 0x3a]);
+            let _ = socket.send_to(&reply, from);
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn a_server_without_our_quic_version_is_version_negotiation() {
+    let addr = version_negotiation_peer();
+    let target = Target {
+        scheme: "https".into(),
+        host: "127.0.0.1".into(),
+        port: addr.port(),
+        addr,
+        dns: Duration::ZERO,
+    };
+    let options = ConnectOptions {
+        connect_timeout: Duration::from_secs(5),
+        tls: Some(tls_trusting_nothing()),
+        streams: 1,
+        keepalive: true,
+    };
+    let run = async {
+        let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
+        let err = h3.connect(&target, &options).await.err().expect("fails");
+        assert_eq!(err, httpvs_load::ErrorKind::VersionNegotiation);
     };
     tokio::time::timeout(TEST_TIMEOUT, run)
         .await
