@@ -314,3 +314,30 @@ fn set_receive_buffer(socket: &UdpSocket, bytes: i32) {
     };
     assert_eq!(rc, 0, "SO_RCVBUFFORCE");
 }
+
+#[test]
+fn start_sweeps_devices_left_by_dead_processes() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let _serial = serial();
+    // A pid that surely ended: a child we already reaped.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let stale = format!("hv-{dead}-0");
+    let made = std::process::Command::new("ip")
+        .args(["tuntap", "add", "dev", &stale, "mode", "tun"])
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: `ip tuntap` could not make a persistent device");
+        return;
+    }
+    assert!(std::path::Path::new(&format!("/sys/class/net/{stale}")).exists());
+    let link = link("", "", 8);
+    assert!(
+        !std::path::Path::new(&format!("/sys/class/net/{stale}")).exists(),
+        "the stale device of pid {dead} was swept"
+    );
+    drop(link);
+}
