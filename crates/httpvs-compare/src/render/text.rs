@@ -43,9 +43,9 @@ pub fn row_cells(view: &TableView, i: usize) -> Vec<String> {
     ]
 }
 
-/// Renders every table of the results for a terminal.
+/// Renders the set-up lines and every table of the results for a terminal.
 pub fn render(results: &Results) -> String {
-    let mut out = String::new();
+    let mut out = setup_lines(results);
     for view in super::views(results) {
         let mut headers: Vec<String> = HEADERS.iter().map(|h| h.to_string()).collect();
         headers.push(format!("vs {}", view.baseline));
@@ -86,6 +86,38 @@ fn aligned(headers: &[String], rows: &[Vec<String>]) -> String {
         }
         out.push_str(text.trim_end());
         out.push('\n');
+    }
+    out
+}
+
+/// What ran where: target, pinning, shapes, and what was skipped or tuned.
+fn setup_lines(results: &Results) -> String {
+    let s = &results.setup;
+    let mut out = format!(
+        "httpvs compare: {} on {}; {}\n",
+        results.plan.name, s.target, s.pinning
+    );
+    let _ = writeln!(
+        out,
+        "{} repeat(s) of {} after a {} warm-up per cell; medians, spread = min-max",
+        results.plan.repeats, results.plan.duration, results.plan.warmup
+    );
+    for skip in s.skipped_protocols.iter().chain(&s.skipped_conditions) {
+        let _ = writeln!(out, "skipped {}: {}", skip.name, skip.reason);
+    }
+    for t in &s.tuning {
+        let tried: Vec<String> = t
+            .candidates
+            .iter()
+            .map(|(shape, rps)| format!("{shape} {}", format::thousands(*rps)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "tuned {}: {} (req/s: {})",
+            t.variant,
+            t.chosen,
+            tried.join(", ")
+        );
     }
     out
 }
