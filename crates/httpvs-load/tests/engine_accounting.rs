@@ -8,7 +8,7 @@ use httpvs_load::protocol::{
     CloseCause, ConnectInfo, ConnectOptions, Connection, Protocol, ProtocolKind, RequestSpec,
     ResponseInfo, RetryReason, SendError, Target, WireBytes,
 };
-use httpvs_load::stats::Recording;
+use httpvs_load::stats::{Quiet, Recording};
 use httpvs_load::{ErrorKind, LoadConfig, LoadError, ProtocolFactory};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -325,4 +325,31 @@ fn observer_gets_a_snapshot_each_second() {
     assert!(r.series.len() >= 2);
     let last = rec.snapshots.last().unwrap();
     assert_eq!(last.total_started, r.requests.started);
+}
+
+#[test]
+fn warmup_requests_are_not_counted_but_its_connections_are() {
+    let counters = Arc::new(Counters::default());
+    let factory = FakeFactory {
+        b: Behaviour {
+            delay: Duration::from_millis(2),
+            ..Behaviour::default()
+        },
+        counters: counters.clone(),
+    };
+    let mut c = config()
+        .shape(3, 1)
+        .threads(1)
+        .duration(Duration::from_millis(300));
+    c.warmup = Duration::from_millis(300);
+    let target = resolve_target(&c.url).unwrap();
+    let r = run_with_protocol(&c, &target, factory, None, &mut Quiet, Arc::default()).unwrap();
+    let sent = counters.requests.load(Ordering::Relaxed);
+    assert!(r.requests.started > 0);
+    assert!(
+        sent > r.requests.started + 50,
+        "warmup sends are not counted"
+    );
+    assert_eq!(r.connections.opened, 3, "warmup connections count once");
+    assert!(r.requests.identity_holds);
 }

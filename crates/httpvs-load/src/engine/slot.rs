@@ -7,7 +7,7 @@
 
 use super::context::WorkerCtx;
 use crate::error::ErrorKind;
-use crate::protocol::{Connection, Protocol, WireBytes};
+use crate::protocol::{ConnectInfo, Connection, Protocol, WireBytes};
 use std::cell::Cell;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -31,6 +31,8 @@ pub struct LiveConn<P: Protocol> {
     /// measured request, with their warmup bytes subtracted).
     opened_measured: bool,
     wire_baseline: Cell<Option<WireBytes>>,
+    /// How it opened; a warmup connection is counted as opened at its first measured request.
+    info: ConnectInfo,
 }
 
 impl<P: Protocol> LiveConn<P> {
@@ -41,6 +43,7 @@ impl<P: Protocol> LiveConn<P> {
         if measured {
             if self.requests.get() == 0 && !self.opened_measured {
                 self.wire_baseline.set(Some(self.conn.wire()));
+                self.ctx.recorder.borrow_mut().connection_opened(&self.info);
             }
             self.requests.set(self.requests.get() + 1);
         }
@@ -185,6 +188,7 @@ impl<P: Protocol> Slot<P> {
                     uses: Cell::new(0),
                     opened_measured,
                     wire_baseline: Cell::new(None),
+                    info,
                 });
                 *self.current.borrow_mut() = Some(live.clone());
                 Ok(live)

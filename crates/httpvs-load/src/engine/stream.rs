@@ -106,9 +106,7 @@ async fn attempt<P: Protocol>(slot: &Slot<P>, req: &mut InFlight<'_>) -> Attempt
             return Attempt::Done;
         }
     };
-    if live.note_request(req.measured) && req.measured {
-        ctx.recorder.borrow_mut().total.connections.reused_requests += 1;
-    }
+    let reused = live.note_request(req.measured);
     let send_start = Instant::now();
     let first_send = *req.first_send.get_or_insert(send_start);
     let send = live.conn.send(&ctx.shared.spec);
@@ -121,6 +119,8 @@ async fn attempt<P: Protocol>(slot: &Slot<P>, req: &mut InFlight<'_>) -> Attempt
     let end = Instant::now();
     if let Err(SendError::Retry(_)) = result {
         live.unnote_request(req.measured);
+    } else if reused && req.measured {
+        ctx.recorder.borrow_mut().total.connections.reused_requests += 1;
     }
     drop(live);
     match result {

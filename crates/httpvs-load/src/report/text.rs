@@ -163,8 +163,12 @@ fn histogram(out: &mut String, d: &Distribution) {
         return;
     }
     let mut rows: Vec<(u64, u64)> = Vec::new();
+    let mut lower = d.min_us.saturating_sub(1);
     for b in &d.buckets {
-        let bound = b.le_us.max(1).next_power_of_two();
+        // Group by where the bucket starts, so a row's label never lies above its samples
+        // by more than one bucket; the top row is labelled with the true maximum.
+        let bound = (lower + 1).next_power_of_two().min(d.max_us.max(1));
+        lower = b.le_us.max(lower);
         match rows.last_mut() {
             Some((le, n)) if *le == bound => *n += b.count,
             _ => rows.push((bound, b.count)),
