@@ -112,7 +112,19 @@ pub fn run(config: &CompareConfig, progress: &mut dyn Progress) -> Result<Result
         })
         .collect();
     progress.note(&format!("shapes: {}", shapes.join(" ")));
-    let (conditions, skipped) = network::usable_conditions(&plan);
+    let (mut conditions, mut skipped) = network::usable_conditions(&plan);
+    if let Some(host) = config.target.as_deref().and_then(remote_host) {
+        // The link's far end is this host's loopback: a remote server is out of its reach.
+        let (clean, emulated): (Vec<_>, Vec<_>) =
+            conditions.into_iter().partition(|c| c.is_clean());
+        conditions = clean;
+        skipped.extend(emulated.into_iter().map(|c| crate::results::Skipped {
+            name: c.name.clone(),
+            reason: format!(
+                "the emulated link reaches only this host's loopback, and {host} is elsewhere"
+            ),
+        }));
+    }
     for s in &skipped {
         progress.note(&format!("skipped condition {}: {}", s.name, s.reason));
     }
@@ -139,6 +151,17 @@ pub fn run(config: &CompareConfig, progress: &mut dyn Progress) -> Result<Result
         setup,
         cells,
     })
+}
+
+/// The host of a URL when it is not this host's loopback.
+fn remote_host(url: &str) -> Option<String> {
+    let uri: http::Uri = url.parse().ok()?;
+    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
+    let local = host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    (!local).then(|| host.to_string())
 }
 
 /// CPUs the client may use: its pinned ones, or every core.
@@ -247,5 +270,21 @@ impl Drop for Target {
         if let Some(path) = self.ca_file.take() {
             let _ = std::fs::remove_file(path);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::remote_host;
+
+    #[test]
+    fn loopback_targets_are_local() {
+        assert_eq!(remote_host("http://127.0.0.1:8080/"), None);
+        assert_eq!(remote_host("https://[::1]:8443/"), None);
+        assert_eq!(remote_host("https://localhost/"), None);
+        assert_eq!(
+            remote_host("https://example.com/").as_deref(),
+            Some("example.com")
+        );
     }
 }
