@@ -148,42 +148,9 @@ impl Link {
             Layout::Namespaces => NetNs::create()
                 .map_err(|e| NetemError::setup("create the server's namespace", e))?,
         };
-        let client = PointToPoint {
-            name: NAMESPACE_DEVICE.into(),
-            local: addresses.client,
-            peer: addresses.server,
-            mtu: config.mtu,
-        };
-        let client_tun = client_ns
-            .run(|| -> std::io::Result<Tun> {
-                let tun = Tun::create(&client.name)?;
-                client.configure()?;
-                // The namespace's lo stays down, so 127.0.0.0/8 is not local and goes over the link.
-                ifconfig::add_route(Ipv4Addr::new(127, 0, 0, 0), 8, &client.name)?;
-                Ok(tun)
-            })
-            .and_then(|r| r)
-            .map_err(|e| NetemError::setup("set up the client's TUN device", e))?;
-        let server = PointToPoint {
-            name: host_device
-                .clone()
-                .unwrap_or_else(|| NAMESPACE_DEVICE.into()),
-            local: addresses.server,
-            peer: addresses.client,
-            mtu: config.mtu,
-        };
-        let own_namespace = config.layout == Layout::Namespaces;
-        let server_tun = server_ns
-            .run(|| -> std::io::Result<Tun> {
-                let tun = Tun::create(&server.name)?;
-                server.configure()?;
-                if own_namespace {
-                    ifconfig::bring_up("lo")?;
-                }
-                Ok(tun)
-            })
-            .and_then(|r| r)
-            .map_err(|e| NetemError::setup("set up the server side's TUN device", e))?;
+        let client_tun = client_side(&client_ns, addresses, config.mtu)?;
+        let server_name = host_device.clone();
+        let server_tun = server_side(&server_ns, server_name, addresses, config.mtu)?;
         let up = NetemCore::new(&config.up, config.seed);
         let down = NetemCore::new(&config.down, config.seed ^ 0x5bd1_e995_d0c5_a1f3);
         let relay = Relay::start(
@@ -276,6 +243,52 @@ impl Link {
         drop(self);
         counters
     }
+}
+
+/// The client's TUN device, in its namespace whose lo stays down: 127.0.0.0/8 is then not local
+/// there and is routed over the link.
+fn client_side(ns: &NetNs, addresses: LinkAddresses, mtu: u32) -> Result<Tun, NetemError> {
+    let client = PointToPoint {
+        name: NAMESPACE_DEVICE.into(),
+        local: addresses.client,
+        peer: addresses.server,
+        mtu,
+    };
+    ns.run(|| -> std::io::Result<Tun> {
+        let tun = Tun::create(&client.name)?;
+        client.configure()?;
+        ifconfig::add_route(Ipv4Addr::new(127, 0, 0, 0), 8, &client.name)?;
+        Ok(tun)
+    })
+    .and_then(|r| r)
+    .map_err(|e| NetemError::setup("set up the client's TUN device", e))
+}
+
+/// The server side's TUN device: `host_device` on this host, or `netem0` in a namespace of
+/// our own (whose lo is brought up, so its 127.0.0.1 answers).
+fn server_side(
+    ns: &NetNs,
+    host_device: Option<String>,
+    addresses: LinkAddresses,
+    mtu: u32,
+) -> Result<Tun, NetemError> {
+    let own_namespace = host_device.is_none();
+    let server = PointToPoint {
+        name: host_device.unwrap_or_else(|| NAMESPACE_DEVICE.into()),
+        local: addresses.server,
+        peer: addresses.client,
+        mtu,
+    };
+    ns.run(|| -> std::io::Result<Tun> {
+        let tun = Tun::create(&server.name)?;
+        server.configure()?;
+        if own_namespace {
+            ifconfig::bring_up("lo")?;
+        }
+        Ok(tun)
+    })
+    .and_then(|r| r)
+    .map_err(|e| NetemError::setup("set up the server side's TUN device", e))
 }
 
 /// `hv-<pid>-<n>`: unique per link in this process, and traceable to it by the sweep.
