@@ -341,3 +341,36 @@ fn start_sweeps_devices_left_by_dead_processes() {
     );
     drop(link);
 }
+
+#[test]
+fn a_packet_the_kernel_refuses_is_a_drop_not_a_crash() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let _serial = serial();
+    let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let target = receiver.local_addr().unwrap();
+    // Every packet gets one flipped bit; in small packets some land in the IP version nibble,
+    // which makes the TUN write fail with EINVAL.
+    let link = link("corrupt 100%", "", 9);
+    let sender = link
+        .run_in_client_ns(|| UdpSocket::bind("0.0.0.0:0"))
+        .unwrap()
+        .unwrap();
+    for i in 0..3000u32 {
+        sender.send_to(&[], target).unwrap();
+        if i % 100 == 99 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while link.counters().up.packets_out < 3000 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let c = link.stop();
+    assert_eq!(
+        c.up.packets_out, 3000,
+        "the relay went on after refusals: {c}"
+    );
+    assert!(c.up.rejected > 0, "some writes were refused: {c}");
+}
