@@ -63,14 +63,23 @@ fn trial(endpoints: &Endpoints, path: &str, variant: Variant) -> Result<(), Stri
     config.keepalive = variant.keepalive();
     config.connect_timeout = Duration::from_secs(3);
     config.timeout = Some(Duration::from_secs(5));
-    let report = httpvs_load::run(&config, &mut Quiet).map_err(|e| e.to_string())?;
+    let tried = match variant {
+        Variant::H1 | Variant::H1Close | Variant::H1Tls => "no HTTP/1.1 answer",
+        Variant::H2c => "no answer to the h2c prior-knowledge preface",
+        Variant::H2 => "no h2 over TLS (ALPN h2)",
+        Variant::H3 => "no HTTP/3 handshake on the UDP port",
+    };
+    let report = httpvs_load::run(&config, &mut Quiet).map_err(|e| format!("{tried}: {e}"))?;
     if report.requests.succeeded == 0 {
         let why: Vec<String> = report
             .errors
             .iter()
             .map(|e| format!("{} x{}", e.kind, e.count))
             .collect();
-        return Err(format!("no response in a trial ({})", why.join(", ")));
+        return Err(format!(
+            "{tried}: no response in a trial ({})",
+            why.join(", ")
+        ));
     }
     if report.protocol.negotiated != variant.kind().name() {
         return Err(format!(
