@@ -2,9 +2,11 @@
 //! and answers `GET /` inline (so responses of one read are written together); streams that read
 //! a body or wait get their own task. GOAWAY on shutdown, on `close=1` and after N streams.
 
+mod cork;
 mod gate;
 mod stream;
 
+pub use cork::{Cork, CorkedIo};
 pub use gate::{FrameGate, GateSignal, GatedIo};
 
 use crate::conn_io::ConnState;
@@ -24,13 +26,15 @@ pub async fn serve<I>(io: I, proto: Proto, ctx: &Arc<WorkerCtx>, state: Arc<Conn
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let cork = Arc::new(Cork::default());
+    let io = CorkedIo::new(io, cork.clone());
     match ctx.limits.max_requests_per_conn {
         Some(limit) => {
             let signal = Arc::new(GateSignal::default());
             let gated = GatedIo::new(io, limit, signal.clone());
-            run(gated, proto, ctx, state, Some(signal)).await
+            run(gated, proto, ctx, state, cork, Some(signal)).await
         }
-        None => run(io, proto, ctx, state, None).await,
+        None => run(io, proto, ctx, state, cork, None).await,
     }
 }
 
@@ -47,6 +51,7 @@ async fn run<I>(
     proto: Proto,
     ctx: &Arc<WorkerCtx>,
     state: Arc<ConnState>,
+    cork: Arc<Cork>,
     gate: Option<Arc<GateSignal>>,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -60,7 +65,7 @@ async fn run<I>(
     let mut going_away = false;
     loop {
         let next = tokio::select! {
-            next = next_stream(&mut conn, gate.as_deref(), going_away) => next,
+            next = next_stream(&mut conn, &cork, gate.as_deref(), going_away) => next,
             _ = &mut idle => {
                 ctx.counters.event(Event::IdleClosed);
                 return;
@@ -101,15 +106,18 @@ where
 }
 
 /// The next accepted stream; or, when the gate has let N streams through, a turn to send GOAWAY.
+/// Streams already read are taken with the cork closed; before waiting, the cork opens and h2
+/// polls once more, so the answers to one read leave in one write.
 async fn next_stream<I>(
     conn: &mut Connection<I, Bytes>,
+    cork: &Cork,
     gate: Option<&GateSignal>,
     going_away: bool,
 ) -> Next
 where
     I: AsyncRead + AsyncWrite + Unpin,
 {
-    std::future::poll_fn(|cx| match conn.poll_accept(cx) {
+    let classify = |polled| match polled {
         Poll::Ready(Some(Ok((request, respond)))) => Poll::Ready(Next::Stream(request, respond)),
         Poll::Ready(Some(Err(e))) => Poll::Ready(Next::Failed(e)),
         Poll::Ready(None) => Poll::Ready(Next::Closed),
@@ -117,6 +125,17 @@ where
             Poll::Ready(Next::GateReached)
         }
         Poll::Pending => Poll::Pending,
+    };
+    std::future::poll_fn(|cx| {
+        cork.close();
+        if let Poll::Ready(next) = classify(conn.poll_accept(cx)) {
+            if !matches!(next, Next::Stream(..)) {
+                cork.open();
+            }
+            return Poll::Ready(next);
+        }
+        cork.open();
+        classify(conn.poll_accept(cx))
     })
     .await
 }
