@@ -86,7 +86,8 @@ pub fn close_event(error: &quinn::ConnectionError) -> (Direction, EventKind) {
             crate::error::h3_code_name(c.error_code.into_inner()),
             String::from_utf8_lossy(&c.reason)
         ),
-        E::LocallyClosed => "closed by us".to_string(),
+        // H3Connection::close always uses H3_NO_ERROR.
+        E::LocallyClosed => "closed by us with H3_NO_ERROR (0x100)".to_string(),
         other => other.to_string(),
     };
     (dir, EventKind::QuicClosed { reason, code })

@@ -75,7 +75,7 @@ pub fn h3_frame(ty: u64) -> String {
         0x5 => "PUSH_PROMISE".into(),
         0x7 => "GOAWAY".into(),
         0xd => "MAX_PUSH_ID".into(),
-        t if t >= 0x21 && (t - 0x21) % 0x1f == 0 => "RESERVED".into(),
+        t if t >= 0x21 && (t - 0x21) % 0x1f == 0 => "RESERVED(grease)".into(),
         other => format!("UNKNOWN(0x{other:x})"),
     }
 }
@@ -95,6 +95,6 @@ mod tests {
         assert_eq!(h2_setting(3), "SETTINGS_MAX_CONCURRENT_STREAMS");
         assert_eq!(h2_error(7), "REFUSED_STREAM");
         assert_eq!(h3_frame(1), "HEADERS");
-        assert_eq!(h3_frame(0x21 + 0x1f * 3), "RESERVED");
+        assert_eq!(h3_frame(0x21 + 0x1f * 3), "RESERVED(grease)");
     }
 }

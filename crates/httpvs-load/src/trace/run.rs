@@ -187,8 +187,12 @@ impl Session<'_> {
         };
         self.record_phases(&info, offset);
         let sends = (1..=self.config.requests).map(|n| self.send_one(&conn, n));
-        let failures = futures_util::future::join_all(sends).await;
-        let failed = failures.iter().filter(|f| **f).count();
+        let failures: Vec<Option<String>> = futures_util::future::join_all(sends).await;
+        let failed = failures.iter().flatten().count();
+        let first = failures
+            .iter()
+            .enumerate()
+            .find_map(|(i, f)| Some((i + 1, f.as_ref()?)));
         // Late frames (GOAWAY after the last response, a PING) belong to the picture too.
         let linger = tokio::time::sleep(self.config.linger);
         tokio::pin!(linger);
@@ -203,13 +207,17 @@ impl Session<'_> {
         drop(conn);
         Outcome {
             wire,
-            failure: (failed > 0)
-                .then(|| format!("{failed} of {} requests failed", self.config.requests)),
+            failure: first.map(|(n, why)| {
+                format!(
+                    "{failed} of {} requests failed (request {n}: {why})",
+                    self.config.requests
+                )
+            }),
         }
     }
 
-    /// Sends request `n`; records its outcome. Returns whether it failed.
-    async fn send_one<C: Connection>(&self, conn: &C, n: u32) -> bool {
+    /// Sends request `n`; records its outcome. Returns why it failed, if it did.
+    async fn send_one<C: Connection>(&self, conn: &C, n: u32) -> Option<String> {
         let sent = tokio::time::timeout(self.config.timeout, conn.send(&self.config.request)).await;
         let outcome = match sent {
             Ok(Ok(info)) => EventKind::Response {
@@ -230,7 +238,10 @@ impl Session<'_> {
                 ),
             },
         };
-        let failed = matches!(outcome, EventKind::RequestFailed { .. });
+        let failed = match &outcome {
+            EventKind::RequestFailed { error, .. } => Some(error.clone()),
+            _ => None,
+        };
         self.recorder.record(Direction::Local, outcome);
         failed
     }

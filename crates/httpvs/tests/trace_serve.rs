@@ -1,0 +1,307 @@
+//! `httpvs trace` through the binary against the in-process reference server: h2c
+//! multiplexing (SETTINGS both ways, two HEADERS out before the first response), GOAWAY with
+//! the right last-stream-id under a request limit, h1 heads, h3 on one QUIC connection, the
+//! JSON-lines shape, and failures as events plus one line and exit 1.
+
+use httpvs_server::{Limits, RunningServer, ServeConfig};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// No trace here may take longer; a hung client is killed and the test fails.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn serve(limits: Limits) -> RunningServer {
+    let config = ServeConfig {
+        limits,
+        ..ServeConfig::loopback_ephemeral()
+    };
+    httpvs_server::start(config).expect("server starts")
+}
+
+/// Runs `httpvs trace ARGS`, killed past the deadline.
+fn trace(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .arg("trace")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("httpvs runs");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            panic!("httpvs trace did not finish within {DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// The JSON events of a `--json` trace; every line must parse and carry t_ms, dir and type.
+fn events(out: &Output) -> Vec<Value> {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .map(|line| {
+            let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            assert!(v["t_ms"].is_number(), "no t_ms: {line}");
+            assert!(
+                matches!(v["dir"].as_str(), Some("send" | "recv" | "local")),
+                "bad dir: {line}"
+            );
+            assert!(v["type"].is_string(), "no type: {line}");
+            v
+        })
+        .collect()
+}
+
+fn of_type<'a>(events: &'a [Value], ty: &str, dir: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| e["type"] == ty && e["dir"] == dir)
+        .collect()
+}
+
+fn summary(events: &[Value]) -> &Value {
+    let last = events.last().expect("events");
+    assert_eq!(last["type"], "summary");
+    last
+}
+
+#[test]
+fn h2c_two_requests_multiplex_on_one_connection() {
+    let server = serve(Limits::default());
+    let url = format!(
+        "http://{}/?delay=50ms&size=300",
+        server.http_addr().expect("http")
+    );
+    let out = trace(&["-p", "h2c", "-m", "2", "--json", &url]);
+    assert!(out.status.success(), "{out:?}");
+    let events = events(&out);
+    assert_eq!(of_type(&events, "tcp_connected", "local").len(), 1);
+    let settings = |dir| {
+        of_type(&events, "SETTINGS", dir)
+            .into_iter()
+            .filter(|e| e["flags"] == 0)
+            .count()
+    };
+    assert_eq!(settings("send"), 1, "client SETTINGS");
+    assert_eq!(settings("recv"), 1, "server SETTINGS");
+    let sent = of_type(&events, "HEADERS", "send");
+    let received = of_type(&events, "HEADERS", "recv");
+    let streams = |frames: &[&Value]| -> Vec<u64> {
+        frames
+            .iter()
+            .map(|f| f["stream"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(streams(&sent), [1, 3]);
+    let mut answered = streams(&received);
+    answered.sort_unstable();
+    assert_eq!(answered, [1, 3]);
+    let first_response = received[0]["t_ms"].as_f64().unwrap();
+    for request in &sent {
+        assert!(request["t_ms"].as_f64().unwrap() < first_response);
+        assert_eq!(request["fields"][0][0], ":method");
+    }
+    assert_eq!(
+        received[0]["fields"][0],
+        serde_json::json!([":status", "200"])
+    );
+    let data: u64 = of_type(&events, "DATA", "recv")
+        .iter()
+        .map(|d| d["data_length"].as_u64().unwrap())
+        .sum();
+    assert_eq!(data, 600);
+    let s = summary(&events);
+    assert_eq!(s["protocol"], "h2c");
+    assert_eq!(
+        (s["streams_opened"].as_u64(), s["max_in_flight"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(s["succeeded"], 2);
+    // The second request reuses the first one's dynamic table entries.
+    assert!(sent[1]["encoded_bytes"].as_u64() < sent[0]["encoded_bytes"].as_u64());
+    assert!(s["header_savings_percent"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn h2c_text_trace_is_greppable() {
+    let server = serve(Limits::default());
+    let url = format!("http://{}/", server.http_addr().expect("http"));
+    let out = trace(&["-p", "h2c", &url]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("ms] send SETTINGS frame <length="), "{text}");
+    assert!(
+        text.contains("[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):128]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("send HEADERS frame <length=")
+            && text.contains("flags=0x05 END_STREAM|END_HEADERS, stream_id=1>"),
+        "{text}"
+    );
+    assert!(text.contains("               :status: 200"), "{text}");
+    let last = text.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("summary: protocol=h2c connections=1 streams=1"),
+        "{last}"
+    );
+}
+
+#[test]
+fn request_limit_shows_goaway_with_the_last_processed_stream() {
+    let server = serve(Limits {
+        max_requests_per_conn: Some(1),
+        ..Limits::default()
+    });
+    let url = format!("http://{}/?delay=20ms", server.http_addr().expect("http"));
+    let out = trace(&["-p", "h2c", "-m", "2", "--json", &url]);
+    let events = events(&out);
+    let goaways = of_type(&events, "GOAWAY", "recv");
+    assert!(
+        goaways
+            .iter()
+            .any(|g| g["last_stream_id"] == 1 && g["error"] == "NO_ERROR"),
+        "{goaways:?}"
+    );
+    let failed = of_type(&events, "request_failed", "local");
+    assert_eq!(failed.len(), 1, "{events:?}");
+    assert!(failed[0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("not processed"));
+    // The refused request makes the trace fail: one line, exit 1.
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("httpvs: trace failed: 1 of 2 requests failed"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn h1_trace_shows_heads_bodies_and_keep_alive() {
+    let server = serve(Limits::default());
+    let url = format!("http://{}/?size=42", server.http_addr().expect("http"));
+    let out = trace(&["-p", "h1", "-m", "2", "--json", &url]);
+    assert!(out.status.success(), "{out:?}");
+    let events = events(&out);
+    let requests = of_type(&events, "h1_head", "send");
+    let responses = of_type(&events, "h1_head", "recv");
+    assert_eq!((requests.len(), responses.len()), (2, 2));
+    assert!(requests[0]["start_line"]
+        .as_str()
+        .unwrap()
+        .starts_with("GET /?size=42 HTTP/1.1"));
+    assert_eq!(responses[0]["start_line"], "HTTP/1.1 200 OK");
+    assert_eq!(responses[0]["keeps_open"], true);
+    let bodies = of_type(&events, "h1_body", "recv");
+    assert!(bodies.iter().all(|b| b["length"] == 42), "{bodies:?}");
+    assert_eq!(summary(&events)["max_in_flight"], 2);
+}
+
+fn write_ca(server: &RunningServer, name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("trace-{name}"));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let path = dir.join("ca.pem");
+    std::fs::write(&path, server.ca_pem()).expect("write CA");
+    path
+}
+
+#[test]
+fn h2_over_tls_shows_the_handshake_and_alpn() {
+    let server = serve(Limits::default());
+    let ca = write_ca(&server, "h2");
+    let port = server.https_addr().expect("https").port();
+    let url = format!("https://localhost:{port}/");
+    let out = trace(&["-p", "h2", "--cacert", ca.to_str().unwrap(), "--json", &url]);
+    assert!(out.status.success(), "{out:?}");
+    let events = events(&out);
+    let tls = of_type(&events, "tls_handshake", "local");
+    assert_eq!(tls.len(), 1);
+    assert_eq!(tls[0]["alpn"], "h2");
+    assert_eq!(tls[0]["tls_version"], "TLSv1.3");
+    assert_eq!(of_type(&events, "HEADERS", "recv").len(), 1);
+}
+
+#[test]
+fn h3_two_requests_on_one_quic_connection() {
+    let server = serve(Limits::default());
+    let ca = write_ca(&server, "h3");
+    let port = server.h3_addr().expect("h3").port();
+    let url = format!("https://localhost:{port}/?size=7");
+    let out = trace(&[
+        "-p",
+        "h3",
+        "-m",
+        "2",
+        "--cacert",
+        ca.to_str().unwrap(),
+        "--json",
+        &url,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let events = events(&out);
+    let handshakes = of_type(&events, "quic_handshake", "local");
+    assert_eq!(handshakes.len(), 1);
+    assert_eq!(handshakes[0]["alpn"], "h3");
+    let opened = of_type(&events, "stream_opened", "local");
+    assert_eq!(opened.len(), 2);
+    let sent = of_type(&events, "HEADERS", "send");
+    let received = of_type(&events, "HEADERS", "recv");
+    assert_eq!((sent.len(), received.len()), (2, 2));
+    assert!(sent
+        .iter()
+        .all(|h| h["proto"] == "h3" && h["length"].as_u64() > Some(0)));
+    let data: u64 = of_type(&events, "DATA", "recv")
+        .iter()
+        .map(|d| d["length"].as_u64().unwrap())
+        .sum();
+    assert_eq!(data, 14);
+    assert_eq!(of_type(&events, "response", "local").len(), 2);
+    assert!(events
+        .iter()
+        .any(|e| e["type"] == "note" && e["text"].as_str().unwrap().contains("not shown")));
+    let s = summary(&events);
+    assert_eq!(
+        (s["protocol"].as_str(), s["succeeded"].as_u64()),
+        (Some("h3"), Some(2))
+    );
+    assert!(s["header_decoded_bytes"].is_null());
+}
+
+#[test]
+fn refused_connection_is_an_event_then_one_line_and_exit_1() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = closed.local_addr().expect("addr");
+    drop(closed);
+    let out = trace(&["-p", "h2c", "--json", &format!("http://{addr}/")]);
+    assert_eq!(out.status.code(), Some(1));
+    let events = events(&out);
+    let errors = of_type(&events, "error", "local");
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0]["error"].as_str().unwrap().starts_with("refused"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    for args in [
+        &["-p", "h2c", "https://localhost/"][..],
+        &["-p", "h3", "http://localhost/"],
+        &["-m", "0", "http://localhost/"],
+        &["-p", "spdy", "http://localhost/"],
+    ] {
+        let out = trace(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    }
+}
