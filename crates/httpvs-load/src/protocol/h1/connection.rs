@@ -1,12 +1,13 @@
 //! One HTTP/1.1 connection: keep-alive, pipelining (writes in order, responses read in the
 //! same order), and how the connection ends.
 //!
-//! Concurrent `send` calls take a ticket when they write; each then waits for its turn to read,
-//! so up to `-m` requests are on the wire at once. A send that is dropped half-way (a request
-//! timeout) leaves the byte stream unusable, so a guard retires the connection.
+//! Concurrent `send` calls take a ticket when they queue their request (see `write_batch`);
+//! each then waits for its turn to read, so up to `-m` requests are on the wire at once. A send
+//! that is dropped half-way (a request timeout) leaves the byte stream unusable, so a guard
+//! retires the connection.
 
-use super::request_head::HeadCache;
 use super::response::{parse_head, BodyFraming, ChunkedBody, ResponseHead};
+use super::write_batch::{WriteBatch, WriteFailure};
 use crate::error::ErrorKind;
 use crate::protocol::tcp::{io_error_kind, Transport};
 use crate::protocol::wire::WireCounter;
@@ -16,8 +17,8 @@ use std::cell::{Cell, RefCell};
 use std::io;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
-use tokio::sync::{Mutex, Notify};
+use tokio::io::{AsyncReadExt, ReadHalf};
+use tokio::sync::Notify;
 
 /// Bytes asked of the socket per read: large reads keep syscalls per response low.
 const READ_CHUNK: usize = 64 * 1024;
@@ -26,7 +27,7 @@ const RETRY: SendError = SendError::Retry(RetryReason::ConnectionClosed);
 
 /// An open HTTP/1.1 connection (plain or TLS).
 pub struct Http1Connection {
-    writer: Mutex<WriteSide>,
+    writes: WriteBatch,
     /// Taken by the send whose turn it is to read, and put back after its response.
     reader: RefCell<Option<ReadSide>>,
     /// Wakes sends waiting for their turn to read.
@@ -35,15 +36,11 @@ pub struct Http1Connection {
     /// Responses from this ticket on will never be read (close, EOF, error, abandoned send);
     /// `u64::MAX` while healthy. Earlier pipelined responses still complete.
     dead_from: Cell<u64>,
+    /// Why requests from `WriteBatch::written_through` on could not be written, if so.
+    write_error: Cell<Option<ErrorKind>>,
     cause: Cell<CloseCause>,
     counter: Arc<WireCounter>,
     keepalive: bool,
-}
-
-struct WriteSide {
-    io: WriteHalf<Transport>,
-    heads: HeadCache,
-    next_ticket: u64,
 }
 
 struct ReadSide {
@@ -58,14 +55,15 @@ struct ReadFailure {
 }
 
 impl Http1Connection {
-    pub(super) fn new(transport: Transport, counter: Arc<WireCounter>, keepalive: bool) -> Self {
+    pub(super) fn new(
+        transport: Transport,
+        counter: Arc<WireCounter>,
+        keepalive: bool,
+        depth: u32,
+    ) -> Self {
         let (read, write) = tokio::io::split(transport);
         Http1Connection {
-            writer: Mutex::new(WriteSide {
-                io: write,
-                heads: HeadCache::default(),
-                next_ticket: 0,
-            }),
+            writes: WriteBatch::new(write, depth),
             reader: RefCell::new(Some(ReadSide {
                 io: read,
                 buf: BytesMut::with_capacity(READ_CHUNK),
@@ -73,6 +71,7 @@ impl Http1Connection {
             turn: Notify::new(),
             next_turn: Cell::new(0),
             dead_from: Cell::new(u64::MAX),
+            write_error: Cell::new(None),
             cause: Cell::new(CloseCause::Open),
             counter,
             keepalive,
@@ -88,7 +87,12 @@ impl Http1Connection {
 
     /// Marks responses after `ticket` as unreadable and wakes their waiters.
     fn end_reading_after(&self, ticket: u64) {
-        self.dead_from.set(self.dead_from.get().min(ticket + 1));
+        self.end_reading_from(ticket + 1);
+    }
+
+    /// Marks responses from `ticket` on as unreadable and wakes their waiters.
+    fn end_reading_from(&self, ticket: u64) {
+        self.dead_from.set(self.dead_from.get().min(ticket));
         self.turn.notify_waiters();
     }
 
@@ -133,51 +137,55 @@ impl Http1Connection {
         }
     }
 
-    /// Writes the request; returns its ticket, the position of its response on the wire.
+    /// Queues the request (writing it unless a flush is already under way); returns its
+    /// ticket, the position of its response on the wire.
     async fn write_request(&self, req: &RequestSpec) -> Result<u64, SendError> {
-        let mut side = self.writer.lock().await;
-        // Waiting for the lock may have outlived the connection.
         if self.cause.get() != CloseCause::Open {
             return Err(RETRY);
         }
-        let side = &mut *side;
-        let head = side.heads.head(req, self.keepalive);
-        let mut bytes = head.clone().chain(req.body.clone());
-        // A request cut off half-written (dropped send) would corrupt every later one.
-        let mut partial = PartialWrite {
-            conn: self,
-            done: false,
-        };
-        let written = async {
-            side.io.write_all_buf(&mut bytes).await?;
-            side.io.flush().await
-        }
-        .await;
-        partial.done = true;
-        if let Err(e) = written {
-            return Err(self.write_failed(&e, side.next_ticket > 0));
-        }
-        self.counter.add_header_sent(head.len() as u64);
-        let ticket = side.next_ticket;
-        side.next_ticket += 1;
+        let (ticket, head_len) = self.writes.queue(req, self.keepalive);
+        self.counter.add_header_sent(head_len as u64);
         if !self.keepalive {
             // `--no-keepalive`: this connection carries exactly this request.
             self.retire(CloseCause::Local);
         }
+        if !self.writes.is_flushing() {
+            // A flush cut off half-way (dropped send) would corrupt every later request.
+            let mut partial = PartialWrite {
+                conn: self,
+                done: false,
+            };
+            let flushed = self.writes.flush().await;
+            partial.done = true;
+            if let Err(failure) = flushed {
+                self.write_failed(failure);
+            }
+        }
         Ok(ticket)
     }
 
-    /// A write on a reused connection fails when the server has closed it (keep-alive race):
-    /// nothing of the request was processed, so it may be sent again.
-    fn write_failed(&self, e: &io::Error, reused: bool) -> SendError {
-        let kind = io_error_kind(e);
+    /// The server closed or reset the connection under our writes. Requests already on the
+    /// wire may still be answered; the rest learn the error in `wait_turn`.
+    fn write_failed(&self, failure: WriteFailure) {
+        let kind = io_error_kind(&failure.error);
         self.retire(match kind {
             ErrorKind::ConnectionClosed => CloseCause::Fin,
             _ => CloseCause::Reset,
         });
-        match kind {
-            ErrorKind::ConnectionClosed | ErrorKind::Reset if reused => RETRY,
-            kind => SendError::Failed(kind),
+        self.write_error.set(Some(kind));
+        self.end_reading_from(failure.first_unwritten);
+    }
+
+    /// The outcome of a request whose response will never be read. A request that could not
+    /// be written on a reused connection met a keep-alive race: nothing of it was processed,
+    /// so it may be sent again.
+    fn unanswered(&self, ticket: u64) -> SendError {
+        match self.write_error.get() {
+            Some(kind) if ticket >= self.writes.written_through() => match kind {
+                ErrorKind::ConnectionClosed | ErrorKind::Reset if ticket > 0 => RETRY,
+                kind => SendError::Failed(kind),
+            },
+            _ => RETRY,
         }
     }
 
@@ -188,7 +196,7 @@ impl Http1Connection {
             // Registered before checking, so a notify between check and await is not lost.
             notified.as_mut().enable();
             if ticket >= self.dead_from.get() {
-                return Err(RETRY);
+                return Err(self.unanswered(ticket));
             }
             if self.next_turn.get() == ticket {
                 return Ok(());
@@ -214,7 +222,7 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// Retires the connection if a send is dropped while its request is partly written.
+/// Retires the connection if a send is dropped while it flushes queued requests.
 struct PartialWrite<'a> {
     conn: &'a Http1Connection,
     done: bool,
@@ -224,6 +232,8 @@ impl Drop for PartialWrite<'_> {
     fn drop(&mut self) {
         if !self.done {
             self.conn.retire(CloseCause::Local);
+            self.conn
+                .end_reading_from(self.conn.writes.written_through());
         }
     }
 }

@@ -1,0 +1,113 @@
+//! The write side of an HTTP/1.1 connection: requests are queued in order (each gets a
+//! ticket, its place on the wire) and one flusher writes everything queued, so pipelined
+//! requests issued in the same loop turn leave in one write instead of one syscall each.
+
+use super::request_head::HeadCache;
+use crate::protocol::tcp::Transport;
+use crate::protocol::RequestSpec;
+use std::cell::{Cell, RefCell};
+use std::io;
+use tokio::io::{AsyncWriteExt, WriteHalf};
+
+/// Queued request bytes and the socket half they go to.
+pub struct WriteBatch {
+    /// Taken by the flusher while it writes; lost if a flush is abandoned half-way.
+    io: RefCell<Option<WriteHalf<Transport>>>,
+    queued: RefCell<Vec<u8>>,
+    /// The buffer being written; swapped with `queued` so neither is reallocated.
+    spare: RefCell<Vec<u8>>,
+    heads: RefCell<HeadCache>,
+    next_ticket: Cell<u64>,
+    /// Tickets below this are on the socket.
+    written_through: Cell<u64>,
+    flushing: Cell<bool>,
+    /// Whether other sends may queue behind a flusher (pipelining depth > 1).
+    batches: bool,
+}
+
+/// A flush that failed: requests from `first_unwritten` on never (fully) left.
+pub struct WriteFailure {
+    /// First ticket not known to be written.
+    pub first_unwritten: u64,
+    /// What went wrong.
+    pub error: io::Error,
+}
+
+impl WriteBatch {
+    /// A write side for `io`; `depth` is the pipelining depth (`-m`).
+    pub fn new(io: WriteHalf<Transport>, depth: u32) -> Self {
+        WriteBatch {
+            io: RefCell::new(Some(io)),
+            queued: RefCell::new(Vec::with_capacity(4096)),
+            spare: RefCell::new(Vec::with_capacity(4096)),
+            heads: RefCell::new(HeadCache::default()),
+            next_ticket: Cell::new(0),
+            written_through: Cell::new(0),
+            flushing: Cell::new(false),
+            batches: depth > 1,
+        }
+    }
+
+    /// Queues `req`; returns its ticket and the length of its head.
+    pub fn queue(&self, req: &RequestSpec, keepalive: bool) -> (u64, usize) {
+        let head = self.heads.borrow_mut().head(req, keepalive);
+        let mut queued = self.queued.borrow_mut();
+        queued.extend_from_slice(&head);
+        queued.extend_from_slice(&req.body);
+        let ticket = self.next_ticket.get();
+        self.next_ticket.set(ticket + 1);
+        (ticket, head.len())
+    }
+
+    /// Whether a flush is under way (it will also write whatever is queued now).
+    pub fn is_flushing(&self) -> bool {
+        self.flushing.get()
+    }
+
+    /// Tickets below this are on the socket.
+    pub fn written_through(&self) -> u64 {
+        self.written_through.get()
+    }
+
+    /// Writes everything queued, including what other sends queue while it writes.
+    pub async fn flush(&self) -> Result<(), WriteFailure> {
+        self.flushing.set(true);
+        if self.batches {
+            // Sends that are ready in this same loop turn queue behind us first.
+            tokio::task::yield_now().await;
+        }
+        let Some(mut io) = self.io.borrow_mut().take() else {
+            return Err(self.failure(io::ErrorKind::BrokenPipe.into()));
+        };
+        loop {
+            let mut batch = self.spare.take();
+            std::mem::swap(&mut batch, &mut *self.queued.borrow_mut());
+            let through = self.next_ticket.get();
+            if batch.is_empty() {
+                self.spare.replace(batch);
+                break;
+            }
+            let written = async {
+                io.write_all(&batch).await?;
+                io.flush().await
+            }
+            .await;
+            batch.clear();
+            self.spare.replace(batch);
+            if let Err(error) = written {
+                return Err(self.failure(error));
+            }
+            self.written_through.set(through);
+        }
+        self.io.replace(Some(io));
+        self.flushing.set(false);
+        Ok(())
+    }
+
+    fn failure(&self, error: io::Error) -> WriteFailure {
+        WriteFailure {
+            first_unwritten: self.written_through.get(),
+            error,
+        }
+    }
+}
