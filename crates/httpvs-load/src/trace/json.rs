@@ -23,11 +23,16 @@ pub fn render(trace: &Trace) -> String {
     out
 }
 
+/// Milliseconds with microsecond resolution (no binary-fraction noise in the output).
+fn millis(at: std::time::Duration) -> f64 {
+    at.as_micros() as f64 / 1000.0
+}
+
 /// One event as a JSON object.
 pub fn event_json(event: &TraceEvent) -> Value {
     let (ty, fields) = kind_json(&event.kind);
     let mut obj = Map::new();
-    obj.insert("t_ms".into(), json!(event.at.as_secs_f64() * 1000.0));
+    obj.insert("t_ms".into(), json!(millis(event.at)));
     obj.insert("dir".into(), json!(event.dir.name()));
     obj.insert("type".into(), json!(ty));
     if let Value::Object(fields) = fields {

@@ -203,6 +203,20 @@ impl Session<'_> {
             }
         }
         let wire = conn.wire();
+        if let Some(q) = conn.quic_stats() {
+            let text = format!(
+                "QUIC stats: {} datagrams sent, {} received, {} packets lost, rtt {:.3}ms \
+                 (min {:.3}ms), cwnd {} bytes",
+                q.datagrams_sent,
+                q.datagrams_received,
+                q.packets_lost,
+                q.smoothed_rtt.as_secs_f64() * 1000.0,
+                q.min_rtt.as_secs_f64() * 1000.0,
+                q.cwnd
+            );
+            self.recorder
+                .record(Direction::Local, EventKind::Note { text });
+        }
         conn.close();
         drop(conn);
         Outcome {
