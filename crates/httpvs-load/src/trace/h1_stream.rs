@@ -325,3 +325,80 @@ fn content_length(fields: &[Field]) -> Option<u64> {
         .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
         .and_then(|(_, v)| v.trim().parse().ok())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn heads_and_bodies(recorder: &Recorder) -> Vec<String> {
+        recorder
+            .events()
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::H1Head(h) => Some(format!("{} {}", e.dir.name(), h.start_line)),
+                EventKind::H1Body {
+                    length, framing, ..
+                } => Some(format!("{} body {length} {framing}", e.dir.name())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pipelined_requests_and_responses_split_at_every_byte() {
+        let recorder = Recorder::start_now();
+        let mut wire = H1Wire::new(recorder.clone(), true);
+        let requests = b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcHEAD /b HTTP/1.1\r\nHost: x\r\n\r\n";
+        let responses = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nxyz\r\n2\r\nuv\r\n0\r\n\r\n\
+HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nHTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n";
+        for b in requests {
+            wire.sent(std::slice::from_ref(b));
+        }
+        wire.sent(b"GET /c HTTP/1.1\r\n\r\n");
+        for b in responses {
+            wire.received(std::slice::from_ref(b));
+        }
+        assert_eq!(
+            heads_and_bodies(&recorder),
+            [
+                "send POST /a HTTP/1.1",
+                "send body 3 content-length",
+                "send HEAD /b HTTP/1.1",
+                "send GET /c HTTP/1.1",
+                "recv HTTP/1.1 200 OK",
+                "recv body 5 chunked",
+                // The HEAD response announces 1000 bytes but has no body.
+                "recv HTTP/1.1 200 OK",
+                "recv HTTP/1.1 204 No Content",
+            ]
+        );
+        let closes: Vec<Option<bool>> = recorder
+            .events()
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::H1Head(h) if e.dir == Direction::Recv => Some(h.keeps_open),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(closes, [Some(true), Some(true), Some(false)]);
+    }
+
+    #[test]
+    fn a_close_delimited_body_ends_at_finish_and_garbage_is_a_note() {
+        let recorder = Recorder::start_now();
+        let mut wire = H1Wire::new(recorder.clone(), false);
+        wire.sent(b"GET / HTTP/1.1\r\n\r\n");
+        wire.received(b"HTTP/1.0 200 OK\r\n\r\nhello");
+        wire.received(b" world");
+        wire.finish();
+        assert_eq!(heads_and_bodies(&recorder)[2], "recv body 11 until-close");
+        let garbage = Recorder::start_now();
+        let mut wire = H1Wire::new(garbage.clone(), false);
+        wire.received(b"\x00\x01 not http\r\n\r\n");
+        wire.received(b"more");
+        assert!(garbage
+            .events()
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::Note { text } if text.contains("unparseable"))));
+    }
+}
