@@ -55,11 +55,16 @@ impl NetNs {
     pub fn spawn(&self, command: &mut Command) -> io::Result<Child> {
         use std::os::unix::process::CommandExt;
         let fd = self.fd.as_raw_fd();
+        let parent = std::process::id() as libc::pid_t;
         // SAFETY: the hook runs between fork and exec and calls only async-signal-safe syscalls.
         unsafe {
             command.pre_exec(move || {
                 check(libc::setns(fd, libc::CLONE_NEWNET))?;
                 check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL))?;
+                // The parent may have died before the death signal was armed.
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
                 Ok(())
             });
         }
