@@ -52,10 +52,10 @@ fn header(out: &mut String, r: &Report) {
     );
     let _ = writeln!(
         out,
-        "Shape:        {model}: {} connections × {} streams, {} threads, {stop}{}{}",
-        s.connections,
-        s.streams,
-        s.threads,
+        "Shape:        {model}: {} × {}, {}, {stop}{}{}",
+        plural(u64::from(s.connections), "connection"),
+        plural(u64::from(s.streams), "stream"),
+        plural(s.threads as u64, "thread"),
         if s.warmup_s > 0.0 {
             format!(", {}s warmup", s.warmup_s)
         } else {
@@ -69,6 +69,15 @@ fn header(out: &mut String, r: &Report) {
             "              -m {} capped to {} by the server's concurrent-stream limit",
             s.streams_requested, s.streams
         );
+    }
+}
+
+/// "1 thread", "4 threads".
+fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{} {word}s", group(n))
     }
 }
 
