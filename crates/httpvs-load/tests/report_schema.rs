@@ -4,7 +4,7 @@
 //! properties, additionalProperties: false, items, $ref, anyOf) keeps the dev build light.
 
 use httpvs_load::protocol::ProtocolKind;
-use httpvs_load::report::{thresholds, to_json, Report};
+use httpvs_load::report::{text, thresholds, to_json, Report};
 use httpvs_load::stats::Quiet;
 use httpvs_load::{LoadConfig, ProtocolChoice, TlsOptions};
 use httpvs_server::{start, ServeConfig};
@@ -104,6 +104,12 @@ fn same(a: &Value, b: &Value) -> bool {
 }
 
 fn check(report: &Report) {
+    // The text rendering reads the same model; every optional section shows when present.
+    let rendered = text::render(report);
+    assert!(rendered.contains("started ="));
+    assert_eq!(report.quic.is_some(), rendered.contains("\nQUIC "));
+    assert_eq!(report.latency_uncorrected.is_some(), rendered.contains("uncorrected"));
+    assert_eq!(!report.thresholds.is_empty(), rendered.contains("--fail-on"));
     let json = to_json(report);
     let value: Value = serde_json::from_str(&json).unwrap();
     let schema = schema();
