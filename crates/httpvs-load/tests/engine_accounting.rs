@@ -30,6 +30,8 @@ struct Behaviour {
     first_stall: Duration,
     /// Connections are refused.
     refuse: bool,
+    /// Every request is refused for a retry (a server that processes nothing).
+    refuse_every_request: bool,
     /// Connection attempts allowed before refusing (0: unlimited), "server killed".
     connects_allowed: u64,
 }
@@ -58,6 +60,9 @@ impl Connection for FakeConn {
     async fn send(&self, _req: &RequestSpec) -> Result<ResponseInfo, SendError> {
         let n = self.sent.get() + 1;
         self.sent.set(n);
+        if self.b.refuse_every_request {
+            return Err(SendError::Retry(RetryReason::Refused));
+        }
         if self.b.goaway_after > 0 && n > self.b.goaway_after {
             return Err(SendError::Retry(RetryReason::Goaway));
         }
@@ -351,5 +356,19 @@ fn warmup_requests_are_not_counted_but_its_connections_are() {
         "warmup sends are not counted"
     );
     assert_eq!(r.connections.opened, 3, "warmup connections count once");
+    assert!(r.requests.identity_holds);
+}
+
+#[test]
+fn a_server_that_processes_nothing_fails_requests_instead_of_looping() {
+    let b = Behaviour {
+        refuse_every_request: true,
+        ..Behaviour::default()
+    };
+    let c = config().shape(1, 2).threads(1).requests(20);
+    let r = run(&c, b).unwrap();
+    assert_eq!(r.requests.failed, 20);
+    assert_eq!(r.errors[0].kind, "rst_stream(REFUSED_STREAM)");
+    assert_eq!(r.requests.retried.refused, 20 * 8);
     assert!(r.requests.identity_holds);
 }

@@ -27,6 +27,8 @@ pub struct LiveConn<P: Protocol> {
     requests: Cell<u64>,
     /// Requests of any kind sent on it (for `--no-keepalive`).
     uses: Cell<u64>,
+    /// Sends that ended in a response or a failure (not refused for a retry).
+    served: Cell<u64>,
     /// Opened during the measured part (warmup connections are counted from their first
     /// measured request, with their warmup bytes subtracted).
     opened_measured: bool,
@@ -56,6 +58,16 @@ impl<P: Protocol> LiveConn<P> {
         if measured {
             self.requests.set(self.requests.get().saturating_sub(1));
         }
+    }
+
+    /// Notes that a send here ended with a response or a failure.
+    pub fn note_served(&self) {
+        self.served.set(self.served.get() + 1);
+    }
+
+    /// Sends here that ended with a response or a failure.
+    pub fn served(&self) -> u64 {
+        self.served.get()
     }
 
     fn counts(&self) -> bool {
@@ -186,6 +198,7 @@ impl<P: Protocol> Slot<P> {
                     ctx: self.ctx.clone(),
                     requests: Cell::new(0),
                     uses: Cell::new(0),
+                    served: Cell::new(0),
                     opened_measured,
                     wire_baseline: Cell::new(None),
                     info,

@@ -12,7 +12,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
 
-/// A request sent again this many times without being processed fails instead.
+/// A request refused this many times by connections that processed nothing fails instead
+/// (a server that never processes anything must not keep a `-n` run going forever).
 const MAX_RETRIES: u32 = 8;
 
 /// One request between its release by the schedule and its outcome. Dropping it unresolved
@@ -128,10 +129,17 @@ async fn attempt<P: Protocol>(slot: &Slot<P>, req: &mut InFlight<'_>) -> Attempt
         None => send.await,
     };
     let end = Instant::now();
+    // A refusal from a connection that did serve others (a request limit reached) is bad
+    // luck, not a server that processes nothing: it does not use up the retry budget.
+    let mut refused_without_progress = false;
     if let Err(SendError::Retry(_)) = result {
         live.unnote_request(req.measured);
-    } else if reused && req.measured {
-        ctx.recorder.borrow_mut().total.connections.reused_requests += 1;
+        refused_without_progress = live.served() == 0;
+    } else {
+        live.note_served();
+        if reused && req.measured {
+            ctx.recorder.borrow_mut().total.connections.reused_requests += 1;
+        }
     }
     drop(live);
     match result {
@@ -148,7 +156,7 @@ async fn attempt<P: Protocol>(slot: &Slot<P>, req: &mut InFlight<'_>) -> Attempt
             Attempt::Done
         }
         Err(SendError::Retry(reason)) => {
-            req.retries += 1;
+            req.retries += u32::from(refused_without_progress);
             if req.retries > MAX_RETRIES {
                 req.fail(retry_exhausted(reason));
                 return Attempt::Done;
