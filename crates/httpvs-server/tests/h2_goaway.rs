@@ -88,3 +88,27 @@ fn rapid_reset_is_cut_off_with_goaway_while_others_are_served() {
     let totals = server.shutdown(Duration::from_secs(1));
     assert_eq!(totals.rejected.rapid_reset_cutoffs, 1);
 }
+
+#[test]
+fn shutdown_sends_goaway_and_finishes_streams_in_flight() {
+    let server = support::server(Limits::default());
+    let mut client = RawH2::connect(server.http_addr().unwrap());
+    client.send(&get_headers(1, "/?delay=300ms"));
+    while server.totals().requests.h2c == 0 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let reader = std::thread::spawn(move || client.frames_until_closed(Duration::from_secs(10)));
+    let totals = server.shutdown(Duration::from_secs(5));
+    let frames = reader.join().unwrap();
+    assert!(
+        frames.iter().any(|f| f.kind == HEADERS && f.stream == 1),
+        "answered"
+    );
+    let last = frames
+        .iter()
+        .filter_map(|f| f.goaway())
+        .last()
+        .expect("GOAWAY");
+    assert_eq!(last, (1, 0), "final GOAWAY names stream 1, NO_ERROR");
+    assert_eq!(totals.goaways_sent, 1);
+}

@@ -1,0 +1,118 @@
+//! Connection limits: idle and stalled connections are closed after the idle timeout, connections
+//! over `max_connections` are refused, and shutdown lets in-flight requests finish.
+
+mod support;
+
+use httpvs_server::Limits;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// Reads until EOF; true if the server closed the connection within `limit`.
+fn closed_by_server(conn: &mut TcpStream, limit: Duration) -> bool {
+    conn.set_read_timeout(Some(limit)).unwrap();
+    let mut buf = [0u8; 1024];
+    loop {
+        match conn.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[test]
+fn idle_and_stalled_connections_are_closed_after_the_timeout() {
+    let server = support::server(Limits {
+        idle_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    });
+    let addr = server.http_addr().unwrap();
+    // Silent after connecting.
+    let mut silent = TcpStream::connect(addr).unwrap();
+    // Half a request head, then nothing (slowloris).
+    let mut stalled = TcpStream::connect(addr).unwrap();
+    stalled.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").unwrap();
+    // A served keep-alive connection that then idles.
+    let mut kept = TcpStream::connect(addr).unwrap();
+    kept.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    // Half an h2c preface.
+    let mut half_h2 = TcpStream::connect(addr).unwrap();
+    half_h2.write_all(b"PRI * HTTP/2.0\r\n").unwrap();
+    for (name, conn) in [
+        ("silent", &mut silent),
+        ("stalled", &mut stalled),
+        ("kept", &mut kept),
+        ("half h2c preface", &mut half_h2),
+    ] {
+        assert!(closed_by_server(conn, Duration::from_secs(10)), "{name}");
+    }
+    assert_eq!(server.open_connections(), 0);
+}
+
+#[test]
+fn a_pending_delay_is_not_idleness() {
+    let server = support::server(Limits {
+        idle_timeout: Duration::from_millis(200),
+        ..Limits::default()
+    });
+    let mut conn = TcpStream::connect(server.http_addr().unwrap()).unwrap();
+    conn.write_all(b"GET /?delay=600ms HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let n = conn.read(&mut buf).unwrap();
+    assert!(
+        buf[..n].starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&buf[..n])
+    );
+}
+
+#[test]
+fn connections_over_the_limit_are_refused() {
+    let server = support::server(Limits {
+        max_connections: 2,
+        ..Limits::default()
+    });
+    let addr = server.http_addr().unwrap();
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut buf = [0u8; 16];
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.read_exact(&mut buf).unwrap();
+        held.push(c);
+    }
+    let mut third = TcpStream::connect(addr).unwrap();
+    assert!(closed_by_server(&mut third, Duration::from_secs(5)));
+    assert_eq!(server.totals().rejected.over_max_connections, 1);
+    drop(held);
+}
+
+#[test]
+fn shutdown_lets_in_flight_requests_finish() {
+    let server = support::server(Limits::default());
+    let mut conn = TcpStream::connect(server.http_addr().unwrap()).unwrap();
+    conn.write_all(b"GET /?delay=300ms HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    // Let the request reach the server before it stops accepting.
+    while server.totals().requests.h1 == 0 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let reader = std::thread::spawn(move || {
+        let mut response = String::new();
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let _ = conn.read_to_string(&mut response);
+        response
+    });
+    let totals = server.shutdown(Duration::from_secs(5));
+    let response = reader.join().unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert_eq!(totals.requests.h1, 1);
+}
