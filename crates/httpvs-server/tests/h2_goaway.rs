@@ -107,7 +107,7 @@ fn shutdown_sends_goaway_and_finishes_streams_in_flight() {
     let last = frames
         .iter()
         .filter_map(|f| f.goaway())
-        .last()
+        .next_back()
         .expect("GOAWAY");
     assert_eq!(last, (1, 0), "final GOAWAY names stream 1, NO_ERROR");
     assert_eq!(totals.goaways_sent, 1);
