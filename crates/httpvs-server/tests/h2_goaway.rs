@@ -112,3 +112,18 @@ fn shutdown_sends_goaway_and_finishes_streams_in_flight() {
     assert_eq!(last, (1, 0), "final GOAWAY names stream 1, NO_ERROR");
     assert_eq!(totals.goaways_sent, 1);
 }
+
+#[test]
+fn close_1_answers_then_goes_away() {
+    let server = support::server(Limits::default());
+    let mut client = RawH2::connect(server.http_addr().unwrap());
+    client.send(&get_headers(1, "/?close=1"));
+    let frames = client.frames_until_closed(Duration::from_secs(10));
+    assert!(frames.iter().any(|f| f.kind == HEADERS && f.stream == 1));
+    let last = frames
+        .iter()
+        .filter_map(|f| f.goaway())
+        .next_back()
+        .expect("GOAWAY");
+    assert_eq!(last, (1, 0));
+}
