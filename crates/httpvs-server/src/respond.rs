@@ -1,7 +1,7 @@
 //! What to answer, whatever the protocol: limits (431, 413), the query (400), the drawn plan, and
 //! the response built from it. Protocol modules only move bytes.
 
-use crate::body::{Body, FIXED_BODY};
+use crate::body::Body;
 use crate::config::Limits;
 use crate::query::{parse_query, ResponsePlan, ResponseSpec};
 use crate::totals::{Counters, Event};
@@ -216,6 +216,7 @@ impl BodyCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::body::FIXED_BODY;
 
     #[test]
     fn fixed_length_header_matches_the_body() {
