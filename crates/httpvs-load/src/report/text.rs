@@ -115,6 +115,36 @@ fn requests(out: &mut String, r: &Report) {
         bytes(t.bytes_received_per_s),
         bytes(t.bytes_sent_per_s)
     );
+    series(out, r);
+}
+
+/// The per-second series in one line: every second for short runs, else min/mean/max.
+fn series(out: &mut String, r: &Report) {
+    let whole: Vec<f64> = r
+        .series
+        .iter()
+        .filter(|p| p.t_s >= 1.0 - 1e-6)
+        .map(|p| p.requests_per_s)
+        .collect();
+    if whole.len() < 2 {
+        return;
+    }
+    if whole.len() <= 10 {
+        let list: Vec<String> = whole.iter().map(|&v| rate(v)).collect();
+        let _ = writeln!(out, "Per second:   {} req/s", list.join(", "));
+    } else {
+        let min = whole.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = whole.iter().copied().fold(0.0, f64::max);
+        let mean = whole.iter().sum::<f64>() / whole.len() as f64;
+        let _ = writeln!(
+            out,
+            "Per second:   min {} req/s, mean {}, max {} over {} seconds",
+            rate(min),
+            rate(mean),
+            rate(max),
+            whole.len()
+        );
+    }
 }
 
 fn latency(out: &mut String, r: &Report) {
