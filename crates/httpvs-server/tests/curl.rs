@@ -145,6 +145,23 @@ fn every_protocol_serves_sizes_statuses_headers_and_echo() {
     assert!(totals.requests.h1_tls > 0);
 }
 
+/// A body larger than the h2 receive window (1 MiB) comes back whole: flow control is released as read.
+#[test]
+fn echo_returns_a_3_mib_body_on_every_protocol() {
+    let Some(curl) = curl_or_skip() else { return };
+    let server = support::server(Limits::default());
+    let dir = support::temp_dir("curl-echo-big");
+    let body: Vec<u8> = (0..3 << 20).map(|i: u32| (i % 251) as u8).collect();
+    let file = dir.join("upload");
+    std::fs::write(&file, &body).unwrap();
+    let at_file = format!("@{}", file.display());
+    for mode in modes(&server, &dir) {
+        let (code, _, _, echoed) = fetch(&curl, &mode, "/echo", &["--data-binary", &at_file]);
+        assert_eq!(code, 200, "{}", mode.name);
+        assert!(echoed == body, "{}: {} bytes back", mode.name, echoed.len());
+    }
+}
+
 #[test]
 fn delays_hold_the_response_at_least_that_long() {
     let Some(curl) = curl_or_skip() else { return };
