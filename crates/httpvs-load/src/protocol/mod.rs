@@ -7,6 +7,7 @@
 pub mod h1;
 pub mod h2;
 pub mod h3;
+pub mod hpack;
 pub mod probe;
 pub mod tcp;
 pub mod tls;

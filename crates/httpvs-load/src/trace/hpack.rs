@@ -2,14 +2,16 @@
 //!
 //! The dynamic table makes every block depend on all earlier ones in the same direction, so a
 //! [`BlockDecoder`] must see every HEADERS/PUSH_PROMISE block of its direction, CONTINUATION
-//! fragments joined, in order. The decoding itself is `loona-hpack`'s; its results are checked
-//! here against the examples of RFC 7541 Appendix C.
+//! fragments joined, in order. The decoding itself is the h2 client's own decoder
+//! (`protocol::hpack`); its results are checked here against the examples of RFC 7541 Appendix C.
 
 use super::event::Field;
+use crate::protocol::hpack::Decoder;
 
 /// Decodes the header blocks of one direction of one connection.
+#[derive(Default)]
 pub struct BlockDecoder {
-    decoder: loona_hpack::Decoder<'static>,
+    decoder: Decoder,
     /// After a failure the table is unknown: later blocks are not decoded.
     broken: Option<String>,
 }
@@ -21,15 +23,6 @@ pub struct Decoded {
     pub fields: Vec<Field>,
     /// Names plus values, in bytes (h2load's decoded header size).
     pub decoded_bytes: u64,
-}
-
-impl Default for BlockDecoder {
-    fn default() -> Self {
-        BlockDecoder {
-            decoder: loona_hpack::Decoder::new(),
-            broken: None,
-        }
-    }
 }
 
 impl std::fmt::Debug for BlockDecoder {
@@ -48,11 +41,11 @@ impl BlockDecoder {
         }
         let mut fields = Vec::new();
         let mut decoded_bytes = 0u64;
-        let result = self.decoder.decode_with_cb(block, |name, value| {
+        let result = self.decoder.decode(block, |name, value| {
             decoded_bytes += (name.len() + value.len()) as u64;
             fields.push((
-                String::from_utf8_lossy(&name).into_owned(),
-                String::from_utf8_lossy(&value).into_owned(),
+                String::from_utf8_lossy(name).into_owned(),
+                String::from_utf8_lossy(value).into_owned(),
             ));
         });
         match result {

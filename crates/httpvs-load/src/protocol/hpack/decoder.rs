@@ -1,0 +1,227 @@
+//! The HPACK decoder: one per connection direction, fed every header block in wire order.
+//!
+//! Fields are handed to a callback as byte slices, so decoding allocates nothing except when
+//! an entry enters the dynamic table (servers index a field once, then refer to it).
+
+use super::static_table::STATIC_TABLE;
+use super::{huffman, HpackError};
+use std::collections::VecDeque;
+
+/// SETTINGS_HEADER_TABLE_SIZE's initial value, which httpvs keeps.
+pub const DEFAULT_TABLE_SIZE: usize = 4096;
+
+/// Per-entry overhead in the table size (RFC 7541 §4.1).
+const ENTRY_OVERHEAD: usize = 32;
+
+/// Decodes the header blocks of one direction of one connection.
+#[derive(Debug)]
+pub struct Decoder {
+    table: DynamicTable,
+    /// The largest size a table size update may set (our SETTINGS_HEADER_TABLE_SIZE).
+    size_limit: usize,
+    name_buf: Vec<u8>,
+    value_buf: Vec<u8>,
+}
+
+/// A table entry: name and value.
+type Entry = (Box<[u8]>, Box<[u8]>);
+
+#[derive(Debug)]
+struct DynamicTable {
+    /// Newest first: dynamic index 62 is `entries[0]`.
+    entries: VecDeque<Entry>,
+    size: usize,
+    max_size: usize,
+}
+
+impl DynamicTable {
+    fn evict_to(&mut self, limit: usize) {
+        while self.size > limit {
+            let Some((n, v)) = self.entries.pop_back() else {
+                break;
+            };
+            self.size -= n.len() + v.len() + ENTRY_OVERHEAD;
+        }
+    }
+
+    fn insert(&mut self, name: Box<[u8]>, value: Box<[u8]>) {
+        let size = name.len() + value.len() + ENTRY_OVERHEAD;
+        // An entry larger than the table empties it and is not added (RFC 7541 §4.4).
+        self.evict_to(self.max_size.saturating_sub(size));
+        if size <= self.max_size {
+            self.size += size;
+            self.entries.push_front((name, value));
+        }
+    }
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Decoder::new(DEFAULT_TABLE_SIZE)
+    }
+}
+
+/// Where a decoded name or value lives until it is handed out.
+#[derive(Clone, Copy)]
+enum Src {
+    Static(usize),
+    Dynamic(usize),
+    Raw(usize, usize),
+    Buf,
+}
+
+impl Decoder {
+    /// A decoder whose table may grow to `size_limit` bytes (and starts at that size).
+    pub fn new(size_limit: usize) -> Decoder {
+        Decoder {
+            table: DynamicTable {
+                entries: VecDeque::new(),
+                size: 0,
+                max_size: size_limit,
+            },
+            size_limit,
+            name_buf: Vec::new(),
+            value_buf: Vec::new(),
+        }
+    }
+
+    /// The dynamic table's current size in bytes (entries plus their overhead).
+    pub fn table_size(&self) -> usize {
+        self.table.size
+    }
+
+    /// Decodes one complete header block, handing each field to `on_field(name, value)`.
+    pub fn decode(
+        &mut self,
+        block: &[u8],
+        mut on_field: impl FnMut(&[u8], &[u8]),
+    ) -> Result<(), HpackError> {
+        let mut pos = 0;
+        let mut fields_seen = false;
+        while pos < block.len() {
+            let first = block[pos];
+            if first & 0x80 != 0 {
+                let index = integer(block, &mut pos, 7)?;
+                let (name, value) = self.lookup(index)?;
+                on_field(name, value);
+            } else if first & 0xe0 == 0x20 {
+                let size = integer(block, &mut pos, 5)?;
+                if fields_seen || size > self.size_limit {
+                    return Err(HpackError::SizeUpdate);
+                }
+                self.table.max_size = size;
+                self.table.evict_to(size);
+                continue;
+            } else {
+                let (prefix, indexing) = if first & 0xc0 == 0x40 {
+                    (6, true)
+                } else {
+                    (4, false)
+                };
+                self.literal(block, &mut pos, prefix, indexing, &mut on_field)?;
+            }
+            fields_seen = true;
+        }
+        Ok(())
+    }
+
+    fn literal(
+        &mut self,
+        block: &[u8],
+        pos: &mut usize,
+        prefix: u8,
+        indexing: bool,
+        on_field: &mut impl FnMut(&[u8], &[u8]),
+    ) -> Result<(), HpackError> {
+        let index = integer(block, pos, prefix)?;
+        let name = if index == 0 {
+            string(block, pos, &mut self.name_buf)?
+        } else {
+            self.check_index(index)?
+        };
+        let value = string(block, pos, &mut self.value_buf)?;
+        let (name, value) = (
+            self.resolve(name, block, true),
+            self.resolve(value, block, false),
+        );
+        on_field(name, value);
+        if indexing {
+            let entry = (Box::from(name), Box::from(value));
+            self.table.insert(entry.0, entry.1);
+        }
+        Ok(())
+    }
+
+    fn check_index(&self, index: usize) -> Result<Src, HpackError> {
+        match index {
+            0 => Err(HpackError::BadIndex(0)),
+            1..=61 => Ok(Src::Static(index - 1)),
+            _ if index - 62 < self.table.entries.len() => Ok(Src::Dynamic(index - 62)),
+            _ => Err(HpackError::BadIndex(index)),
+        }
+    }
+
+    fn lookup(&self, index: usize) -> Result<(&[u8], &[u8]), HpackError> {
+        Ok(match self.check_index(index)? {
+            Src::Static(i) => (STATIC_TABLE[i].0.as_bytes(), STATIC_TABLE[i].1.as_bytes()),
+            Src::Dynamic(i) => {
+                let (n, v) = &self.table.entries[i];
+                (n, v)
+            }
+            _ => unreachable!("check_index returns table sources only"),
+        })
+    }
+
+    fn resolve<'a>(&'a self, src: Src, block: &'a [u8], is_name: bool) -> &'a [u8] {
+        match src {
+            Src::Static(i) => STATIC_TABLE[i].0.as_bytes(),
+            Src::Dynamic(i) => &self.table.entries[i].0,
+            Src::Raw(start, end) => &block[start..end],
+            Src::Buf if is_name => &self.name_buf,
+            Src::Buf => &self.value_buf,
+        }
+    }
+}
+
+/// Reads an integer with an `prefix`-bit prefix (RFC 7541 §5.1) at `pos`.
+fn integer(block: &[u8], pos: &mut usize, prefix: u8) -> Result<usize, HpackError> {
+    let mask = (1usize << prefix) - 1;
+    let mut value = usize::from(*block.get(*pos).ok_or(HpackError::Truncated)?) & mask;
+    *pos += 1;
+    if value < mask {
+        return Ok(value);
+    }
+    let mut shift = 0;
+    loop {
+        let byte = *block.get(*pos).ok_or(HpackError::Truncated)?;
+        *pos += 1;
+        // Five continuation bytes carry 35 bits: far beyond any sane length or index.
+        if shift > 28 {
+            return Err(HpackError::IntegerOverflow);
+        }
+        value += usize::from(byte & 0x7f) << shift;
+        shift += 7;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+}
+
+/// Reads a string literal (RFC 7541 §5.2): raw bytes stay in the block, Huffman goes to `buf`.
+fn string(block: &[u8], pos: &mut usize, buf: &mut Vec<u8>) -> Result<Src, HpackError> {
+    let huffman_coded = *block.get(*pos).ok_or(HpackError::Truncated)? & 0x80 != 0;
+    let len = integer(block, pos, 7)?;
+    let start = *pos;
+    let end = start.checked_add(len).ok_or(HpackError::Truncated)?;
+    if end > block.len() {
+        return Err(HpackError::Truncated);
+    }
+    *pos = end;
+    if huffman_coded {
+        buf.clear();
+        huffman::decode(&block[start..end], buf)?;
+        Ok(Src::Buf)
+    } else {
+        Ok(Src::Raw(start, end))
+    }
+}

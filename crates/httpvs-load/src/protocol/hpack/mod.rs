@@ -1,0 +1,33 @@
+//! HPACK (RFC 7541): the one header-compression codec of httpvs. The h2 client decodes
+//! responses with [`Decoder`] and encodes each distinct request once with [`encoder`];
+//! `httpvs trace` decodes both directions with the same [`Decoder`].
+
+pub mod decoder;
+pub mod encoder;
+pub mod huffman;
+pub mod static_table;
+
+pub use decoder::Decoder;
+
+/// Why a header block could not be decoded (all are HTTP/2 COMPRESSION_ERRORs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HpackError {
+    /// The block ended inside a representation.
+    #[error("header block truncated")]
+    Truncated,
+    /// An integer does not fit the decoder's limits.
+    #[error("integer overflow")]
+    IntegerOverflow,
+    /// An index beyond the static and dynamic tables (or zero).
+    #[error("invalid table index {0}")]
+    BadIndex(usize),
+    /// Invalid Huffman coding (EOS, or bad padding).
+    #[error("invalid Huffman coding")]
+    Huffman,
+    /// A table size update above the limit, or after the first field of a block.
+    #[error("invalid dynamic table size update")]
+    SizeUpdate,
+}
+
+#[cfg(test)]
+mod tests;
