@@ -10,7 +10,7 @@ use crate::protocol::{
 use bytes::{Buf, Bytes};
 use h3::client::{RequestStream, SendRequest};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 /// Length of the `:status` pseudo-header name plus its three digits, counted like h2 does.
@@ -35,6 +35,8 @@ struct Shared {
 pub struct H3Connection {
     quic: quinn::Connection,
     sender: SendRequest<TappedOpener, Bytes>,
+    /// Idle clones of `sender`, reused: a fresh clone costs h3-quinn a boxed stream opener.
+    idle_senders: Mutex<Vec<SendRequest<TappedOpener, Bytes>>>,
     tap: Arc<TapCounters>,
     shared: Arc<Shared>,
     driver: tokio::task::AbortHandle,
@@ -89,6 +91,7 @@ impl H3Connection {
         Ok(H3Connection {
             quic,
             sender,
+            idle_senders: Mutex::new(Vec::new()),
             tap,
             shared,
             driver,
@@ -117,6 +120,23 @@ impl H3Connection {
             StreamFailure::Connection(kind) | StreamFailure::Stream(kind) => {
                 SendError::Failed(kind)
             }
+        }
+    }
+
+    /// A request sender: an idle one if there is one, else a new clone.
+    fn idle_sender(&self) -> SendRequest<TappedOpener, Bytes> {
+        let idle = self
+            .idle_senders
+            .lock()
+            .ok()
+            .and_then(|mut pool| pool.pop());
+        idle.unwrap_or_else(|| self.sender.clone())
+    }
+
+    /// Keeps a sender for the next request (at most one per stream in flight is ever made).
+    fn return_sender(&self, sender: SendRequest<TappedOpener, Bytes>) {
+        if let Ok(mut pool) = self.idle_senders.lock() {
+            pool.push(sender);
         }
     }
 
@@ -196,11 +216,10 @@ impl Connection for H3Connection {
         if self.shared.early.load(Ordering::Acquire) {
             self.shared.early_requests.fetch_add(1, Ordering::Relaxed);
         }
-        let mut sender = self.sender.clone();
-        let mut stream = sender
-            .send_request(head)
-            .await
-            .map_err(|e| self.failure(&e, None))?;
+        let mut sender = self.idle_sender();
+        let opened = sender.send_request(head).await;
+        self.return_sender(sender);
+        let mut stream = opened.map_err(|e| self.failure(&e, None))?;
         self.send_body(&mut stream, req).await?;
         self.read_response(&mut stream, start).await
     }
