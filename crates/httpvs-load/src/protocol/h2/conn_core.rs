@@ -1,0 +1,561 @@
+//! The sans-IO core of the owned HTTP/2 client: frames in, frames out, stream outcomes.
+//!
+//! The driver task feeds it whole frames read from the socket and writes what it queues in
+//! `out`; request futures open streams and collect outcomes through it. It owns connection and
+//! stream flow control, the server's SETTINGS, PING, GOAWAY and RST_STREAM, the HPACK decoder
+//! and the per-connection request head blocks. It never blocks and never touches a socket.
+
+use super::frame_tap::{flag, kind, FrameHeader};
+use super::frame_write::{self as write, code, setting};
+use super::head_blocks::HeadBlocks;
+use super::streams::StreamTable;
+use super::RECEIVE_WINDOW;
+use crate::error::ErrorKind;
+use crate::protocol::hpack::decoder::DEFAULT_TABLE_SIZE;
+use crate::protocol::hpack::Decoder;
+use crate::protocol::wire::WireCounter;
+use crate::protocol::{CloseCause, ResponseInfo, RetryReason, SendError};
+use std::sync::Arc;
+use std::task::Waker;
+use std::time::Instant;
+
+mod requests;
+
+/// The largest frame we accept: SETTINGS_MAX_FRAME_SIZE's initial value, which we keep.
+pub const MAX_FRAME: usize = 16_384;
+
+/// The highest client stream id.
+const MAX_STREAM_ID: u32 = (1 << 31) - 1;
+
+/// How a connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnEnd {
+    /// Who ended it.
+    pub cause: CloseCause,
+    /// The error it ended with, if any.
+    pub error: Option<ErrorKind>,
+}
+
+/// A connection error found in the server's frames: we send GOAWAY with `code` and stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnError(pub u32);
+
+/// A header block split over CONTINUATION frames.
+#[derive(Debug)]
+struct PendingBlock {
+    stream: u32,
+    end_stream: bool,
+}
+
+/// Everything one connection knows; shared by its driver and its request futures.
+#[derive(Debug)]
+pub struct ConnCore {
+    /// Frames to write, in order.
+    pub out: Vec<u8>,
+    driver_waker: Option<Waker>,
+    driver_woken: bool,
+    streams: StreamTable,
+    /// Slots whose request body waits for flow-control window, oldest first.
+    bodies: Vec<usize>,
+    hpack: Decoder,
+    heads: HeadBlocks,
+    next_stream_id: u32,
+    settings_received: bool,
+    /// MAX_CONCURRENT_STREAMS from the server's first SETTINGS.
+    first_max_streams: Option<u32>,
+    max_streams: usize,
+    peer_initial_window: i64,
+    peer_max_frame: usize,
+    peer_table_size: usize,
+    /// A table size update owed at the start of the next request block.
+    table_update: Option<usize>,
+    send_window: i64,
+    recv_unacked: u32,
+    pending_block: Option<PendingBlock>,
+    block_buf: Vec<u8>,
+    goaway: Option<(u32, u32)>,
+    end: Option<ConnEnd>,
+    local_close: bool,
+    capacity_waiters: Vec<Waker>,
+    connect_waker: Option<Waker>,
+    counter: Arc<WireCounter>,
+}
+
+impl ConnCore {
+    /// A new connection whose preface, SETTINGS and window are queued in `out`.
+    pub fn new(counter: Arc<WireCounter>) -> ConnCore {
+        let mut out = Vec::with_capacity(256);
+        let settings = [
+            (setting::ENABLE_PUSH, 0),
+            (setting::INITIAL_WINDOW_SIZE, RECEIVE_WINDOW),
+        ];
+        write::preface(&mut out, &settings, RECEIVE_WINDOW);
+        ConnCore {
+            out,
+            driver_waker: None,
+            driver_woken: false,
+            streams: StreamTable::default(),
+            bodies: Vec::new(),
+            hpack: Decoder::default(),
+            heads: HeadBlocks::default(),
+            next_stream_id: 1,
+            settings_received: false,
+            first_max_streams: None,
+            max_streams: usize::MAX,
+            peer_initial_window: 65_535,
+            peer_max_frame: MAX_FRAME,
+            peer_table_size: DEFAULT_TABLE_SIZE,
+            table_update: None,
+            send_window: 65_535,
+            recv_unacked: 0,
+            pending_block: None,
+            block_buf: Vec::new(),
+            goaway: None,
+            end: None,
+            local_close: false,
+            capacity_waiters: Vec::new(),
+            connect_waker: None,
+            counter,
+        }
+    }
+
+    // ----- the driver's side -----
+
+    /// Remembers the driver's waker; called each time the driver polls.
+    pub fn set_driver_waker(&mut self, waker: &Waker) {
+        self.driver_woken = false;
+        match &mut self.driver_waker {
+            Some(w) if w.will_wake(waker) => {}
+            slot => *slot = Some(waker.clone()),
+        }
+    }
+
+    fn wake_driver(&mut self) {
+        if !self.driver_woken {
+            if let Some(w) = &self.driver_waker {
+                self.driver_woken = true;
+                w.wake_by_ref();
+            }
+        }
+    }
+
+    /// Whether the connection has ended (the driver stops once `out` is written).
+    pub fn ended(&self) -> bool {
+        self.end.is_some()
+    }
+
+    /// The connection ended (EOF, I/O error, our protocol error, or a local close): every open
+    /// stream gets its outcome. Streams above a GOAWAY's last id were never processed.
+    pub fn end(&mut self, cause: CloseCause, error: Option<ErrorKind>) {
+        if self.end.is_some() {
+            return;
+        }
+        self.end = Some(ConnEnd { cause, error });
+        for slot in self.streams.open_slots() {
+            let id = self.streams.get_mut(slot).map_or(0, |s| s.id);
+            let outcome = match self.goaway {
+                Some((last, _)) if id > last => SendError::Retry(RetryReason::Goaway),
+                Some((_, code)) => SendError::Failed(ErrorKind::Goaway(u64::from(code))),
+                None => SendError::Failed(error.unwrap_or(ErrorKind::ConnectionClosed)),
+            };
+            self.streams.finish(slot, Err(outcome));
+        }
+        self.bodies.clear();
+        self.wake_waiters();
+    }
+
+    /// Ends the connection for a protocol error of the server's, telling it with GOAWAY.
+    pub fn fail(&mut self, error: ConnError) {
+        write::goaway(&mut self.out, 0, error.0);
+        self.end(CloseCause::Reset, Some(ErrorKind::Protocol));
+    }
+
+    fn wake_waiters(&mut self) {
+        for w in self.capacity_waiters.drain(..) {
+            w.wake();
+        }
+        if let Some(w) = self.connect_waker.take() {
+            w.wake();
+        }
+    }
+
+    /// Handles one whole frame received at `now`.
+    pub fn on_frame(
+        &mut self,
+        h: &FrameHeader,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), ConnError> {
+        if let Some(pending) = &self.pending_block {
+            if h.kind != kind::CONTINUATION || h.stream_id != pending.stream {
+                return Err(ConnError(code::PROTOCOL_ERROR));
+            }
+        }
+        if !self.settings_received && h.kind != kind::SETTINGS {
+            // The server's preface is a SETTINGS frame (RFC 9113 §3.4).
+            return Err(ConnError(code::PROTOCOL_ERROR));
+        }
+        match h.kind {
+            kind::DATA => self.on_data(h, payload),
+            kind::HEADERS => self.on_headers(h, payload, now),
+            kind::CONTINUATION => self.on_continuation(h, payload, now),
+            kind::SETTINGS => self.on_settings(h, payload),
+            kind::PING => self.on_ping(h, payload),
+            kind::GOAWAY => self.on_goaway(payload),
+            kind::RST_STREAM => self.on_rst_stream(h, payload),
+            kind::WINDOW_UPDATE => self.on_window_update(h, payload),
+            kind::PUSH_PROMISE => Err(ConnError(code::PROTOCOL_ERROR)),
+            // PRIORITY and unknown types are ignored (RFC 9113 §4.1, §5.3.2).
+            _ => Ok(()),
+        }
+    }
+
+    fn on_data(&mut self, h: &FrameHeader, payload: &[u8]) -> Result<(), ConnError> {
+        let len = payload.len() as u32;
+        let data = unpadded(h, payload)?.len() as u64;
+        self.recv_unacked += len;
+        if self.recv_unacked >= RECEIVE_WINDOW / 2 {
+            write::window_update(&mut self.out, 0, self.recv_unacked);
+            self.recv_unacked = 0;
+            self.wake_driver();
+        }
+        let Some(slot) = self.streams.slot_of(h.stream_id) else {
+            return Ok(());
+        };
+        let Some(stream) = self.streams.get_mut(slot) else {
+            return Ok(());
+        };
+        if stream.status == 0 {
+            // DATA before the response head: a malformed response (RFC 9113 §8.1.1).
+            self.reset_stream(slot, code::PROTOCOL_ERROR, ErrorKind::Protocol);
+            return Ok(());
+        }
+        stream.body_bytes += data;
+        stream.recv_unacked += len;
+        if h.has(flag::END_STREAM) {
+            self.complete(slot);
+        } else if stream.recv_unacked >= RECEIVE_WINDOW / 2 {
+            let (id, n) = (stream.id, stream.recv_unacked);
+            stream.recv_unacked = 0;
+            write::window_update(&mut self.out, id, n);
+            self.wake_driver();
+        }
+        Ok(())
+    }
+
+    fn on_headers(
+        &mut self,
+        h: &FrameHeader,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), ConnError> {
+        let mut block = unpadded(h, payload)?;
+        if h.has(flag::PRIORITY) {
+            block = block.get(5..).ok_or(ConnError(code::PROTOCOL_ERROR))?;
+        }
+        self.counter.add_header_received(block.len() as u64);
+        let end_stream = h.has(flag::END_STREAM);
+        if h.has(flag::END_HEADERS) {
+            return self.on_block(h.stream_id, block, end_stream, now);
+        }
+        self.block_buf.clear();
+        self.block_buf.extend_from_slice(block);
+        self.pending_block = Some(PendingBlock {
+            stream: h.stream_id,
+            end_stream,
+        });
+        Ok(())
+    }
+
+    fn on_continuation(
+        &mut self,
+        h: &FrameHeader,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), ConnError> {
+        let Some(pending) = self.pending_block.take() else {
+            return Err(ConnError(code::PROTOCOL_ERROR));
+        };
+        self.counter.add_header_received(payload.len() as u64);
+        self.block_buf.extend_from_slice(payload);
+        if !h.has(flag::END_HEADERS) {
+            self.pending_block = Some(pending);
+            return Ok(());
+        }
+        let block = std::mem::take(&mut self.block_buf);
+        let result = self.on_block(pending.stream, &block, pending.end_stream, now);
+        self.block_buf = block;
+        result
+    }
+
+    /// A complete header block: always decoded (the table depends on it), then applied to its
+    /// stream if we still wait for it.
+    fn on_block(
+        &mut self,
+        id: u32,
+        block: &[u8],
+        end_stream: bool,
+        now: Instant,
+    ) -> Result<(), ConnError> {
+        let mut status: Option<u16> = None;
+        let mut size = 0u64;
+        let mut malformed = false;
+        self.hpack
+            .decode(block, |name, value| {
+                size += (name.len() + value.len()) as u64;
+                if name == b":status" {
+                    status = parse_status(value);
+                    malformed |= status.is_none();
+                }
+            })
+            .map_err(|_| ConnError(code::COMPRESSION_ERROR))?;
+        let Some(slot) = self.streams.slot_of(id) else {
+            return Ok(());
+        };
+        let Some(stream) = self.streams.get_mut(slot) else {
+            return Ok(());
+        };
+        if stream.status == 0 {
+            match status {
+                // Interim (1xx) heads come before the final one and are not counted.
+                Some(s) if (100..200).contains(&s) && !end_stream => return Ok(()),
+                Some(s) if !malformed && s >= 200 => {
+                    stream.status = s;
+                    stream.ttfb = now.saturating_duration_since(stream.started);
+                    stream.header_bytes += size;
+                }
+                _ => {
+                    self.reset_stream(slot, code::PROTOCOL_ERROR, ErrorKind::Protocol);
+                    return Ok(());
+                }
+            }
+        } else {
+            // Trailers.
+            stream.header_bytes += size;
+        }
+        if end_stream {
+            self.complete(slot);
+        }
+        Ok(())
+    }
+
+    fn on_settings(&mut self, h: &FrameHeader, payload: &[u8]) -> Result<(), ConnError> {
+        if h.stream_id != 0 {
+            return Err(ConnError(code::PROTOCOL_ERROR));
+        }
+        if h.has(flag::ACK) {
+            return Ok(());
+        }
+        if !payload.len().is_multiple_of(6) {
+            return Err(ConnError(code::FRAME_SIZE_ERROR));
+        }
+        for s in payload.chunks_exact(6) {
+            let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
+            self.apply_setting(u16::from_be_bytes([s[0], s[1]]), value)?;
+        }
+        write::settings_ack(&mut self.out);
+        if !self.settings_received {
+            self.settings_received = true;
+            self.first_max_streams =
+                (self.max_streams != usize::MAX).then_some(self.max_streams as u32);
+        }
+        self.wake_waiters();
+        self.push_bodies();
+        self.wake_driver();
+        Ok(())
+    }
+
+    fn apply_setting(&mut self, id: u16, value: u32) -> Result<(), ConnError> {
+        match id {
+            setting::HEADER_TABLE_SIZE => {
+                let size = (value as usize).min(DEFAULT_TABLE_SIZE);
+                if size < self.peer_table_size {
+                    self.table_update = Some(size);
+                    self.heads.table_shrunk(size);
+                }
+                self.peer_table_size = size;
+            }
+            setting::MAX_CONCURRENT_STREAMS => self.max_streams = value as usize,
+            setting::INITIAL_WINDOW_SIZE => {
+                if value > MAX_STREAM_ID {
+                    return Err(ConnError(code::FLOW_CONTROL_ERROR));
+                }
+                let delta = i64::from(value) - self.peer_initial_window;
+                self.peer_initial_window = i64::from(value);
+                for slot in self.streams.open_slots() {
+                    if let Some(stream) = self.streams.get_mut(slot) {
+                        stream.send_window += delta;
+                    }
+                }
+            }
+            setting::MAX_FRAME_SIZE => {
+                if !(16_384..=16_777_215).contains(&value) {
+                    return Err(ConnError(code::PROTOCOL_ERROR));
+                }
+                self.peer_max_frame = value as usize;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn on_ping(&mut self, h: &FrameHeader, payload: &[u8]) -> Result<(), ConnError> {
+        if payload.len() != 8 || h.stream_id != 0 {
+            return Err(ConnError(code::FRAME_SIZE_ERROR));
+        }
+        if !h.has(flag::ACK) {
+            write::ping_ack(&mut self.out, payload);
+            self.wake_driver();
+        }
+        Ok(())
+    }
+
+    fn on_goaway(&mut self, payload: &[u8]) -> Result<(), ConnError> {
+        if payload.len() < 8 {
+            return Err(ConnError(code::FRAME_SIZE_ERROR));
+        }
+        let last =
+            u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & MAX_STREAM_ID;
+        let error = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
+        // A later GOAWAY may only lower the last stream id.
+        let last = self.goaway.map_or(last, |(seen, _)| seen.min(last));
+        self.goaway = Some((last, error));
+        for slot in self.streams.open_slots() {
+            if self.streams.get_mut(slot).is_some_and(|s| s.id > last) {
+                self.streams
+                    .finish(slot, Err(SendError::Retry(RetryReason::Goaway)));
+            }
+        }
+        self.wake_waiters();
+        Ok(())
+    }
+
+    fn on_rst_stream(&mut self, h: &FrameHeader, payload: &[u8]) -> Result<(), ConnError> {
+        if payload.len() != 4 {
+            return Err(ConnError(code::FRAME_SIZE_ERROR));
+        }
+        let error = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]);
+        if let Some(slot) = self.streams.slot_of(h.stream_id) {
+            let outcome = if error == code::REFUSED_STREAM {
+                SendError::Retry(RetryReason::Refused)
+            } else {
+                SendError::Failed(ErrorKind::StreamReset(u64::from(error)))
+            };
+            self.streams.finish(slot, Err(outcome));
+            self.stream_closed();
+        }
+        Ok(())
+    }
+
+    fn on_window_update(&mut self, h: &FrameHeader, payload: &[u8]) -> Result<(), ConnError> {
+        if payload.len() != 4 {
+            return Err(ConnError(code::FRAME_SIZE_ERROR));
+        }
+        let increment = i64::from(
+            u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & MAX_STREAM_ID,
+        );
+        if h.stream_id == 0 {
+            self.send_window += increment;
+        } else if let Some(slot) = self.streams.slot_of(h.stream_id) {
+            if let Some(stream) = self.streams.get_mut(slot) {
+                stream.send_window += increment;
+            }
+        }
+        self.push_bodies();
+        Ok(())
+    }
+
+    /// The response of the stream in `slot` is complete.
+    fn complete(&mut self, slot: usize) {
+        let Some(stream) = self.streams.get_mut(slot) else {
+            return;
+        };
+        let info = ResponseInfo {
+            status: stream.status,
+            ttfb: stream.ttfb,
+            header_bytes: stream.header_bytes,
+            body_bytes: stream.body_bytes,
+            close_requested: false,
+        };
+        if stream.body_pending() {
+            // The server answered before taking the whole body: stop sending it.
+            write::rst_stream(&mut self.out, stream.id, code::CANCEL);
+            self.wake_driver();
+        }
+        self.streams.finish(slot, Ok(info));
+        self.stream_closed();
+    }
+
+    /// Resets a stream on our side and fails its request with `kind`.
+    fn reset_stream(&mut self, slot: usize, error: u32, kind: ErrorKind) {
+        if let Some(stream) = self.streams.get_mut(slot) {
+            write::rst_stream(&mut self.out, stream.id, error);
+            self.streams.finish(slot, Err(SendError::Failed(kind)));
+            self.stream_closed();
+            self.wake_driver();
+        }
+    }
+
+    fn stream_closed(&mut self) {
+        if let Some(w) = self.capacity_waiters.pop() {
+            w.wake();
+        }
+    }
+
+    /// Sends as much of the waiting request bodies as the windows allow.
+    fn push_bodies(&mut self) {
+        let mut wrote = false;
+        let mut i = 0;
+        while i < self.bodies.len() {
+            let slot = self.bodies[i];
+            let Some(stream) = self.streams.get_mut(slot) else {
+                self.bodies.remove(i);
+                continue;
+            };
+            while stream.body_pending() && stream.outcome.is_none() {
+                let left = stream.body.len() - stream.body_sent;
+                let window = self.send_window.min(stream.send_window).max(0) as usize;
+                let n = left.min(window).min(self.peer_max_frame);
+                if n == 0 {
+                    break;
+                }
+                let chunk = &stream.body[stream.body_sent..stream.body_sent + n];
+                write::data(&mut self.out, stream.id, chunk, n == left);
+                stream.body_sent += n;
+                stream.send_window -= n as i64;
+                self.send_window -= n as i64;
+                wrote = true;
+            }
+            if stream.body_pending() && stream.outcome.is_none() {
+                i += 1;
+            } else {
+                self.bodies.remove(i);
+            }
+        }
+        if wrote {
+            self.wake_driver();
+        }
+    }
+}
+
+/// The payload of a DATA or HEADERS frame without its padding (RFC 9113 §6.1).
+fn unpadded<'a>(h: &FrameHeader, payload: &'a [u8]) -> Result<&'a [u8], ConnError> {
+    if !h.has(flag::PADDED) {
+        return Ok(payload);
+    }
+    let pad = usize::from(*payload.first().ok_or(ConnError(code::PROTOCOL_ERROR))?);
+    if pad + 1 > payload.len() {
+        return Err(ConnError(code::PROTOCOL_ERROR));
+    }
+    Ok(&payload[1..payload.len() - pad])
+}
+
+/// A `:status` value: exactly three digits.
+fn parse_status(value: &[u8]) -> Option<u16> {
+    match value {
+        [a, b, c] if value.iter().all(u8::is_ascii_digit) => {
+            Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'))
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,199 @@
+//! Request heads as HPACK blocks, encoded once per distinct request on a connection.
+//!
+//! The first distinct head of a connection is indexed: its first use adds its fields to the
+//! server's dynamic table and later uses refer to them by index (as h2load's requests do).
+//! Any other head is sent as literals without indexing, so the table never changes under the
+//! indexed one. A server table smaller than the indexed head turns indexing off.
+
+use super::request_template::build_template;
+use crate::protocol::hpack::encoder::{request_blocks, RequestBlocks};
+use crate::protocol::RequestSpec;
+use http::{HeaderName, HeaderValue, Method, Uri};
+
+/// A run uses one request (or a handful); more distinct ones than this are re-encoded.
+const CACHED_HEADS: usize = 8;
+
+#[derive(Debug)]
+struct Entry {
+    method: Method,
+    uri: Uri,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    body_len: usize,
+    /// The h2 head as name/value pairs, pseudo-headers first.
+    fields: Vec<(Vec<u8>, Vec<u8>)>,
+    blocks: RequestBlocks,
+    first_sent: bool,
+}
+
+impl Entry {
+    fn matches(&self, req: &RequestSpec) -> bool {
+        self.body_len == req.body.len()
+            && self.method == req.method
+            && self.uri == req.uri
+            && self.headers == req.headers
+    }
+}
+
+/// The encoded heads of one connection.
+#[derive(Debug, Default)]
+pub struct HeadBlocks {
+    entries: Vec<Entry>,
+    /// Whether a head has been chosen to live in the server's table.
+    indexed_chosen: bool,
+    /// Table bytes the indexed head added once its first block went out.
+    indexed_bytes: usize,
+    next_evict: usize,
+}
+
+impl HeadBlocks {
+    /// The block to send now for `req`, given the server's table size `table_limit`.
+    pub fn block(&mut self, req: &RequestSpec, table_limit: usize) -> &[u8] {
+        let at = match self.entries.iter().position(|e| e.matches(req)) {
+            Some(at) => at,
+            None => self.add(req, table_limit),
+        };
+        let entry = &mut self.entries[at];
+        if entry.first_sent {
+            &entry.blocks.steady
+        } else {
+            entry.first_sent = true;
+            if entry.blocks.table_bytes > 0 {
+                self.indexed_bytes = entry.blocks.table_bytes;
+            }
+            &entry.blocks.first
+        }
+    }
+
+    /// The server's table shrank to `limit`: an indexed head that no longer fits is
+    /// re-encoded without indexing (the caller sends a size update first).
+    pub fn table_shrunk(&mut self, limit: usize) {
+        if self.indexed_bytes <= limit {
+            return;
+        }
+        for entry in &mut self.entries {
+            if entry.blocks.table_bytes > 0 {
+                entry.blocks = encode(&entry.fields, false);
+            }
+        }
+        self.indexed_bytes = 0;
+    }
+
+    fn add(&mut self, req: &RequestSpec, table_limit: usize) -> usize {
+        let fields = head_fields(req);
+        let mut blocks = encode(&fields, !self.indexed_chosen);
+        if blocks.table_bytes > table_limit {
+            blocks = encode(&fields, false);
+        }
+        self.indexed_chosen |= blocks.table_bytes > 0;
+        let entry = Entry {
+            method: req.method.clone(),
+            uri: req.uri.clone(),
+            headers: req.headers.clone(),
+            body_len: req.body.len(),
+            fields,
+            blocks,
+            first_sent: false,
+        };
+        if self.entries.len() < CACHED_HEADS {
+            self.entries.push(entry);
+            return self.entries.len() - 1;
+        }
+        // Never evict the indexed head: its steady block depends on the table it filled.
+        let mut at = self.next_evict;
+        while self.entries[at].blocks.table_bytes > 0 {
+            at = (at + 1) % CACHED_HEADS;
+        }
+        self.next_evict = (at + 1) % CACHED_HEADS;
+        self.entries[at] = entry;
+        at
+    }
+}
+
+fn encode(fields: &[(Vec<u8>, Vec<u8>)], indexing: bool) -> RequestBlocks {
+    let refs: Vec<(&[u8], &[u8])> = fields
+        .iter()
+        .map(|(n, v)| (n.as_slice(), v.as_slice()))
+        .collect();
+    request_blocks(&refs, indexing)
+}
+
+/// The h2 head of `req` (the same head the reference client sends), pseudo-headers first.
+fn head_fields(req: &RequestSpec) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let head = build_template(req);
+    let uri = head.uri();
+    let pseudo = [
+        (":method", head.method().as_str()),
+        (":scheme", uri.scheme_str().unwrap_or("http")),
+        (":authority", uri.authority().map_or("", |a| a.as_str())),
+        (":path", uri.path_and_query().map_or("/", |p| p.as_str())),
+    ];
+    let mut fields: Vec<(Vec<u8>, Vec<u8>)> = pseudo
+        .iter()
+        .map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec()))
+        .collect();
+    for (name, value) in head.headers() {
+        fields.push((name.as_str().as_bytes().to_vec(), value.as_bytes().to_vec()));
+    }
+    fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::hpack::Decoder;
+
+    fn spec(path: &str) -> RequestSpec {
+        RequestSpec {
+            method: Method::GET,
+            uri: format!("http://127.0.0.1:8080{path}").parse().unwrap(),
+            headers: vec![],
+            body: bytes::Bytes::new(),
+        }
+    }
+
+    fn decode(d: &mut Decoder, block: &[u8]) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        d.decode(block, |n, v| {
+            out.push((
+                String::from_utf8_lossy(n).into_owned(),
+                String::from_utf8_lossy(v).into_owned(),
+            ))
+        })
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn first_head_is_indexed_others_are_literal_and_all_decode() {
+        let mut heads = HeadBlocks::default();
+        let mut server = Decoder::default();
+        let (a, b) = (spec("/a"), spec("/b"));
+        let first = heads.block(&a, 4096).to_vec();
+        let steady = heads.block(&a, 4096).to_vec();
+        assert!(steady.len() < first.len() / 3, "{steady:?} vs {first:?}");
+        let other = heads.block(&b, 4096).to_vec();
+        for block in [&first, &steady, &other, &steady] {
+            let fields = decode(&mut server, block);
+            assert_eq!(fields[0], (":method".into(), "GET".into()));
+            assert_eq!(fields[2], (":authority".into(), "127.0.0.1:8080".into()));
+            assert!(fields.iter().any(|(n, _)| n == "user-agent"));
+        }
+        assert_eq!(decode(&mut server, &other)[3].1, "/b");
+        assert_eq!(decode(&mut server, &steady)[3].1, "/a");
+    }
+
+    #[test]
+    fn a_small_server_table_turns_indexing_off() {
+        let mut heads = HeadBlocks::default();
+        let first = heads.block(&spec("/"), 0).to_vec();
+        assert_eq!(heads.block(&spec("/"), 0), first.as_slice());
+        let mut heads = HeadBlocks::default();
+        heads.block(&spec("/"), 4096);
+        let steady = heads.block(&spec("/"), 4096).to_vec();
+        heads.table_shrunk(10);
+        let plain = heads.block(&spec("/"), 10).to_vec();
+        assert!(plain.len() > steady.len());
+        let mut server = Decoder::new(0);
+        assert_eq!(decode(&mut server, &plain)[3].1, "/");
+    }
+}

@@ -1,0 +1,95 @@
+//! The reference HTTP/2 client: the `h2` crate behind the same seam as the owned codec.
+//! Tests run both on one workload and compare (see `tests/protocol_h2_differential.rs`).
+
+use super::accounting::ConnAccounting;
+use super::conn_state::{connection_error_kind, ConnState};
+use super::frame_tap::FrameTaps;
+use super::reference_connection::ReferenceConnection;
+use super::RECEIVE_WINDOW;
+use crate::error::ErrorKind;
+use crate::protocol::tcp;
+use crate::protocol::tls::{AlpnConfigs, ALPN_H2};
+use crate::protocol::wire::{PlaintextTaps, TapIo, WireCounter};
+use crate::protocol::{ConnectInfo, ConnectOptions, Protocol, Target};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::oneshot;
+
+/// HTTP/2 on the `h2` crate (h2c for http targets, h2 for https targets).
+#[derive(Debug, Default)]
+pub struct Http2Reference {
+    tls: AlpnConfigs,
+    trace: Option<PlaintextTaps>,
+}
+
+impl Http2Reference {
+    /// The reference client whose connections show their plaintext frames to `taps`.
+    pub fn with_trace(taps: PlaintextTaps) -> Self {
+        Http2Reference {
+            trace: Some(taps),
+            ..Http2Reference::default()
+        }
+    }
+}
+
+impl Protocol for Http2Reference {
+    type Conn = ReferenceConnection;
+
+    async fn connect(
+        &self,
+        target: &Target,
+        options: &ConnectOptions,
+    ) -> Result<(ReferenceConnection, ConnectInfo), ErrorKind> {
+        let deadline = Instant::now() + options.connect_timeout;
+        let tls = tcp::tls_for(target, options, &self.tls, &[ALPN_H2])?;
+        let over_tls = tls.is_some();
+        let counter = WireCounter::new_shared();
+        let (transport, mut info) =
+            tcp::connect(target, tls, options.connect_timeout, counter.clone()).await?;
+        // Without ALPN h2 the server would read our preface as a bad HTTP/1.1 request.
+        if over_tls && info.alpn.as_deref() != Some(ALPN_H2) {
+            return Err(ErrorKind::Tls);
+        }
+        let state = Arc::new(ConnState::default());
+        let (settings_tx, settings_rx) = oneshot::channel();
+        let observer = ConnAccounting::new(counter.clone(), state.clone(), settings_tx);
+        let io = TapIo::new(
+            transport.tapped(self.trace.as_ref()),
+            FrameTaps::new(observer),
+        );
+        let (sender, connection) = h2::client::Builder::new()
+            .initial_window_size(RECEIVE_WINDOW)
+            .initial_connection_window_size(RECEIVE_WINDOW)
+            .enable_push(false)
+            .handshake::<_, bytes::Bytes>(io)
+            .await
+            .map_err(|e| connection_error_kind(&e))?;
+        let driver = tokio::spawn(drive(connection, state.clone()));
+        let conn = ReferenceConnection::new(sender, state.clone(), counter, driver);
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(remaining, settings_rx).await {
+            Ok(Ok(max_streams)) => info.server_max_streams = max_streams,
+            // The driver ended (and dropped the observer) before the server's SETTINGS.
+            Ok(Err(_)) => {
+                let end = state.end().and_then(|end| end.error);
+                return Err(end.unwrap_or(ErrorKind::ConnectionClosed));
+            }
+            Err(_) => return Err(ErrorKind::ConnectTimeout),
+        }
+        Ok((conn, info))
+    }
+}
+
+/// Runs the connection's I/O until it ends, then records how it ended.
+async fn drive<C>(mut connection: C, state: Arc<ConnState>)
+where
+    C: Future<Output = Result<(), h2::Error>> + Unpin,
+{
+    // Polled by reference so the result is recorded before the observer (and its SETTINGS
+    // sender) is dropped with the connection: connect then sees the real error.
+    let result = std::future::poll_fn(|cx| Pin::new(&mut connection).poll(cx)).await;
+    state.finish(result);
+    drop(connection);
+}

@@ -1,0 +1,144 @@
+//! The streams of one owned HTTP/2 connection: slots reused from a free list and found by
+//! stream id through a small map, so a request allocates nothing once the table has grown.
+
+use crate::protocol::{ResponseInfo, SendError};
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+/// Client stream ids are odd and distinct: the id itself is a good hash.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        // Spread consecutive odd ids over the table's low bits.
+        self.0 = u64::from(n >> 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// One request's stream.
+#[derive(Debug)]
+pub struct Stream {
+    /// Stream id.
+    pub id: u32,
+    /// When its send started (for the time to first byte).
+    pub started: Instant,
+    /// The outcome, once known.
+    pub outcome: Option<Result<ResponseInfo, SendError>>,
+    /// Woken when the outcome is set.
+    pub waker: Option<Waker>,
+    /// Final status (0 until the final response head arrives).
+    pub status: u16,
+    /// Time to the final response head.
+    pub ttfb: Duration,
+    /// Decoded header bytes so far (head and trailers).
+    pub header_bytes: u64,
+    /// Response body bytes so far.
+    pub body_bytes: u64,
+    /// What the server lets us send on this stream.
+    pub send_window: i64,
+    /// The request body and how much of it has been sent.
+    pub body: Bytes,
+    /// Bytes of `body` already sent.
+    pub body_sent: usize,
+    /// DATA bytes received since our last stream WINDOW_UPDATE.
+    pub recv_unacked: u32,
+}
+
+impl Stream {
+    /// Whether request body bytes remain to be sent.
+    pub fn body_pending(&self) -> bool {
+        self.body_sent < self.body.len()
+    }
+}
+
+/// Slots for streams; a slot index stays valid until `free`.
+#[derive(Debug, Default)]
+pub struct StreamTable {
+    slots: Vec<Option<Stream>>,
+    free: Vec<usize>,
+    by_id: HashMap<u32, usize, BuildHasherDefault<IdHasher>>,
+    /// Streams counted against the server's concurrency limit.
+    open: usize,
+}
+
+impl StreamTable {
+    /// Adds an open stream; returns its slot.
+    pub fn insert(&mut self, stream: Stream) -> usize {
+        let id = stream.id;
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot] = Some(stream);
+                slot
+            }
+            None => {
+                self.slots.push(Some(stream));
+                self.slots.len() - 1
+            }
+        };
+        self.by_id.insert(id, slot);
+        self.open += 1;
+        slot
+    }
+
+    /// Open streams (sent, outcome not yet known).
+    pub fn open(&self) -> usize {
+        self.open
+    }
+
+    /// The slot of open stream `id`.
+    pub fn slot_of(&self, id: u32) -> Option<usize> {
+        self.by_id.get(&id).copied()
+    }
+
+    /// The stream in `slot`.
+    pub fn get_mut(&mut self, slot: usize) -> Option<&mut Stream> {
+        self.slots.get_mut(slot).and_then(Option::as_mut)
+    }
+
+    /// Sets the outcome of an open stream and wakes its sender; later frames for it are ignored.
+    pub fn finish(&mut self, slot: usize, outcome: Result<ResponseInfo, SendError>) {
+        let Some(stream) = self.slots.get_mut(slot).and_then(Option::as_mut) else {
+            return;
+        };
+        if stream.outcome.is_some() {
+            return;
+        }
+        stream.outcome = Some(outcome);
+        self.by_id.remove(&stream.id);
+        self.open -= 1;
+        if let Some(waker) = stream.waker.take() {
+            waker.wake();
+        }
+    }
+
+    /// Slots of every open stream.
+    pub fn open_slots(&self) -> Vec<usize> {
+        self.by_id.values().copied().collect()
+    }
+
+    /// Releases a slot (its sender is done with it), returning its stream. A stream still open
+    /// is closed first.
+    pub fn free(&mut self, slot: usize) -> Option<Stream> {
+        let stream = self.slots.get_mut(slot).and_then(Option::take)?;
+        if self.by_id.get(&stream.id) == Some(&slot) {
+            self.by_id.remove(&stream.id);
+            self.open -= 1;
+        }
+        self.free.push(slot);
+        Some(stream)
+    }
+}
