@@ -1,13 +1,16 @@
 //! The socket wrapper every connection reads and writes through: replays bytes already read (the
-//! h2c preface probe) and counts I/O so an idle or stalled connection can be found without a clock
-//! read per operation.
+//! h2c preface probe), counts I/O so an idle or stalled connection can be found without a clock
+//! read per operation, and shares the socket with the connection task so it can close gently
+//! (`linger`) after the protocol layer is done with it.
 
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::task::{Context, Poll};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
 
 /// Per-connection state shared by its I/O, its requests and its idle watch.
 #[derive(Debug, Default)]
@@ -59,23 +62,23 @@ impl ConnState {
     }
 }
 
-/// A socket with replayed prefix bytes and I/O counting.
-pub struct ConnIo<S> {
-    inner: S,
+/// A TCP socket with replayed prefix bytes and I/O counting.
+pub struct ConnIo {
+    socket: Arc<TcpStream>,
     prefix: [u8; 24],
     prefix_pos: usize,
     prefix_len: usize,
-    state: std::sync::Arc<ConnState>,
+    state: Arc<ConnState>,
 }
 
-impl<S> ConnIo<S> {
-    /// Wraps `inner`; `prefix` (at most 24 bytes) is read before anything from the socket.
-    pub fn new(inner: S, prefix: &[u8], state: std::sync::Arc<ConnState>) -> ConnIo<S> {
+impl ConnIo {
+    /// Wraps `socket`; `prefix` (at most 24 bytes) is read before anything from the socket.
+    pub fn new(socket: Arc<TcpStream>, prefix: &[u8], state: Arc<ConnState>) -> ConnIo {
         let mut buf = [0u8; 24];
         let n = prefix.len().min(24);
         buf[..n].copy_from_slice(&prefix[..n]);
         ConnIo {
-            inner,
+            socket,
             prefix: buf,
             prefix_pos: 0,
             prefix_len: n,
@@ -84,7 +87,35 @@ impl<S> ConnIo<S> {
     }
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for ConnIo<S> {
+/// Most bytes a closing connection reads and drops.
+const LINGER_BYTES: usize = 256 * 1024;
+/// Longest a closing connection waits for the client's FIN.
+const LINGER_TIME: Duration = Duration::from_secs(2);
+
+/// Closes like nginx's lingering close: FIN first, then read and drop what the client had already
+/// sent (pipelined requests, the rest of a refused body) until its FIN or a bound. Closing with
+/// unread bytes sends RST, and an RST makes the client's kernel drop responses it has not read.
+pub async fn linger(socket: &TcpStream, idle_timeout: Duration) {
+    let _ = socket2::SockRef::from(socket).shutdown(std::net::Shutdown::Write);
+    let _ = tokio::time::timeout(idle_timeout.min(LINGER_TIME), async {
+        let mut buf = [0u8; 4096];
+        let mut seen = 0;
+        while seen < LINGER_BYTES {
+            if socket.readable().await.is_err() {
+                return;
+            }
+            match socket.try_read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => seen += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return,
+            }
+        }
+    })
+    .await;
+}
+
+impl AsyncRead for ConnIo {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -98,26 +129,40 @@ impl<S: AsyncRead + Unpin> AsyncRead for ConnIo<S> {
             this.prefix_pos += n;
             return Poll::Ready(Ok(()));
         }
-        let result = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if result.is_ready() {
-            this.state.touch();
+        loop {
+            ready!(this.socket.poll_read_ready(cx))?;
+            match this.socket.try_read(buf.initialize_unfilled()) {
+                Ok(n) => {
+                    buf.advance(n);
+                    this.state.touch();
+                    return Poll::Ready(Ok(()));
+                }
+                // Readiness was stale; try_read cleared it, so poll again.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
         }
-        result
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for ConnIo<S> {
+impl AsyncWrite for ConnIo {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        let result = Pin::new(&mut this.inner).poll_write(cx, buf);
-        if result.is_ready() {
-            this.state.touch();
+        loop {
+            ready!(this.socket.poll_write_ready(cx))?;
+            match this.socket.try_write(buf) {
+                Ok(n) => {
+                    this.state.touch();
+                    return Poll::Ready(Ok(n));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
         }
-        result
     }
 
     fn poll_write_vectored(
@@ -126,22 +171,29 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for ConnIo<S> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        let result = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
-        if result.is_ready() {
-            this.state.touch();
+        loop {
+            ready!(this.socket.poll_write_ready(cx))?;
+            match this.socket.try_write_vectored(bufs) {
+                Ok(n) => {
+                    this.state.touch();
+                    return Poll::Ready(Ok(n));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
         }
-        result
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
+        true
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
     }
 
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let _ = socket2::SockRef::from(&*self.socket).shutdown(std::net::Shutdown::Write);
+        Poll::Ready(Ok(()))
     }
 }

@@ -112,13 +112,12 @@ pub fn fixed_answer() -> Answer {
     }
 }
 
-/// The 413 answer; it closes the connection since the rest of the body is not read.
+/// The 413 answer. The rest of the body is not read: h2 and h3 reset just the stream after the
+/// answer, and hyper closes an HTTP/1.1 connection whose request body was left unread.
 pub fn body_too_large(limits: &Limits, counters: &Counters) -> Answer {
     counters.event(Event::BodyTooLarge);
     let text = format!("request body over {} bytes\n", limits.max_body_bytes);
-    let mut answer = error(StatusCode::PAYLOAD_TOO_LARGE, text);
-    answer.close = true;
-    answer
+    error(StatusCode::PAYLOAD_TOO_LARGE, text)
 }
 
 /// A plain-text error answer.

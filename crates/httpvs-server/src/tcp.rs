@@ -1,7 +1,7 @@
 //! TCP listeners: accept, enforce `max_connections`, then tell HTTP/1.1 from h2c by the preface
 //! (cleartext) or by ALPN (TLS) and hand the connection to its protocol.
 
-use crate::conn_io::{ConnIo, ConnState};
+use crate::conn_io::{linger, ConnIo, ConnState};
 use crate::totals::Proto;
 use crate::worker::{ConnSlot, WorkerCtx};
 use crate::{h1, h2};
@@ -58,8 +58,9 @@ async fn serve_cleartext(mut stream: TcpStream, ctx: Arc<WorkerCtx>, _slot: Conn
     if n == 0 {
         return;
     }
+    let socket = Arc::new(stream);
     let state = Arc::new(ConnState::default());
-    let io = ConnIo::new(stream, &probe[..n], state.clone());
+    let io = ConnIo::new(socket.clone(), &probe[..n], state.clone());
     if probe[..n] == PREFACE[..] {
         ctx.counters.connection(Proto::H2c);
         h2::serve(io, Proto::H2c, &ctx, state).await;
@@ -67,11 +68,13 @@ async fn serve_cleartext(mut stream: TcpStream, ctx: Arc<WorkerCtx>, _slot: Conn
         ctx.counters.connection(Proto::H1);
         h1::serve(io, Proto::H1, &ctx, state).await;
     }
+    linger(&socket, ctx.limits.idle_timeout).await;
 }
 
 async fn serve_tls(stream: TcpStream, acceptor: TlsAcceptor, ctx: Arc<WorkerCtx>, _slot: ConnSlot) {
+    let socket = Arc::new(stream);
     let state = Arc::new(ConnState::default());
-    let io = ConnIo::new(stream, &[], state.clone());
+    let io = ConnIo::new(socket.clone(), &[], state.clone());
     let accepted = tokio::time::timeout(ctx.handshake_timeout(), acceptor.accept(io)).await;
     let Ok(Ok(tls)) = accepted else { return };
     if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
@@ -81,4 +84,5 @@ async fn serve_tls(stream: TcpStream, acceptor: TlsAcceptor, ctx: Arc<WorkerCtx>
         ctx.counters.connection(Proto::H1Tls);
         h1::serve(tls, Proto::H1Tls, &ctx, state).await;
     }
+    linger(&socket, ctx.limits.idle_timeout).await;
 }

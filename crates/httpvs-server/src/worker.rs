@@ -85,7 +85,9 @@ fn h1_builder(limits: &Limits) -> hyper::server::conn::http1::Builder {
     b.timer(TokioTimer::new())
         .header_read_timeout(limits.idle_timeout)
         .keep_alive(true)
-        .pipeline_flush(true)
+        // Batches the answers to pipelined requests into one write; but hyper then drops answers
+        // still buffered when keep-alive ends mid-pipeline, so not with a per-connection limit.
+        .pipeline_flush(limits.max_requests_per_conn.is_none())
         .max_buf_size((limits.max_header_bytes + H1_HEADER_SLACK).max(8192))
         .max_headers(256);
     b

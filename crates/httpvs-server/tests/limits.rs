@@ -49,6 +49,12 @@ fn idle_and_stalled_connections_are_closed_after_the_timeout() {
     ] {
         assert!(closed_by_server(conn, Duration::from_secs(10)), "{name}");
     }
+    // Closed sockets still linger (waiting for our FIN to be answered) for at most 2 s.
+    drop((silent, stalled, kept, half_h2));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while server.open_connections() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert_eq!(server.open_connections(), 0);
 }
 
@@ -115,4 +121,26 @@ fn shutdown_lets_in_flight_requests_finish() {
     let response = reader.join().unwrap();
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert_eq!(totals.requests.h1, 1);
+}
+
+#[test]
+fn h1_closes_after_n_requests_with_connection_close() {
+    let server = support::server(Limits {
+        max_requests_per_conn: Some(3),
+        ..Limits::default()
+    });
+    let mut conn = TcpStream::connect(server.http_addr().unwrap()).unwrap();
+    // Five pipelined requests: three are answered, the third with `Connection: close`.
+    let request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    conn.write_all(&request.repeat(5)).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut responses = String::new();
+    let _ = conn.read_to_string(&mut responses);
+    assert_eq!(responses.matches("HTTP/1.1 200").count(), 3, "{responses}");
+    let last = responses.rsplit("HTTP/1.1 200").next().unwrap();
+    assert!(
+        last.to_ascii_lowercase().contains("connection: close"),
+        "{last}"
+    );
 }

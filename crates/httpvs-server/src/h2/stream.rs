@@ -34,6 +34,9 @@ pub fn answer(
         Decision::Now(answer) => {
             let close = answer.close;
             send_small(respond, answer, head_only);
+            if !body.is_end_stream() {
+                tokio::spawn(drain(body));
+            }
             close
         }
         Decision::Later(pending) => {
@@ -41,8 +44,11 @@ pub fn answer(
             let ctx = ctx.clone();
             let state = state.clone();
             tokio::spawn(async move {
-                let answer = answer_later(*pending, body, &ctx, &state).await;
+                let (answer, unread) = answer_later(*pending, body, &ctx, &state).await;
                 send(respond, answer, head_only).await;
+                if let Some(body) = unread {
+                    drain(body).await;
+                }
             });
             close
         }
@@ -63,24 +69,46 @@ fn send_small(mut respond: SendResponse<Bytes>, answer: Answer, head_only: bool)
     }
 }
 
+/// Reads the body and waits; returns the answer, and the body when it was left unread (413).
 async fn answer_later(
     pending: Pending,
     mut body: RecvStream,
     ctx: &WorkerCtx,
     state: &ConnState,
-) -> Answer {
+) -> (Answer, Option<RecvStream>) {
     let mut collector = respond::BodyCollector::new(ctx.limits.max_body_bytes, pending.echo);
     while let Some(chunk) = body.data().await {
         let Ok(chunk) = chunk else { break };
         let _ = body.flow_control().release_capacity(chunk.len());
         if collector.push(chunk).is_err() {
-            return respond::body_too_large(&ctx.limits, &ctx.counters);
+            return (
+                respond::body_too_large(&ctx.limits, &ctx.counters),
+                Some(body),
+            );
         }
     }
     if let Some(delay) = pending.plan.delay {
         state.delay(delay).await;
     }
-    pending.answer(collector.finish())
+    (pending.answer(collector.finish()), None)
+}
+
+/// Most request body bytes read and dropped after an early answer (413, 431, 400).
+const DRAIN_LIMIT: usize = 1 << 20;
+
+/// Reads and drops the rest of a body answered early, so the stream ends cleanly instead of with
+/// RST_STREAM(CANCEL), which clients report as an error even after a complete response.
+async fn drain(mut body: RecvStream) {
+    let mut seen = 0;
+    while seen < DRAIN_LIMIT {
+        match body.data().await {
+            Some(Ok(chunk)) => {
+                seen += chunk.len();
+                let _ = body.flow_control().release_capacity(chunk.len());
+            }
+            _ => return,
+        }
+    }
 }
 
 /// Sends a response of any size, chunk by chunk as the peer's flow-control window opens.
