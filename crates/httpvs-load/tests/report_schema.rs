@@ -108,8 +108,14 @@ fn check(report: &Report) {
     let rendered = text::render(report);
     assert!(rendered.contains("started ="));
     assert_eq!(report.quic.is_some(), rendered.contains("\nQUIC "));
-    assert_eq!(report.latency_uncorrected.is_some(), rendered.contains("uncorrected"));
-    assert_eq!(!report.thresholds.is_empty(), rendered.contains("--fail-on"));
+    assert_eq!(
+        report.latency_uncorrected.is_some(),
+        rendered.contains("uncorrected")
+    );
+    assert_eq!(
+        !report.thresholds.is_empty(),
+        rendered.contains("--fail-on")
+    );
     let json = to_json(report);
     let value: Value = serde_json::from_str(&json).unwrap();
     let schema = schema();

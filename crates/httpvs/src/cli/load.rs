@@ -254,7 +254,9 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
         _ => return None,
     };
     let secs = value * scale;
-    (0.0..1e9).contains(&secs).then(|| Duration::from_secs_f64(secs))
+    (0.0..1e9)
+        .contains(&secs)
+        .then(|| Duration::from_secs_f64(secs))
 }
 
 /// "0,2" or "0-3" or "0-1,4".
