@@ -190,4 +190,32 @@ mod tests {
         assert_eq!(tickets.iter().filter(|t| !t.measured).count(), 5);
         assert_eq!(tickets.iter().filter(|t| t.measured).count(), 10);
     }
+
+    /// Property: for any worker count, rate and -n, the workers' open-model tickets together
+    /// are exactly the n measured sends at k / rate, each once.
+    #[test]
+    fn open_model_tickets_partition_the_global_schedule() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let t0 = Instant::now();
+        for _ in 0..200 {
+            let workers = rng.random_range(1..=8);
+            let rate = rng.random_range(1.0..50_000.0);
+            let n = rng.random_range(1..500u64);
+            let mut offsets: Vec<Duration> = Vec::new();
+            for w in 0..workers {
+                let mut s = WorkerSchedule::open(t0, t0, rate, (w, workers), Some(n), None);
+                while let Some(t) = s.next(t0) {
+                    assert!(t.measured);
+                    offsets.push(t.intended.unwrap() - t0);
+                }
+            }
+            offsets.sort();
+            assert_eq!(offsets.len() as u64, n, "workers {workers} rate {rate}");
+            for (k, off) in offsets.iter().enumerate() {
+                let want = Duration::from_secs_f64(k as f64 / rate);
+                assert!(off.abs_diff(want) < Duration::from_micros(1), "{k}");
+            }
+        }
+    }
 }

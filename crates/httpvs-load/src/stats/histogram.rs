@@ -109,4 +109,29 @@ mod tests {
         h.record(Duration::from_secs(100_000));
         assert_eq!(h.len(), 1);
     }
+
+    /// Property: merging per-worker histograms gives the percentiles of recording everything
+    /// in one histogram.
+    #[test]
+    fn merged_workers_equal_one_histogram() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+        for _ in 0..20 {
+            let mut all = LatencyHistogram::new();
+            let mut merged = LatencyHistogram::new();
+            for _ in 0..rng.random_range(1..6) {
+                let mut worker = LatencyHistogram::new();
+                for _ in 0..rng.random_range(0..2000) {
+                    let us = rng.random_range(1..5_000_000u64);
+                    worker.record_us(us);
+                    all.record_us(us);
+                }
+                merged.merge(&worker);
+            }
+            assert_eq!(merged.len(), all.len());
+            for p in [50.0, 90.0, 99.0, 99.9, 100.0] {
+                assert_eq!(merged.percentile_us(p), all.percentile_us(p));
+            }
+        }
+    }
 }
