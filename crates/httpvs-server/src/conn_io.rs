@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 /// Per-connection state shared by its I/O, its requests and its idle watch.
@@ -115,6 +115,11 @@ pub async fn linger(socket: &TcpStream, idle_timeout: Duration) {
     .await;
 }
 
+/// Marks the socket not ready for `interest` (try_io clears readiness when its closure would block).
+fn clear_readiness(socket: &TcpStream, interest: Interest) {
+    let _ = socket.try_io(interest, || Err::<(), _>(io::ErrorKind::WouldBlock.into()));
+}
+
 impl AsyncRead for ConnIo {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -131,8 +136,14 @@ impl AsyncRead for ConnIo {
         }
         loop {
             ready!(this.socket.poll_read_ready(cx))?;
+            let want = buf.remaining();
             match this.socket.try_read(buf.initialize_unfilled()) {
                 Ok(n) => {
+                    if n > 0 && n < want {
+                        // A short read drained the socket: drop readiness now, as tokio's own
+                        // TcpStream does, instead of paying a read() that returns EAGAIN.
+                        clear_readiness(&this.socket, Interest::READABLE);
+                    }
                     buf.advance(n);
                     this.state.touch();
                     return Poll::Ready(Ok(()));
@@ -156,6 +167,9 @@ impl AsyncWrite for ConnIo {
             ready!(this.socket.poll_write_ready(cx))?;
             match this.socket.try_write(buf) {
                 Ok(n) => {
+                    if n > 0 && n < buf.len() {
+                        clear_readiness(&this.socket, Interest::WRITABLE);
+                    }
                     this.state.touch();
                     return Poll::Ready(Ok(n));
                 }
@@ -175,6 +189,10 @@ impl AsyncWrite for ConnIo {
             ready!(this.socket.poll_write_ready(cx))?;
             match this.socket.try_write_vectored(bufs) {
                 Ok(n) => {
+                    let total: usize = bufs.iter().map(|b| b.len()).sum();
+                    if n > 0 && n < total {
+                        clear_readiness(&this.socket, Interest::WRITABLE);
+                    }
                     this.state.touch();
                     return Poll::Ready(Ok(n));
                 }
