@@ -85,9 +85,10 @@ fn h1_builder(limits: &Limits) -> hyper::server::conn::http1::Builder {
     b.timer(TokioTimer::new())
         .header_read_timeout(limits.idle_timeout)
         .keep_alive(true)
-        // Batches the answers to pipelined requests into one write; but hyper then drops answers
-        // still buffered when keep-alive ends mid-pipeline, so not with a per-connection limit.
-        .pipeline_flush(limits.max_requests_per_conn.is_none())
+        // pipeline_flush would batch the answers to pipelined requests into one write, but hyper
+        // then drops every answer still buffered when keep-alive ends mid-pipeline (`close=1`,
+        // --max-requests-per-conn), so answers to pipelined requests are flushed one by one.
+        .pipeline_flush(false)
         .max_buf_size((limits.max_header_bytes + H1_HEADER_SLACK).max(8192))
         .max_headers(256);
     b

@@ -144,3 +144,18 @@ fn h1_closes_after_n_requests_with_connection_close() {
         "{last}"
     );
 }
+
+#[test]
+fn close_1_inside_a_pipeline_keeps_the_answers_before_it() {
+    let server = support::server(Limits::default());
+    let mut conn = TcpStream::connect(server.http_addr().unwrap()).unwrap();
+    let plain = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec();
+    let closing = b"GET /?close=1 HTTP/1.1\r\nHost: x\r\n\r\n".to_vec();
+    conn.write_all(&[plain.clone(), plain.clone(), closing, plain].concat())
+        .unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut responses = String::new();
+    let _ = conn.read_to_string(&mut responses);
+    assert_eq!(responses.matches("HTTP/1.1 200").count(), 3, "{responses}");
+}
