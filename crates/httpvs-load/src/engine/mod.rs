@@ -9,6 +9,7 @@ mod context;
 mod coordinator;
 pub mod factory;
 mod pin;
+mod request_timer;
 pub mod setup;
 mod slot;
 mod stream;

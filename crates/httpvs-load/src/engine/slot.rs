@@ -155,6 +155,11 @@ impl<P: Protocol> Slot<P> {
         self.open().await
     }
 
+    /// Whether a connection is open and takes requests now (`connection` will not wait).
+    pub fn is_ready(&self) -> bool {
+        self.usable().is_some()
+    }
+
     /// Drops the current connection (end of run); it is counted as closed by us.
     pub fn release(&self) {
         self.current.borrow_mut().take();

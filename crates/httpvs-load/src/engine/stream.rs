@@ -3,14 +3,17 @@
 //! A slot runs `-m` of these at once on its connection. The loop allocates nothing per request:
 //! the send future lives inside this task's state, and outcomes are counter bumps.
 
+use super::request_timer::within;
 use super::slot::Slot;
 use crate::error::ErrorKind;
 use crate::protocol::{Connection, Protocol, RetryReason, SendError};
 use crate::schedule::Ticket;
 use crate::stats::{RequestTimings, WorkerRecorder};
 use std::cell::RefCell;
+use std::pin::{pin, Pin};
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+use tokio::time::Sleep;
 
 /// A request refused this many times by connections that processed nothing fails instead
 /// (a server that never processes anything must not keep a `-n` run going forever).
@@ -76,27 +79,51 @@ enum Attempt {
 /// (deadline or interrupt: the request in flight is then cut off).
 pub async fn run_stream<P: Protocol>(slot: Rc<Slot<P>>) {
     let ctx = slot.ctx.clone();
+    // One run-end watch and one request timer per stream, kept across requests: building them
+    // per request cost two timer-wheel entries and a Notify registration each time.
+    let mut ended = pin!(ctx.run_ended());
+    let mut timer = pin!(tokio::time::sleep(IDLE_TIMER));
+    // Closed model: the next request is due when the last one ended (one clock read each).
+    let mut last_end = None;
     loop {
         if ctx.cancelled.get() {
             break;
         }
-        let next = ctx.schedule.borrow_mut().next(Instant::now());
+        let now = last_end.take().unwrap_or_else(Instant::now);
+        let next = ctx.schedule.borrow_mut().next(now);
         let Some(ticket) = next else { break };
-        if let Some(at) = ticket.intended {
-            tokio::select! {
-                _ = tokio::time::sleep_until(timer_target(at).into()) => {}
-                _ = ctx.run_ended() => break,
+        let dispatch = match ticket.intended {
+            Some(at) => {
+                tokio::select! {
+                    biased;
+                    _ = &mut ended => break,
+                    _ = tokio::time::sleep_until(timer_target(at).into()) => {}
+                }
+                Instant::now()
             }
-        }
-        let mut req = InFlight::start(&ctx.recorder, ticket, Instant::now());
-        let whole = async { while let Attempt::Retry = attempt(&slot, &mut req).await {} };
+            None => now,
+        };
+        let mut req = InFlight::start(&ctx.recorder, ticket, dispatch);
+        let whole = async {
+            let mut at = dispatch;
+            loop {
+                match attempt(&slot, &mut req, timer.as_mut(), at).await {
+                    (Attempt::Done, end) => return end,
+                    (Attempt::Retry, end) => at = end,
+                }
+            }
+        };
         tokio::select! {
-            _ = whole => {}
+            biased;
+            end = whole => last_end = ticket.intended.is_none().then_some(end),
             // `req` drops unresolved below: counted as cut off.
-            _ = ctx.run_ended() => break,
+            _ = &mut ended => break,
         }
     }
 }
+
+/// Where a stream's request timer rests before its first request.
+const IDLE_TIMER: Duration = Duration::from_secs(24 * 3600);
 
 /// tokio's timer has 1 ms ticks: it rounds a deadline up to the next tick and its park
 /// rounds up again, so a plain sleep wakes 1-2 ms late and every open-model send would be
@@ -109,22 +136,30 @@ fn timer_target(at: Instant) -> Instant {
 /// How early an open-model stream asks the timer to wake it.
 const TIMER_LEAD: std::time::Duration = std::time::Duration::from_millis(1);
 
-/// Sends once on the slot's connection and records the outcome.
-async fn attempt<P: Protocol>(slot: &Slot<P>, req: &mut InFlight<'_>) -> Attempt {
+/// Sends once on the slot's connection and records the outcome; returns when it ended.
+/// `ready_at` is when the request became ready to go (the send starts then if the slot's
+/// connection is ready, saving a clock read).
+async fn attempt<P: Protocol>(
+    slot: &Slot<P>,
+    req: &mut InFlight<'_>,
+    timer: Pin<&mut Sleep>,
+    ready_at: Instant,
+) -> (Attempt, Instant) {
     let ctx = &slot.ctx;
+    let connected = slot.is_ready();
     let live = match slot.connection().await {
         Ok(live) => live,
         Err(kind) => {
             req.fail(kind);
-            return Attempt::Done;
+            return (Attempt::Done, Instant::now());
         }
     };
     let reused = live.note_request(req.measured);
-    let send_start = Instant::now();
+    let send_start = if connected { ready_at } else { Instant::now() };
     let first_send = *req.first_send.get_or_insert(send_start);
     let send = live.conn.send(&ctx.shared.spec);
     let result = match ctx.shared.timeout {
-        Some(limit) => tokio::time::timeout(limit, send)
+        Some(limit) => within(timer, send_start + limit, send)
             .await
             .unwrap_or(Err(SendError::Failed(ErrorKind::RequestTimeout))),
         None => send.await,
@@ -146,7 +181,7 @@ async fn attempt<P: Protocol>(slot: &Slot<P>, req: &mut InFlight<'_>) -> Attempt
     if ctx.shared.deadline.is_some_and(|d| end > d) {
         // Finished after the end (the timer that cuts runs off has 1 ms ticks): it was in
         // flight when the run ended, so it is cut off, as the identity counts it.
-        return Attempt::Done;
+        return (Attempt::Done, end);
     }
     match result {
         Ok(info) => {
@@ -159,22 +194,22 @@ async fn attempt<P: Protocol>(slot: &Slot<P>, req: &mut InFlight<'_>) -> Attempt
                 };
                 ctx.recorder.borrow_mut().succeeded(timings, &info);
             }
-            Attempt::Done
+            (Attempt::Done, end)
         }
         Err(SendError::Retry(reason)) => {
             req.retries += u32::from(refused_without_progress);
             if req.retries > MAX_RETRIES {
                 req.fail(retry_exhausted(reason));
-                return Attempt::Done;
+                return (Attempt::Done, end);
             }
             if req.measured {
                 ctx.recorder.borrow_mut().retried(reason);
             }
-            Attempt::Retry
+            (Attempt::Retry, end)
         }
         Err(SendError::Failed(kind)) => {
             req.fail(kind);
-            Attempt::Done
+            (Attempt::Done, end)
         }
     }
 }
