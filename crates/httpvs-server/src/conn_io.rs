@@ -65,23 +65,18 @@ impl ConnState {
 /// A TCP socket with replayed prefix bytes and I/O counting.
 pub struct ConnIo {
     socket: Arc<TcpStream>,
-    prefix: [u8; 24],
+    prefix: Vec<u8>,
     prefix_pos: usize,
-    prefix_len: usize,
     state: Arc<ConnState>,
 }
 
 impl ConnIo {
-    /// Wraps `socket`; `prefix` (at most 24 bytes) is read before anything from the socket.
-    pub fn new(socket: Arc<TcpStream>, prefix: &[u8], state: Arc<ConnState>) -> ConnIo {
-        let mut buf = [0u8; 24];
-        let n = prefix.len().min(24);
-        buf[..n].copy_from_slice(&prefix[..n]);
+    /// Wraps `socket`; `prefix` is read before anything from the socket.
+    pub fn new(socket: Arc<TcpStream>, prefix: Vec<u8>, state: Arc<ConnState>) -> ConnIo {
         ConnIo {
             socket,
-            prefix: buf,
+            prefix,
             prefix_pos: 0,
-            prefix_len: n,
             state,
         }
     }
@@ -127,11 +122,15 @@ impl AsyncRead for ConnIo {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.prefix_pos < this.prefix_len {
-            let rest = &this.prefix[this.prefix_pos..this.prefix_len];
+        if this.prefix_pos < this.prefix.len() {
+            let rest = &this.prefix[this.prefix_pos..];
             let n = rest.len().min(buf.remaining());
             buf.put_slice(&rest[..n]);
             this.prefix_pos += n;
+            if this.prefix_pos == this.prefix.len() {
+                this.prefix = Vec::new();
+                this.prefix_pos = 0;
+            }
             return Poll::Ready(Ok(()));
         }
         loop {
