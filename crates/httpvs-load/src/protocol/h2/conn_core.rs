@@ -559,3 +559,6 @@ fn parse_status(value: &[u8]) -> Option<u16> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,252 @@
+//! The core without sockets: frames in, outcomes and frames out.
+
+use super::super::frame_tap::{flag, kind, Direction, FrameHeader, FrameObserver, FrameTap};
+use super::{ConnCore, ConnError};
+use crate::error::ErrorKind;
+use crate::protocol::hpack::encoder;
+use crate::protocol::wire::WireCounter;
+use crate::protocol::{CloseCause, RequestSpec, RetryReason, SendError};
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+fn req() -> RequestSpec {
+    RequestSpec {
+        method: http::Method::GET,
+        uri: "http://127.0.0.1:1/".parse().unwrap(),
+        headers: vec![],
+        body: bytes::Bytes::new(),
+    }
+}
+
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> (FrameHeader, Vec<u8>) {
+    let header = FrameHeader {
+        length: payload.len() as u32,
+        kind,
+        flags,
+        stream_id: stream,
+    };
+    (header, payload.to_vec())
+}
+
+/// A core past the server's SETTINGS (MAX_CONCURRENT_STREAMS 2), with its output cleared.
+fn ready_core() -> ConnCore {
+    let mut core = ConnCore::new(WireCounter::new_shared());
+    feed(&mut core, frame(kind::SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 2])).unwrap();
+    core.out.clear();
+    core
+}
+
+fn feed(core: &mut ConnCore, (h, payload): (FrameHeader, Vec<u8>)) -> Result<(), ConnError> {
+    core.on_frame(&h, &payload, Instant::now())
+}
+
+fn open(core: &mut ConnCore) -> Poll<Result<usize, SendError>> {
+    core.poll_open(
+        &req(),
+        Instant::now(),
+        &mut Context::from_waker(Waker::noop()),
+    )
+}
+
+fn outcome(
+    core: &mut ConnCore,
+    slot: usize,
+) -> Poll<Result<crate::protocol::ResponseInfo, SendError>> {
+    core.poll_outcome(slot, &mut Context::from_waker(Waker::noop()))
+}
+
+fn status_block(status: &str, extra: &[(&str, &str)]) -> Vec<u8> {
+    let mut block = Vec::new();
+    encoder::literal(b":status", status.as_bytes(), 4, 0, &mut block);
+    for (n, v) in extra {
+        encoder::literal(n.as_bytes(), v.as_bytes(), 6, 0x40, &mut block);
+    }
+    block
+}
+
+#[derive(Default)]
+struct Sent(Vec<FrameHeader>);
+
+impl FrameObserver for Sent {
+    fn on_header(&mut self, _: Direction, header: &FrameHeader) -> bool {
+        self.0.push(*header);
+        false
+    }
+}
+
+fn sent_kinds(out: &[u8]) -> Vec<u8> {
+    let mut sent = Sent::default();
+    FrameTap::new(Direction::Received).feed(out, &mut sent);
+    sent.0.iter().map(|h| h.kind).collect()
+}
+
+#[test]
+fn a_response_split_over_continuation_with_padding_and_trailers_completes() {
+    let mut core = ready_core();
+    let Poll::Ready(Ok(slot)) = open(&mut core) else {
+        panic!()
+    };
+    let block = status_block("200", &[("server", "x"), ("x-long", &"v".repeat(40))]);
+    let (a, b) = block.split_at(5);
+    let mut padded = vec![3];
+    padded.extend_from_slice(a);
+    padded.extend_from_slice(&[0, 0, 0]);
+    feed(&mut core, frame(kind::HEADERS, flag::PADDED, 1, &padded)).unwrap();
+    feed(
+        &mut core,
+        frame(kind::CONTINUATION, flag::END_HEADERS, 1, b),
+    )
+    .unwrap();
+    feed(
+        &mut core,
+        frame(kind::DATA, flag::PADDED, 1, &[2, 1, 2, 3, 0, 0]),
+    )
+    .unwrap();
+    assert!(outcome(&mut core, slot).is_pending());
+    let trailers = status_block("200", &[]);
+    // Trailers carry no :status normally; any valid block counts as trailer bytes.
+    feed(
+        &mut core,
+        frame(
+            kind::HEADERS,
+            flag::END_HEADERS | flag::END_STREAM,
+            1,
+            &trailers,
+        ),
+    )
+    .unwrap();
+    let Poll::Ready(Ok(info)) = outcome(&mut core, slot) else {
+        panic!()
+    };
+    assert_eq!((info.status, info.body_bytes), (200, 3));
+    assert_eq!(info.header_bytes, (7 + 3 + 6 + 1 + 6 + 40) + (7 + 3));
+}
+
+#[test]
+fn the_stream_limit_holds_requests_until_one_finishes() {
+    let mut core = ready_core();
+    let Poll::Ready(Ok(first)) = open(&mut core) else {
+        panic!()
+    };
+    let Poll::Ready(Ok(_)) = open(&mut core) else {
+        panic!()
+    };
+    assert!(open(&mut core).is_pending());
+    feed(&mut core, frame(kind::RST_STREAM, 0, 1, &[0, 0, 0, 7])).unwrap();
+    assert_eq!(
+        error_of(&mut core, first),
+        Some(SendError::Retry(RetryReason::Refused))
+    );
+    assert!(open(&mut core).is_ready());
+}
+
+#[test]
+fn goaway_retries_streams_above_the_last_id_and_fails_the_rest_at_the_end() {
+    let mut core = ready_core();
+    let Poll::Ready(Ok(s1)) = open(&mut core) else {
+        panic!()
+    };
+    let Poll::Ready(Ok(s3)) = open(&mut core) else {
+        panic!()
+    };
+    feed(
+        &mut core,
+        frame(kind::GOAWAY, 0, 0, &[0, 0, 0, 1, 0, 0, 0, 0]),
+    )
+    .unwrap();
+    assert_eq!(
+        error_of(&mut core, s3),
+        Some(SendError::Retry(RetryReason::Goaway))
+    );
+    assert!(!core.accepts_requests());
+    assert_eq!(core.close_cause(), CloseCause::Goaway);
+    assert_eq!(
+        open(&mut core),
+        Poll::Ready(Err(SendError::Retry(RetryReason::Goaway)))
+    );
+    core.end(CloseCause::Fin, None);
+    assert_eq!(
+        error_of(&mut core, s1),
+        Some(SendError::Failed(ErrorKind::Goaway(0)))
+    );
+}
+
+#[test]
+fn ping_is_answered_and_protocol_errors_are_connection_errors() {
+    let mut core = ready_core();
+    feed(&mut core, frame(kind::PING, 0, 0, &[1; 8])).unwrap();
+    assert_eq!(sent_kinds(&core.out), [kind::PING]);
+    assert_eq!(&core.out[9..], &[1; 8]);
+    assert!(feed(&mut core, frame(kind::PUSH_PROMISE, 0, 1, &[0; 4])).is_err());
+    assert!(feed(&mut core, frame(kind::PING, 0, 0, &[1; 3])).is_err());
+    // A block that is not valid HPACK breaks the table for good.
+    assert_eq!(
+        feed(
+            &mut core,
+            frame(kind::HEADERS, flag::END_HEADERS, 1, &[0x80])
+        ),
+        Err(ConnError(super::code::COMPRESSION_ERROR))
+    );
+}
+
+#[test]
+fn the_first_frame_must_be_settings_and_settings_are_acked() {
+    let mut core = ConnCore::new(WireCounter::new_shared());
+    assert!(feed(&mut core, frame(kind::PING, 0, 0, &[0; 8])).is_err());
+    let mut core = ConnCore::new(WireCounter::new_shared());
+    core.out.clear();
+    feed(&mut core, frame(kind::SETTINGS, 0, 0, &[])).unwrap();
+    assert_eq!(sent_kinds(&core.out), [kind::SETTINGS]);
+    assert_eq!(core.out[4], flag::ACK);
+}
+
+#[test]
+fn a_request_body_waits_for_window_updates() {
+    let mut core = ready_core();
+    // The server allows 10 bytes per stream to start with.
+    feed(&mut core, frame(kind::SETTINGS, 0, 0, &[0, 4, 0, 0, 0, 10])).unwrap();
+    core.out.clear();
+    let mut post = req();
+    post.body = bytes::Bytes::from_static(b"0123456789abcdefghij");
+    let cx = &mut Context::from_waker(Waker::noop());
+    let Poll::Ready(Ok(_)) = core.poll_open(&post, Instant::now(), cx) else {
+        panic!()
+    };
+    assert_eq!(sent_kinds(&core.out), [kind::HEADERS, kind::DATA]);
+    core.out.clear();
+    feed(&mut core, frame(kind::WINDOW_UPDATE, 0, 1, &[0, 0, 0, 10])).unwrap();
+    assert_eq!(sent_kinds(&core.out), [kind::DATA]);
+    assert_eq!(core.out[4], flag::END_STREAM);
+}
+
+/// The error a stream ended with (`None`: pending or succeeded).
+fn error_of(core: &mut ConnCore, slot: usize) -> Option<SendError> {
+    match outcome(core, slot) {
+        Poll::Ready(Err(e)) => Some(e),
+        _ => None,
+    }
+}
+
+/// Random frames from a hostile server never panic the core; a connection error ends it.
+#[test]
+fn random_frames_never_panic() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(9113);
+    for _ in 0..300 {
+        let mut core = ready_core();
+        for _ in 0..rng.random_range(0..4) {
+            let _ = open(&mut core);
+        }
+        for _ in 0..rng.random_range(1..30) {
+            let len = rng.random_range(0..40);
+            let payload: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+            let kind = rng.random_range(0..11);
+            let stream = rng.random_range(0..8);
+            if let Err(error) = feed(&mut core, frame(kind, rng.random(), stream, &payload)) {
+                core.fail(error);
+                assert!(!core.accepts_requests());
+                break;
+            }
+        }
+    }
+}
