@@ -6,7 +6,7 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    restore_sigpipe();
+    quiet_on_closed_stdout();
     let args = match cli::Cli::try_parse() {
         Ok(args) => args,
         Err(err) => return cli::usage_error(err),
@@ -20,10 +20,21 @@ fn main() -> ExitCode {
     }
 }
 
-/// A closed stdout pipe (`httpvs ... | head`) ends the process quietly, as for any Unix filter.
-fn restore_sigpipe() {
-    // SAFETY: setting a signal disposition to SIG_DFL at start, before any thread exists.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+/// A closed stdout pipe (`httpvs ... | head`) ends the process quietly with success, as for any Unix
+/// filter. SIGPIPE itself stays ignored (Rust's default): resetting it would let a peer that closes
+/// its socket kill the server or the load generator, where a write error is the right outcome.
+fn quiet_on_closed_stdout() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default_hook(info);
+    }));
 }

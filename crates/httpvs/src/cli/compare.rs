@@ -84,7 +84,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         print!("{}", httpvs_compare::plan::DEFAULT_PLAN);
         return Ok(ExitCode::SUCCESS);
     }
-    ignore_sigpipe();
     let results = match &args.from {
         Some(path) => Results::read(path).map_err(super::usage)?,
         None => {
@@ -110,15 +109,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let _ = writeln!(out, "\nreport: {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The server and the client share this process: with SIGPIPE at its default, a write to a
-/// socket the peer just closed would kill both. Writes then fail with EPIPE, which is handled.
-fn ignore_sigpipe() {
-    // SAFETY: setting a signal disposition; no handler code runs.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
 }
 
 /// Turns flags into the library's config; every bad value is one line and exit 2.

@@ -1,0 +1,82 @@
+//! Closed pipes and sockets: a peer that hangs up is a write error, never a signal that kills httpvs.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+fn httpvs() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_httpvs"))
+}
+
+/// A client that closes right after the TLS handshake must not kill `httpvs serve` (it did while
+/// SIGPIPE was reset to its default: the server's next write raised it).
+#[test]
+fn serve_survives_clients_that_hang_up_after_the_tls_handshake() {
+    let mut server = httpvs()
+        .args([
+            "serve",
+            "--http",
+            "off",
+            "--h3",
+            "off",
+            "--https",
+            "127.0.0.1:0",
+        ])
+        .args(["--threads", "1"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(server.stdout.take().unwrap());
+    let mut banner = String::new();
+    while !banner.contains("cert") {
+        if stdout.read_line(&mut banner).unwrap() == 0 {
+            break;
+        }
+    }
+    let url = banner
+        .split_whitespace()
+        .find(|w| w.starts_with("https://"))
+        .unwrap()
+        .to_owned();
+    for _ in 0..2 {
+        let out = httpvs()
+            .args([
+                "load",
+                "-p",
+                "h1",
+                "-k",
+                "-n",
+                "200",
+                "-c",
+                "2",
+                "--no-progress",
+                &url,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(server.try_wait().unwrap().is_none(), "the server died");
+    }
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
+/// `httpvs ... | head -1` ends quietly with success, as any Unix filter does.
+#[test]
+fn a_closed_stdout_is_a_quiet_success() {
+    // The reader is gone before the child starts, so its very first write fails with EPIPE.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = httpvs()
+        .args(["compare", "--print-plan"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(stderr.is_empty(), "{stderr}");
+}
