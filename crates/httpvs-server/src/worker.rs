@@ -89,8 +89,9 @@ fn h1_builder(limits: &Limits) -> hyper::server::conn::http1::Builder {
         // then drops every answer still buffered when keep-alive ends mid-pipeline (`close=1`,
         // --max-requests-per-conn), so answers to pipelined requests are flushed one by one.
         .pipeline_flush(false)
-        .max_buf_size((limits.max_header_bytes + H1_HEADER_SLACK).max(8192))
-        .max_headers(256);
+        // max_headers stays hyper's default (100): setting it makes hyper build a zeroed
+        // header index vector per request instead of using a stack array.
+        .max_buf_size((limits.max_header_bytes + H1_HEADER_SLACK).max(8192));
     b
 }
 
