@@ -3,6 +3,12 @@
 //! The CLI builds a [`LoadConfig`] from flags; `httpvs compare` builds one in code with
 //! [`LoadConfig::new`] and the builder methods. [`LoadConfig::validate`] is the single place
 //! where values are checked, so both paths reject the same things with the same words.
+//!
+//! An emulated network is not part of the config: sockets live in the network namespace of
+//! the thread that makes them, and worker threads inherit their starter's, so a caller puts a
+//! whole run behind a link by calling [`crate::run`] inside the link's client namespace
+//! (`httpvs load --net` and `compare` do that with `httpvs_netem::Link::run_in_client_ns`).
+//! The load generator itself needs no knowledge of netem.
 
 use crate::protocol::ProtocolKind;
 use bytes::Bytes;
@@ -59,14 +65,6 @@ pub struct TlsOptions {
     pub cacert: Option<PathBuf>,
 }
 
-/// An emulated network to run the load behind (wired by the netem part; not used yet).
-// TODO(netem): replace with the netem crate's link profile when `--net` lands.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct NetProfile {
-    /// The profile as the user wrote it, e.g. "delay=20ms,loss=1%".
-    pub spec: String,
-}
-
 /// Everything one run needs, checked by [`LoadConfig::validate`].
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
@@ -102,8 +100,6 @@ pub struct LoadConfig {
     pub rate: Option<f64>,
     /// Pin worker thread i to `cpus[i % len]` (compare keeps the server and load apart).
     pub cpus: Option<Vec<usize>>,
-    /// An emulated network (the netem part wires `--net`).
-    pub net: Option<NetProfile>,
     /// `--0rtt`: h3 sends requests as 0-RTT early data when a session ticket allows it.
     pub zero_rtt: bool,
     /// `--alt-svc`: `-p auto` on https follows an `h3` Alt-Svc advertisement of the origin.
@@ -157,7 +153,6 @@ impl LoadConfig {
             tls: TlsOptions::default(),
             rate: None,
             cpus: None,
-            net: None,
             zero_rtt: false,
             alt_svc: false,
         })

@@ -12,7 +12,7 @@ pub mod schedule;
 pub mod stats;
 pub mod trace;
 
-pub use config::{LoadConfig, NetProfile, ProtocolChoice, StopAfter, TlsOptions};
+pub use config::{LoadConfig, ProtocolChoice, StopAfter, TlsOptions};
 pub use engine::{LoadError, ProtocolFactory};
 pub use error::ErrorKind;
 pub use report::Report;

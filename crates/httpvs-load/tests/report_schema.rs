@@ -4,7 +4,7 @@
 //! properties, additionalProperties: false, items, $ref, anyOf) keeps the dev build light.
 
 use httpvs_load::protocol::ProtocolKind;
-use httpvs_load::report::{text, thresholds, to_json, Report};
+use httpvs_load::report::{text, thresholds, to_json, LinkDirection, Network, Report};
 use httpvs_load::stats::Quiet;
 use httpvs_load::{LoadConfig, ProtocolChoice, TlsOptions};
 use httpvs_server::{start, ServeConfig};
@@ -108,6 +108,7 @@ fn check(report: &Report) {
     let rendered = text::render(report);
     assert!(rendered.contains("started ="));
     assert_eq!(report.quic.is_some(), rendered.contains("\nQUIC "));
+    assert_eq!(report.network.is_some(), rendered.contains("\nNetwork "));
     assert_eq!(
         report.latency_uncorrected.is_some(),
         rendered.contains("uncorrected")
@@ -148,6 +149,11 @@ fn closed_open_and_quic_reports_validate() {
         r.thresholds
     );
     check(&r);
+    // The optional network section (`load --net`, filled by the CLI) validates and round-trips,
+    // and a report without it has no `network` key at all (the field is additive).
+    assert!(!to_json(&r).contains("\"network\""));
+    r.network = Some(network_section());
+    check(&r);
 
     let open = LoadConfig::new(&http)
         .unwrap()
@@ -174,4 +180,31 @@ fn closed_open_and_quic_reports_validate() {
     let r = httpvs_load::run(&quic, &mut Quiet).unwrap();
     assert!(r.quic.is_some());
     check(&r);
+}
+
+/// A network section as `httpvs load --net "delay 5ms loss 1%"` fills it.
+fn network_section() -> Network {
+    let direction = |lost| LinkDirection {
+        netem: "delay 5ms loss 1%".into(),
+        packets_in: 1_000,
+        bytes_in: 120_000,
+        packets_out: 1_000 - lost,
+        bytes_out: 120_000 - 120 * lost,
+        lost,
+        duplicated: 0,
+        corrupted: 0,
+        reordered: 0,
+        queue_drops: 0,
+        ecn_marked: 0,
+        late: 0,
+        rejected: 0,
+        held: 0,
+    };
+    Network {
+        spec: "delay 5ms loss 1%".into(),
+        seed: 42,
+        mtu: 1500,
+        up: direction(9),
+        down: direction(11),
+    }
 }

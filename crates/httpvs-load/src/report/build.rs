@@ -108,6 +108,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
         wire: wire(stats, completed),
         connections: connections(config, stats),
         quic: quic(stats),
+        network: None,
         series: facts.series,
         thresholds: Vec::new(),
     }

@@ -46,6 +46,9 @@ pub struct Report {
     pub connections: Connections,
     /// QUIC totals (h3 only).
     pub quic: Option<Quic>,
+    /// The emulated link the run went through (`--net`); absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<Network>,
     /// One point per second of the measured part.
     pub series: Vec<SeriesPoint>,
     /// `--fail-on` results (empty without it).
@@ -331,6 +334,55 @@ pub struct Quic {
     pub mean_cwnd_bytes: u64,
     /// Requests sent as 0-RTT early data.
     pub early_requests: u64,
+}
+
+/// The emulated link a run went through (`httpvs load --net`), with the relay's counters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Network {
+    /// `--net` as given: a profile name, netem options for both directions, or `UP | DOWN`.
+    pub spec: String,
+    /// Seed of the link's random choices (`--net-seed` repeats them).
+    pub seed: u64,
+    /// MTU of the link, bytes.
+    pub mtu: u32,
+    /// Client to server.
+    pub up: LinkDirection,
+    /// Server to client.
+    pub down: LinkDirection,
+}
+
+/// One direction of an emulated link: its netem options and what the relay did to packets
+/// over the whole run (connection set-up and warmup included).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkDirection {
+    /// The netem options in effect, e.g. "delay 50ms loss 1%" (empty: no impairment).
+    pub netem: String,
+    /// Packets read from the sending side.
+    pub packets_in: u64,
+    /// Bytes read from the sending side.
+    pub bytes_in: u64,
+    /// Packets handed to the receiving side.
+    pub packets_out: u64,
+    /// Bytes handed to the receiving side.
+    pub bytes_out: u64,
+    /// Dropped by the loss model.
+    pub lost: u64,
+    /// Extra copies made by `duplicate`.
+    pub duplicated: u64,
+    /// Packets with one bit flipped by `corrupt`.
+    pub corrupted: u64,
+    /// Sent ahead of the delayed ones by `reorder`.
+    pub reordered: u64,
+    /// Dropped because `limit` packets were already held.
+    pub queue_drops: u64,
+    /// Marked CE instead of dropped (`ecn`).
+    pub ecn_marked: u64,
+    /// Sent more than 1 ms after their due time: the relay could not keep up.
+    pub late: u64,
+    /// Refused by the receiving kernel (e.g. a corrupted IP header).
+    pub rejected: u64,
+    /// Still inside the link when the report was made (0 once it drained).
+    pub held: u64,
 }
 
 /// One second of the measured part.

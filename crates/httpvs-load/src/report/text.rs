@@ -23,6 +23,7 @@ pub fn render(r: &Report) -> String {
     wire(&mut out, r);
     connections(&mut out, r);
     quic(&mut out, r);
+    network(&mut out, r);
     thresholds(&mut out, r);
     out
 }
@@ -63,6 +64,13 @@ fn header(out: &mut String, r: &Report) {
         },
         if s.keepalive { "" } else { ", no keep-alive" }
     );
+    if let Some(n) = &r.network {
+        let _ = writeln!(
+            out,
+            "Network:      emulated link --net {:?}: up \"{}\", down \"{}\"",
+            n.spec, n.up.netem, n.down.netem
+        );
+    }
     if s.streams < s.streams_requested {
         let _ = writeln!(
             out,
@@ -353,6 +361,61 @@ fn quic(out: &mut String, r: &Report) {
         bytes(q.mean_cwnd_bytes as f64),
         group(q.early_requests)
     );
+}
+
+/// The emulated link's relay counters, one row per direction, as `httpvs netem` prints them.
+fn network(out: &mut String, r: &Report) {
+    let Some(n) = &r.network else { return };
+    let _ = writeln!(
+        out,
+        "\nNetwork      --net {:?}, seed {} (--net-seed repeats it), MTU {}; packets over the whole run",
+        n.spec, n.seed, n.mtu
+    );
+    let _ = writeln!(
+        out,
+        "  {:<5}{:>9}{:>9}{:>11}{:>7}{:>6}{:>8}{:>8}{:>7}{:>6}{:>6}{:>9}",
+        "dir",
+        "in",
+        "out",
+        "bytes out",
+        "lost",
+        "dup",
+        "corrupt",
+        "reorder",
+        "qdrop",
+        "ecn",
+        "late",
+        "rejected"
+    );
+    for (name, d) in [("up", &n.up), ("down", &n.down)] {
+        let _ = writeln!(
+            out,
+            "  {name:<5}{:>9}{:>9}{:>11}{:>7}{:>6}{:>8}{:>8}{:>7}{:>6}{:>6}{:>9}",
+            d.packets_in,
+            d.packets_out,
+            bytes(d.bytes_out as f64),
+            d.lost,
+            d.duplicated,
+            d.corrupted,
+            d.reordered,
+            d.queue_drops,
+            d.ecn_marked,
+            d.late,
+            d.rejected
+        );
+    }
+    let late = n.up.late + n.down.late;
+    if late > 0 {
+        let _ = writeln!(
+            out,
+            "  note: {} packets left the relay more than 1 ms after their time: this machine could not keep up, so delays were longer than asked",
+            group(late)
+        );
+    }
+    let held = n.up.held + n.down.held;
+    if held > 0 {
+        let _ = writeln!(out, "  {held} packets were still in the link at the end");
+    }
 }
 
 fn thresholds(out: &mut String, r: &Report) {

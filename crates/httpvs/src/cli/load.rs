@@ -3,6 +3,8 @@
 //! Flags follow h2load/hey/oha habits. Every value is checked here (or by
 //! `LoadConfig::validate`) so a bad flag, URL or file is one line and exit 2 before any load.
 
+mod net;
+
 use super::usage;
 use httpvs_load::config::{parse_url, StopAfter, TlsOptions};
 use httpvs_load::report::progress::ProgressLine;
@@ -82,6 +84,14 @@ pub struct Args {
     /// Pin worker threads to these CPUs, round-robin (like 0,2 or 0-3).
     #[arg(long, value_name = "LIST")]
     cpus: Option<String>,
+    /// Run behind an emulated network: a profile (wan, 3g...: `httpvs netem --profiles`), netem
+    /// options for both directions ("delay 50ms loss 1%"), or "UP | DOWN". Needs root; the
+    /// target must be on 127.0.0.1, which the link reaches unchanged.
+    #[arg(long, value_name = "SPEC")]
+    net: Option<String>,
+    /// Seed of the emulated link's random choices, to repeat them (default: random, in the report).
+    #[arg(long, value_name = "N")]
+    net_seed: Option<u64>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -99,6 +109,11 @@ pub struct Args {
 /// Runs `httpvs load`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = config_from(&args)?;
+    let net = match (&args.net, args.net_seed) {
+        (Some(spec), seed) => Some(net::NetLink::from_flags(spec, seed, &config.url)?),
+        (None, Some(_)) => return Err(usage("--net-seed needs --net SPEC")),
+        (None, None) => None,
+    };
     ignore_sigpipe();
     let rules = match &args.fail_on {
         Some(spec) => thresholds::parse(spec).map_err(usage)?,
@@ -113,12 +128,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let show_progress = !args.no_progress && std::io::stderr().is_terminal();
     let mut progress = ProgressLine::new();
     let mut quiet = Quiet;
-    let observer: &mut dyn Observer = if show_progress {
+    let observer: &mut (dyn Observer + Send) = if show_progress {
         &mut progress
     } else {
         &mut quiet
     };
-    let mut report = httpvs_load::run_until(&config, observer, stop).map_err(setup_error)?;
+    let mut report = match &net {
+        Some(net) => net.run(&config, observer, stop)?,
+        None => httpvs_load::run_until(&config, observer, stop).map_err(setup_error)?,
+    };
     report.thresholds = thresholds::evaluate(&rules, &report);
     let rendered = if json {
         report::to_json(&report) + "\n"
