@@ -220,9 +220,10 @@ fn probability_lists_come_within_a_few_points_over_1000_requests() {
 }
 
 fn assert_shares(name: &str, p503: f64, p429: f64, p200: f64) {
-    assert!((p503 - 10.0).abs() <= 3.0, "{name}: 503 at {p503}%");
+    // Binomial over 1,000 draws: these bounds are 4 standard deviations or more.
+    assert!((p503 - 10.0).abs() <= 4.0, "{name}: 503 at {p503}%");
     assert!((p429 - 5.0).abs() <= 3.0, "{name}: 429 at {p429}%");
-    assert!((p200 - 85.0).abs() <= 4.0, "{name}: 200 at {p200}%");
+    assert!((p200 - 85.0).abs() <= 5.0, "{name}: 200 at {p200}%");
 }
 
 /// The same list over h2c, driven by h2load (its summary counts 4xx = 429 and 5xx = 503).
