@@ -4,7 +4,7 @@
 Usage: measure.py [--cpu N] [--sample-rss SECS] [--hold SECS] PREFIX -- CMD...
 
 Writes CMD's stdout and stderr to PREFIX.out / PREFIX.err and prints one JSON line:
-user and sys CPU seconds and peak RSS (ru_maxrss = VmHWM, KiB) from wait4 on the child,
+user and sys CPU seconds from wait4 on the child, its peak RSS (VmHWM, KiB, read every 20 ms),
 the wall time, the exit code, and with --sample-rss the child's VmRSS (KiB) every SECS
 seconds. With --hold SECS the child is sent SIGINT after SECS seconds (for runs that
 would otherwise go on), and "rss_at_hold" is its VmRSS just before.
@@ -17,15 +17,19 @@ import sys
 import time
 
 
-def vm_rss_kib(pid):
+def status_kib(pid, field):
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
     except OSError:
         pass
     return None
+
+
+def vm_rss_kib(pid):
+    return status_kib(pid, "VmRSS")
 
 
 def main(argv):
@@ -49,12 +53,15 @@ def main(argv):
     started = time.monotonic()
     with open(prefix + ".out", "wb") as out, open(prefix + ".err", "wb") as err:
         child = subprocess.Popen(cmd, stdout=out, stderr=err)
-        samples, rss_at_hold = [], None
+        samples, rss_at_hold, peak = [], None, 0
         next_sample = started + (sample or 0)
         while True:
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
             if pid:
                 break
+            # VmHWM, read until the end: wait4's ru_maxrss would include the RSS the child
+            # had as a fork of this Python process before it exec'd the client.
+            peak = max(peak, status_kib(child.pid, "VmHWM") or 0)
             now = time.monotonic()
             if sample and now >= next_sample:
                 samples.append(vm_rss_kib(child.pid))
@@ -66,7 +73,7 @@ def main(argv):
     print(json.dumps({
         "user": usage.ru_utime,
         "sys": usage.ru_stime,
-        "maxrss_kib": usage.ru_maxrss,
+        "maxrss_kib": peak,
         "wall": time.monotonic() - started,
         "rc": os.waitstatus_to_exitcode(status),
         "rss_samples": samples,

@@ -5,6 +5,7 @@
 mod connection;
 mod request_head;
 mod response;
+mod turn_wakers;
 mod write_batch;
 
 pub use connection::Http1Connection;

@@ -7,6 +7,7 @@
 //! retires the connection.
 
 use super::response::{parse_head, BodyFraming, ChunkedBody, ResponseHead};
+use super::turn_wakers::TurnWakers;
 use super::write_batch::{WriteBatch, WriteFailure};
 use crate::error::ErrorKind;
 use crate::protocol::tcp::{io_error_kind, Transport};
@@ -16,9 +17,9 @@ use bytes::{Buf, BytesMut};
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, ReadHalf};
-use tokio::sync::Notify;
 
 /// Bytes asked of the socket per read: large reads keep syscalls per response low.
 const READ_CHUNK: usize = 64 * 1024;
@@ -30,8 +31,8 @@ pub struct Http1Connection {
     writes: WriteBatch,
     /// Taken by the send whose turn it is to read, and put back after its response.
     reader: RefCell<Option<ReadSide>>,
-    /// Wakes sends waiting for their turn to read.
-    turn: Notify,
+    /// Wakes the send whose turn to read has come.
+    turn: TurnWakers,
     next_turn: Cell<u64>,
     /// Responses from this ticket on will never be read (close, EOF, error, abandoned send);
     /// `u64::MAX` while healthy. Earlier pipelined responses still complete.
@@ -68,7 +69,7 @@ impl Http1Connection {
                 io: read,
                 buf: BytesMut::with_capacity(READ_CHUNK),
             })),
-            turn: Notify::new(),
+            turn: TurnWakers::default(),
             next_turn: Cell::new(0),
             dead_from: Cell::new(u64::MAX),
             write_error: Cell::new(None),
@@ -93,7 +94,7 @@ impl Http1Connection {
     /// Marks responses from `ticket` on as unreadable and wakes their waiters.
     fn end_reading_from(&self, ticket: u64) {
         self.dead_from.set(self.dead_from.get().min(ticket));
-        self.turn.notify_waiters();
+        self.turn.wake_from(self.dead_from.get());
     }
 
     async fn send_request(&self, req: &RequestSpec) -> Result<ResponseInfo, SendError> {
@@ -126,7 +127,7 @@ impl Http1Connection {
                     self.end_reading_after(ticket);
                 }
                 self.next_turn.set(ticket + 1);
-                self.turn.notify_waiters();
+                self.turn.wake(ticket + 1);
                 Ok(info)
             }
             Err(failure) => {
@@ -190,19 +191,17 @@ impl Http1Connection {
     }
 
     async fn wait_turn(&self, ticket: u64) -> Result<(), SendError> {
-        loop {
-            let notified = self.turn.notified();
-            tokio::pin!(notified);
-            // Registered before checking, so a notify between check and await is not lost.
-            notified.as_mut().enable();
+        std::future::poll_fn(|cx| {
             if ticket >= self.dead_from.get() {
-                return Err(self.unanswered(ticket));
+                return Poll::Ready(Err(self.unanswered(ticket)));
             }
             if self.next_turn.get() == ticket {
-                return Ok(());
+                return Poll::Ready(Ok(()));
             }
-            notified.await;
-        }
+            self.turn.register(ticket, cx.waker());
+            Poll::Pending
+        })
+        .await
     }
 }
 
