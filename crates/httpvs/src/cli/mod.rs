@@ -49,7 +49,6 @@ impl std::fmt::Display for ExitError {
 impl std::error::Error for ExitError {}
 
 /// A usage error: bad flag values, URLs and files exit 2, as clap's own errors do.
-#[allow(dead_code)] // used by subcommands as they land
 pub fn usage(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(ExitError {
         code: 2,
@@ -93,23 +92,46 @@ pub fn usage_error(err: clap::Error) -> ExitCode {
             ExitCode::from(2)
         }
         _ => {
-            let text = err.to_string();
-            let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments");
-            let first = first.trim_start_matches("error: ");
-            eprintln!("httpvs: {first} (see --help)");
+            eprintln!("httpvs: {} (see --help)", clap_one_line(&err.to_string()));
             ExitCode::from(2)
         }
     }
 }
 
-/// The one line an unbuilt subcommand prints; it exits 2.
-#[allow(dead_code)] // every subcommand is built now; kept for the next one
-pub fn not_built(name: &str) -> anyhow::Result<ExitCode> {
-    Err(anyhow::Error::new(ExitError {
-        code: 2,
-        message: format!("`httpvs {name}` is not built yet"),
-    }))
+/// Folds clap's message into one line. A message ending in ':' names its subject on the
+/// indented lines that follow ("the following required arguments were not provided:\n  --x"),
+/// so those are kept; the usage block and tips after the first blank line are dropped.
+fn clap_one_line(text: &str) -> String {
+    let mut lines = text.lines().skip_while(|l| l.trim().is_empty());
+    let first = lines.next().unwrap_or("invalid arguments");
+    let mut line = first.trim_start_matches("error: ").to_owned();
+    if line.ends_with(':') {
+        let subjects: Vec<&str> = lines
+            .take_while(|l| !l.trim().is_empty())
+            .map(str::trim)
+            .collect();
+        line.push(' ');
+        line.push_str(&subjects.join(", "));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clap_one_line;
+
+    #[test]
+    fn required_arguments_are_named_on_the_one_line() {
+        let text = "error: the following required arguments were not provided:\n  --net <SPEC>\n\nUsage: httpvs load --net <SPEC> <URL>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            clap_one_line(text),
+            "the following required arguments were not provided: --net <SPEC>"
+        );
+    }
+
+    #[test]
+    fn a_plain_error_keeps_its_first_line() {
+        let text = "error: unexpected argument '--bogus' found\n\n  tip: ...\n\nUsage: httpvs load <URL>\n";
+        assert_eq!(clap_one_line(text), "unexpected argument '--bogus' found");
+    }
 }
