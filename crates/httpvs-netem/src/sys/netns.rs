@@ -61,6 +61,12 @@ impl NetNs {
             command.pre_exec(move || {
                 check(libc::setns(fd, libc::CLONE_NEWNET))?;
                 check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL))?;
+                // httpvs forwards Ctrl-C and SIGTERM to the command, so the command must not
+                // inherit them ignored (a shell starts background jobs with SIGINT ignored, and
+                // an ignored signal stays ignored across exec).
+                for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM] {
+                    libc::signal(signal, libc::SIG_DFL);
+                }
                 // The parent may have died before the death signal was armed.
                 if libc::getppid() != parent {
                     libc::_exit(1);
