@@ -7,7 +7,7 @@
 pub mod h1;
 pub mod h2;
 pub mod h3;
-pub mod hpack;
+pub use httpvs_h2wire::hpack;
 pub mod probe;
 pub mod tcp;
 pub mod tls;

@@ -7,46 +7,7 @@
 
 use crate::protocol::wire::WireTap;
 
-/// The client connection preface, which precedes the client's first frame.
-pub const CLIENT_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-/// Frame type codes (RFC 9113 §6).
-pub mod kind {
-    /// DATA.
-    pub const DATA: u8 = 0x0;
-    /// HEADERS.
-    pub const HEADERS: u8 = 0x1;
-    /// PRIORITY.
-    pub const PRIORITY: u8 = 0x2;
-    /// RST_STREAM.
-    pub const RST_STREAM: u8 = 0x3;
-    /// SETTINGS.
-    pub const SETTINGS: u8 = 0x4;
-    /// PUSH_PROMISE.
-    pub const PUSH_PROMISE: u8 = 0x5;
-    /// PING.
-    pub const PING: u8 = 0x6;
-    /// GOAWAY.
-    pub const GOAWAY: u8 = 0x7;
-    /// WINDOW_UPDATE.
-    pub const WINDOW_UPDATE: u8 = 0x8;
-    /// CONTINUATION.
-    pub const CONTINUATION: u8 = 0x9;
-}
-
-/// Frame flag bits (RFC 9113 §6).
-pub mod flag {
-    /// END_STREAM (DATA, HEADERS).
-    pub const END_STREAM: u8 = 0x1;
-    /// ACK (SETTINGS, PING).
-    pub const ACK: u8 = 0x1;
-    /// END_HEADERS (HEADERS, CONTINUATION, PUSH_PROMISE).
-    pub const END_HEADERS: u8 = 0x4;
-    /// PADDED (DATA, HEADERS, PUSH_PROMISE).
-    pub const PADDED: u8 = 0x8;
-    /// PRIORITY (HEADERS).
-    pub const PRIORITY: u8 = 0x20;
-}
+pub use httpvs_h2wire::frame::{flag, kind, CLIENT_PREFACE};
 
 /// Which way a frame travelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -57,35 +18,7 @@ pub enum Direction {
     Received,
 }
 
-/// A parsed 9-byte frame header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FrameHeader {
-    /// Payload length.
-    pub length: u32,
-    /// Frame type (see [`kind`]).
-    pub kind: u8,
-    /// Flags (see [`flag`]).
-    pub flags: u8,
-    /// Stream identifier (reserved bit cleared).
-    pub stream_id: u32,
-}
-
-impl FrameHeader {
-    /// Parses the 9 header bytes.
-    pub fn parse(b: &[u8; 9]) -> FrameHeader {
-        FrameHeader {
-            length: u32::from_be_bytes([0, b[0], b[1], b[2]]),
-            kind: b[3],
-            flags: b[4],
-            stream_id: u32::from_be_bytes([b[5], b[6], b[7], b[8]]) & 0x7fff_ffff,
-        }
-    }
-
-    /// Whether `bit` is set in the flags.
-    pub fn has(&self, bit: u8) -> bool {
-        self.flags & bit != 0
-    }
-}
+pub use httpvs_h2wire::frame::FrameHeader;
 
 /// Receives the frames a [`FrameTap`] finds.
 pub trait FrameObserver {

@@ -1,4 +1,5 @@
-//! HPACK (RFC 7541): the one header-compression codec of httpvs. The h2 client decodes
+//! HPACK (RFC 7541): the one header-compression codec of httpvs, shared by the owned h2 client
+//! (`httpvs_load::protocol::hpack` re-exports it) and the owned h2 server. The client decodes
 //! responses with [`Decoder`] and encodes each distinct request once with [`encoder`];
 //! `httpvs trace` decodes both directions with the same [`Decoder`].
 
