@@ -21,6 +21,18 @@ pub struct ServeConfig {
     pub cpus: Option<Vec<usize>>,
     /// Per-connection and per-request limits.
     pub limits: Limits,
+    /// Which HTTP/2 implementation serves h2c and h2.
+    pub h2_engine: H2Engine,
+}
+
+/// The HTTP/2 implementation behind the h2c and TLS h2 ports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum H2Engine {
+    /// The h2 crate (hyper's HTTP/2), the reference.
+    #[default]
+    Hyper,
+    /// httpvs's own frame layer (experimental until it passes h2spec and the tests).
+    Owned,
 }
 
 /// Limits that protect the server and that shape protocol comparisons.
@@ -67,6 +79,7 @@ impl Default for ServeConfig {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             cpus: None,
             limits: Limits::default(),
+            h2_engine: H2Engine::default(),
         }
     }
 }

@@ -20,7 +20,7 @@ mod tcp;
 mod totals;
 mod worker;
 
-pub use config::{Limits, ServeConfig};
+pub use config::{H2Engine, Limits, ServeConfig};
 pub use error::ServeError;
 pub use server::{start, RunningServer};
 pub use totals::{ByProto, Rejections, ServerTotals};

@@ -83,6 +83,7 @@ pub fn start(config: ServeConfig) -> Result<RunningServer, ServeError> {
             counters,
             live.clone(),
             stop_rx.clone(),
+            config.h2_engine,
         );
         let quic = match (&udp, i) {
             (Some(socket), 0) => Some(quic_endpoint(&runtime, socket, &cert, &config)?),

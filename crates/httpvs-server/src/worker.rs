@@ -1,7 +1,7 @@
 //! One worker thread's context: limits, its own counters, the shutdown signal, protocol builders,
 //! and the connection count that enforces `max_connections` across workers.
 
-use crate::config::Limits;
+use crate::config::{H2Engine, Limits};
 use crate::totals::{Counters, Event};
 use hyper_util::rt::TokioTimer;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -29,6 +29,8 @@ pub struct WorkerCtx {
     pub h1: hyper::server::conn::http1::Builder,
     /// HTTP/2 connection settings.
     pub h2: h2::server::Builder,
+    /// Which HTTP/2 implementation serves connections.
+    pub h2_engine: H2Engine,
 }
 
 impl WorkerCtx {
@@ -38,6 +40,7 @@ impl WorkerCtx {
         counters: Arc<Counters>,
         live_all: Arc<AtomicUsize>,
         shutdown: watch::Receiver<Option<Instant>>,
+        h2_engine: H2Engine,
     ) -> WorkerCtx {
         WorkerCtx {
             h1: h1_builder(&limits),
@@ -47,6 +50,7 @@ impl WorkerCtx {
             live_all,
             live_here: Arc::new(AtomicUsize::new(0)),
             shutdown,
+            h2_engine,
         }
     }
 

@@ -1,20 +1,22 @@
-//! h2spec (every case of RFC 7540/7541 conformance) against the h2c port and the TLS port.
+//! h2spec (every case of RFC 7540/7541 conformance) against the h2c port and the TLS port, on
+//! both HTTP/2 engines (the h2 crate and the owned frame layer).
 
 mod support;
 
-use httpvs_server::Limits;
+use httpvs_server::{H2Engine, Limits};
 use std::process::Command;
 
 /// Cases the server may fail, each with the reason in docs/readme/serve.md. None today.
 const ALLOWED_FAILURES: &[&str] = &[];
 
-fn run_h2spec(port: u16, tls: bool) {
+fn run_h2spec(port: u16, tls: bool, engine: H2Engine) {
     let Some(h2spec) = httpvs_testkit::require_peer("h2spec") else {
         return;
     };
     let mut cmd = Command::new(h2spec);
     cmd.args(["-h", "127.0.0.1", "-p", &port.to_string(), "-o", "5", "-j"]);
-    let junit = support::temp_dir(if tls { "h2spec-tls" } else { "h2spec-h2c" }).join("report.xml");
+    let name = format!("h2spec-{}-{engine:?}", if tls { "tls" } else { "h2c" });
+    let junit = support::temp_dir(&name).join("report.xml");
     cmd.arg(&junit);
     if tls {
         cmd.args(["-t", "-k"]);
@@ -34,7 +36,7 @@ fn run_h2spec(port: u16, tls: bool) {
         .collect();
     assert!(
         unexpected.is_empty(),
-        "h2spec ({summary}) failed: {unexpected:#?}\n{}",
+        "{name} ({summary}) failed: {unexpected:#?}\n{}",
         text.lines()
             .skip_while(|l| !l.starts_with("Failures:"))
             .take(80)
@@ -45,7 +47,7 @@ fn run_h2spec(port: u16, tls: bool) {
         summary.contains(" 0 failed") || !failures.is_empty(),
         "{summary}"
     );
-    eprintln!("h2spec {}: {summary}", if tls { "tls" } else { "h2c" });
+    eprintln!("{name}: {summary}");
 }
 
 /// Names of failed test cases from h2spec's JUnit report.
@@ -78,11 +80,23 @@ fn failed_cases(junit: &str) -> Vec<String> {
 #[test]
 fn h2spec_passes_on_the_h2c_port() {
     let server = support::server(Limits::default());
-    run_h2spec(server.http_addr().unwrap().port(), false);
+    run_h2spec(server.http_addr().unwrap().port(), false, H2Engine::Hyper);
 }
 
 #[test]
 fn h2spec_passes_on_the_tls_port() {
     let server = support::server(Limits::default());
-    run_h2spec(server.https_addr().unwrap().port(), true);
+    run_h2spec(server.https_addr().unwrap().port(), true, H2Engine::Hyper);
+}
+
+#[test]
+fn h2spec_passes_on_the_h2c_port_with_the_owned_engine() {
+    let server = support::server_on(Limits::default(), H2Engine::Owned);
+    run_h2spec(server.http_addr().unwrap().port(), false, H2Engine::Owned);
+}
+
+#[test]
+fn h2spec_passes_on_the_tls_port_with_the_owned_engine() {
+    let server = support::server_on(Limits::default(), H2Engine::Owned);
+    run_h2spec(server.https_addr().unwrap().port(), true, H2Engine::Owned);
 }

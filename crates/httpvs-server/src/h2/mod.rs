@@ -4,6 +4,7 @@
 
 mod cork;
 mod gate;
+mod owned;
 mod stream;
 
 pub use cork::{Cork, CorkedIo};
@@ -26,6 +27,9 @@ pub async fn serve<I>(io: I, proto: Proto, ctx: &Arc<WorkerCtx>, state: Arc<Conn
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    if ctx.h2_engine == crate::config::H2Engine::Owned {
+        return owned::serve(io, proto, ctx, state).await;
+    }
     let cork = Arc::new(Cork::default());
     let io = CorkedIo::new(io, cork.clone());
     match ctx.limits.max_requests_per_conn {

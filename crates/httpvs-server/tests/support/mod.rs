@@ -4,7 +4,7 @@
 
 pub mod raw_h2;
 
-use httpvs_server::{Limits, RunningServer, ServeConfig};
+use httpvs_server::{H2Engine, Limits, RunningServer, ServeConfig};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -12,6 +12,16 @@ use std::process::{Command, Output};
 pub fn server(limits: Limits) -> RunningServer {
     let config = ServeConfig {
         limits,
+        ..ServeConfig::loopback_ephemeral()
+    };
+    httpvs_server::start(config).expect("server starts")
+}
+
+/// The server with these limits on the given HTTP/2 engine.
+pub fn server_on(limits: Limits, h2_engine: H2Engine) -> RunningServer {
+    let config = ServeConfig {
+        limits,
+        h2_engine,
         ..ServeConfig::loopback_ephemeral()
     };
     httpvs_server::start(config).expect("server starts")

@@ -2,7 +2,7 @@
 
 use super::usage;
 use httpvs_server::query::{parse_duration, parse_size};
-use httpvs_server::{Limits, ServeConfig};
+use httpvs_server::{H2Engine, Limits, ServeConfig};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +53,10 @@ pub struct Args {
     /// Open connections above which new ones are closed at once.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections)]
     max_connections: usize,
+    /// HTTP/2 implementation for h2c and h2: `hyper` (the h2 crate) or `owned` (httpvs's own
+    /// frame layer, experimental).
+    #[arg(long, value_name = "ENGINE", default_value = "hyper", value_parser = ["hyper", "owned"])]
+    h2_engine: String,
     /// On SIGINT/SIGTERM, how long in-flight requests may take to finish.
     #[arg(long, value_name = "DUR", default_value = "5s")]
     grace: String,
@@ -111,6 +115,10 @@ fn config_from(args: &Args) -> anyhow::Result<(ServeConfig, Duration)> {
         threads,
         cpus: args.cpus.as_deref().map(parse_cpus).transpose()?,
         limits,
+        h2_engine: match args.h2_engine.as_str() {
+            "owned" => H2Engine::Owned,
+            _ => H2Engine::Hyper,
+        },
     };
     if config.http.is_none() && config.https.is_none() && config.h3.is_none() {
         return Err(usage("--http, --https and --h3 are all off"));

@@ -1,0 +1,169 @@
+//! A request header block as the owned HTTP/2 server reads it: pseudo-headers and fields kept in
+//! buffers reused from request to request, checked as RFC 9113 §8.2-8.3 asks (a malformed
+//! request is a stream error of type PROTOCOL_ERROR).
+
+/// The decoded head of one request (or a trailer block); buffers are reused.
+#[derive(Debug, Default)]
+pub struct RequestHead {
+    /// `:method`.
+    pub method: Vec<u8>,
+    /// `:scheme`.
+    pub scheme: Vec<u8>,
+    /// `:path`.
+    pub path: Vec<u8>,
+    /// `:authority`.
+    pub authority: Vec<u8>,
+    /// Regular fields back to back; `spans` cuts them into names and values.
+    bytes: Vec<u8>,
+    /// (name end, value end) offsets into `bytes`, one per regular field.
+    spans: Vec<(usize, usize)>,
+    /// Names plus values of regular fields (what the 431 limit counts).
+    pub header_bytes: usize,
+    /// The declared content-length.
+    pub content_length: Option<u64>,
+    seen: u8,
+    regular_seen: bool,
+    /// Set once any rule is broken; the stream is then reset.
+    pub malformed: bool,
+}
+
+const METHOD: u8 = 1;
+const SCHEME: u8 = 2;
+const PATH: u8 = 4;
+const AUTHORITY: u8 = 8;
+
+impl RequestHead {
+    /// Empties the head for the next block.
+    pub fn clear(&mut self) {
+        self.method.clear();
+        self.scheme.clear();
+        self.path.clear();
+        self.authority.clear();
+        self.bytes.clear();
+        self.spans.clear();
+        self.header_bytes = 0;
+        self.content_length = None;
+        self.seen = 0;
+        self.regular_seen = false;
+        self.malformed = false;
+    }
+
+    /// Takes one decoded field; `trailer` blocks may carry no pseudo-header.
+    pub fn field(&mut self, name: &[u8], value: &[u8], trailer: bool) {
+        if let Some(pseudo) = name.strip_prefix(b":") {
+            let (bit, slot) = match pseudo {
+                b"method" => (METHOD, &mut self.method),
+                b"scheme" => (SCHEME, &mut self.scheme),
+                b"path" => (PATH, &mut self.path),
+                b"authority" => (AUTHORITY, &mut self.authority),
+                _ => {
+                    self.malformed = true;
+                    return;
+                }
+            };
+            if trailer || self.regular_seen || self.seen & bit != 0 {
+                self.malformed = true;
+            }
+            self.seen |= bit;
+            slot.extend_from_slice(value);
+            return;
+        }
+        self.regular_seen = true;
+        if !valid_name(name) || value.iter().any(|&b| b == 0 || b == b'\r' || b == b'\n') {
+            self.malformed = true;
+            return;
+        }
+        match name {
+            b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding"
+            | b"upgrade" => self.malformed = true,
+            b"te" if value != b"trailers" => self.malformed = true,
+            b"content-length" => {
+                let parsed = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+                match (parsed, self.content_length) {
+                    (None, _) => self.malformed = true,
+                    (Some(n), Some(before)) if n != before => self.malformed = true,
+                    (Some(n), _) => self.content_length = Some(n),
+                }
+            }
+            _ => {}
+        }
+        self.header_bytes += name.len() + value.len();
+        self.bytes.extend_from_slice(name);
+        let name_end = self.bytes.len();
+        self.bytes.extend_from_slice(value);
+        self.spans.push((name_end, self.bytes.len()));
+    }
+
+    /// Whether a complete request head is well formed (RFC 9113 §8.3.1).
+    pub fn is_valid_request(&self) -> bool {
+        let required = METHOD | SCHEME | PATH;
+        !self.malformed && self.seen & required == required && !self.path.is_empty()
+    }
+
+    /// The regular fields as (name, value).
+    pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let mut start = 0;
+        self.spans.iter().map(move |&(name_end, value_end)| {
+            let pair = (
+                &self.bytes[start..name_end],
+                &self.bytes[name_end..value_end],
+            );
+            start = value_end;
+            pair
+        })
+    }
+}
+
+/// A field name as HTTP/2 allows it: a token in lower case.
+fn valid_name(name: &[u8]) -> bool {
+    !name.is_empty()
+        && name.iter().all(|&b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || b"!#$%&'*+-.^_`|~".contains(&b)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(fields: &[(&str, &str)]) -> RequestHead {
+        let mut head = RequestHead::default();
+        for (n, v) in fields {
+            head.field(n.as_bytes(), v.as_bytes(), false);
+        }
+        head
+    }
+
+    const BASE: [(&str, &str); 3] = [(":method", "GET"), (":scheme", "http"), (":path", "/")];
+
+    #[test]
+    fn a_plain_request_is_valid_and_keeps_its_fields() {
+        let h = head(&[BASE[0], BASE[1], BASE[2], ("accept", "*/*"), ("x-a", "1")]);
+        assert!(h.is_valid_request());
+        let fields: Vec<_> = h.fields().collect();
+        assert_eq!(
+            fields,
+            [(&b"accept"[..], &b"*/*"[..]), (&b"x-a"[..], &b"1"[..])]
+        );
+        assert_eq!(h.header_bytes, 13);
+    }
+
+    #[test]
+    fn broken_heads_are_malformed() {
+        let cases: &[&[(&str, &str)]] = &[
+            &[BASE[0], BASE[1]],
+            &[BASE[0], BASE[1], (":path", "")],
+            &[BASE[0], BASE[1], BASE[2], (":method", "GET")],
+            &[BASE[0], BASE[1], BASE[2], (":status", "200")],
+            &[BASE[0], BASE[1], ("x", "1"), BASE[2]],
+            &[BASE[0], BASE[1], BASE[2], ("Upper", "1")],
+            &[BASE[0], BASE[1], BASE[2], ("connection", "close")],
+            &[BASE[0], BASE[1], BASE[2], ("te", "gzip")],
+            &[BASE[0], BASE[1], BASE[2], ("content-length", "x")],
+        ];
+        for case in cases {
+            assert!(!head(case).is_valid_request(), "{case:?}");
+        }
+        assert!(head(&[BASE[0], BASE[1], BASE[2], ("te", "trailers")]).is_valid_request());
+    }
+}

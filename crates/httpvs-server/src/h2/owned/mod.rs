@@ -1,0 +1,301 @@
+//! The owned HTTP/2 server path (`--h2-engine owned`): a sans-IO core (`core`: frames, flow
+//! control, stream states, HPACK via `httpvs-h2wire`) driven by one task per connection that
+//! reads, answers every request of the read (`GET /` from a pre-encoded head, others through
+//! `respond::decide`), and writes all answers of the turn at once.
+
+mod core;
+mod head;
+mod send;
+
+use self::core::{CoreLimits, Event, ServerCore};
+use self::head::RequestHead;
+use crate::conn_io::ConnState;
+use crate::respond::{self, Answer, BodyCollector, Decision, Pending, RequestView};
+use crate::totals::{Event as Count, Proto};
+use crate::worker::WorkerCtx;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+use std::collections::{BTreeMap, HashMap};
+use std::pin::pin;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
+
+/// Read buffer growth step.
+const READ_CHUNK: usize = 32 * 1024;
+
+/// A request whose answer waits for its body.
+struct Collecting {
+    pending: Box<Pending>,
+    collector: BodyCollector,
+    head_only: bool,
+}
+
+/// Per-connection state of the shell around the core.
+struct Shell<'a> {
+    core: ServerCore,
+    ctx: &'a WorkerCtx,
+    proto: Proto,
+    state: &'a ConnState,
+    fixed_block: Vec<u8>,
+    scratch: Vec<u8>,
+    collecting: HashMap<u32, Collecting>,
+    delayed: BTreeMap<(Instant, u32), (Answer, bool)>,
+}
+
+/// Serves one HTTP/2 connection (preface not yet consumed) until it closes.
+pub async fn serve<I>(mut io: I, proto: Proto, ctx: &Arc<WorkerCtx>, state: Arc<ConnState>)
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    let limits = &ctx.limits;
+    let core = ServerCore::new(CoreLimits {
+        max_streams: limits.max_streams,
+        max_header_list: u32::try_from(limits.max_header_bytes)
+            .unwrap_or(u32::MAX)
+            .saturating_add(32 * 64),
+        accept_limit: limits.max_requests_per_conn,
+        max_batch_resets: limits.max_pending_reset_streams,
+    });
+    let mut shell = Shell {
+        core,
+        ctx,
+        proto,
+        state: &state,
+        fixed_block: send::fixed_block(),
+        scratch: Vec::with_capacity(256),
+        collecting: HashMap::new(),
+        delayed: BTreeMap::new(),
+    };
+    let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut idle = pin!(state.idle(limits.idle_timeout));
+    let mut shutdown = ctx.shutdown.clone();
+    let mut stopping = false;
+    loop {
+        if shell.flush(&mut io).await.is_err() {
+            return;
+        }
+        if shell.core.is_finished() {
+            let _ = io.shutdown().await;
+            return;
+        }
+        if input.capacity() - input.len() < READ_CHUNK / 4 {
+            input.reserve(READ_CHUNK);
+        }
+        let next_delay = shell.delayed.keys().next().map(|&(at, _)| at);
+        tokio::select! {
+            biased;
+            read = io.read_buf(&mut input) => match read {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {
+                    if shell.on_read(&mut input).is_err() {
+                        let _ = shell.flush(&mut io).await;
+                        return;
+                    }
+                }
+            },
+            _ = sleep_until(next_delay) => shell.answer_due(),
+            _ = &mut idle => {
+                if shell.delayed.is_empty() {
+                    ctx.counters.event(Count::IdleClosed);
+                    return;
+                }
+                idle.set(state.idle(limits.idle_timeout));
+            }
+            _ = crate::worker::stopping(&mut shutdown), if !stopping => {
+                stopping = true;
+                shell.core.go_away();
+            }
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Shell<'_> {
+    /// Writes everything queued (and the bodies windows allow) in as few writes as possible.
+    async fn flush<I: AsyncWrite + Unpin>(&mut self, io: &mut I) -> std::io::Result<()> {
+        if self.core.take_goaway_sent() {
+            self.ctx.counters.event(Count::GoAway);
+        }
+        loop {
+            self.core.pump();
+            if self.core.out.is_empty() {
+                return Ok(());
+            }
+            io.write_all(&self.core.out).await?;
+            io.flush().await?;
+            self.core.out.clear();
+            if !self.core.wants_pump() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Handles every whole frame in `input`; `Err` when the connection must end.
+    fn on_read(&mut self, input: &mut Vec<u8>) -> Result<(), ()> {
+        let mut consumed = 0;
+        self.core.begin_batch();
+        let result = loop {
+            match self.core.next_event(input, &mut consumed) {
+                Ok(None) => break Ok(()),
+                Err(_) => break Err(()),
+                Ok(Some(Event::Request {
+                    stream,
+                    head,
+                    end_stream,
+                })) => {
+                    self.ctx.counters.request(self.proto);
+                    self.state.next_request();
+                    let fast = end_stream
+                        && head.method == b"GET"
+                        && head.path == b"/"
+                        && head.header_bytes <= self.ctx.limits.max_header_bytes;
+                    if fast {
+                        let block = std::mem::take(&mut self.fixed_block);
+                        self.core.respond_fixed(stream, &block);
+                        self.fixed_block = block;
+                    } else {
+                        let decided = decide(head, end_stream, self.ctx);
+                        self.on_decision(stream, decided, end_stream);
+                    }
+                }
+                Ok(Some(Event::Data {
+                    stream,
+                    data,
+                    end_stream,
+                })) => {
+                    let chunk = Bytes::copy_from_slice(data);
+                    self.on_data(stream, chunk, end_stream);
+                }
+                Ok(Some(Event::Reset { stream })) => {
+                    self.collecting.remove(&stream);
+                }
+            }
+        };
+        if self.core.rapid_reset {
+            self.ctx.counters.event(Count::RapidReset);
+            self.ctx.counters.event(Count::GoAway);
+        }
+        input.drain(..consumed);
+        result
+    }
+
+    fn on_decision(&mut self, stream: u32, decided: (Decision, bool), end_stream: bool) {
+        let (decision, head_only) = decided;
+        match decision {
+            Decision::Now(answer) => self.send(stream, answer, head_only),
+            Decision::Later(pending) => {
+                let collector = BodyCollector::new(self.ctx.limits.max_body_bytes, pending.echo);
+                let collecting = Collecting {
+                    pending,
+                    collector,
+                    head_only,
+                };
+                if end_stream {
+                    self.finish(stream, collecting);
+                } else {
+                    self.collecting.insert(stream, collecting);
+                }
+            }
+        }
+    }
+
+    fn on_data(&mut self, stream: u32, chunk: Bytes, end_stream: bool) {
+        let Some(collecting) = self.collecting.get_mut(&stream) else {
+            return; // answered early: the rest of the body is read and dropped
+        };
+        if collecting.collector.push(chunk).is_err() {
+            let head_only = collecting.head_only;
+            self.collecting.remove(&stream);
+            let answer = respond::body_too_large(&self.ctx.limits, &self.ctx.counters);
+            return self.send(stream, answer, head_only);
+        }
+        if end_stream {
+            if let Some(collecting) = self.collecting.remove(&stream) {
+                self.finish(stream, collecting);
+            }
+        }
+    }
+
+    /// The body is complete: answer now or after the delay.
+    fn finish(&mut self, stream: u32, collecting: Collecting) {
+        let Collecting {
+            pending,
+            collector,
+            head_only,
+        } = collecting;
+        let answer = pending.answer(collector.finish());
+        match pending.plan.delay {
+            Some(delay) => {
+                let at = Instant::now() + delay;
+                self.delayed.insert((at, stream), (answer, head_only));
+            }
+            None => self.send(stream, answer, head_only),
+        }
+    }
+
+    fn answer_due(&mut self) {
+        let now = Instant::now();
+        while let Some(entry) = self.delayed.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let ((_, stream), (answer, head_only)) = entry.remove_entry();
+            self.send(stream, answer, head_only);
+        }
+    }
+
+    fn send(&mut self, stream: u32, answer: Answer, head_only: bool) {
+        let close = answer.close;
+        let (parts, body) = answer.response.into_parts();
+        self.scratch.clear();
+        let fields = parts
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));
+        send::encode_head(parts.status.as_u16(), fields, &mut self.scratch);
+        self.core.respond(stream, &self.scratch, body, head_only);
+        if close {
+            self.core.go_away();
+        }
+    }
+}
+
+/// The answer for a request off the fast path, and whether it is a HEAD.
+fn decide(head: &RequestHead, end_stream: bool, ctx: &WorkerCtx) -> (Decision, bool) {
+    let bad = |text: &str| {
+        let answer = respond::error(StatusCode::BAD_REQUEST, format!("{text}\n"));
+        (Decision::Now(answer), false)
+    };
+    let Ok(method) = Method::from_bytes(&head.method) else {
+        return bad("bad method");
+    };
+    let Ok(uri) = Uri::try_from(head.path.as_slice()) else {
+        return bad("bad path");
+    };
+    let mut headers = HeaderMap::with_capacity(8);
+    for (name, value) in head.fields() {
+        let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name), HeaderValue::from_bytes(value))
+        else {
+            return bad("bad header");
+        };
+        headers.append(name, value);
+    }
+    let head_only = method == Method::HEAD;
+    let view = RequestView {
+        method: &method,
+        uri: &uri,
+        headers: &headers,
+        body_empty: end_stream,
+    };
+    (
+        respond::decide(&view, &ctx.limits, &ctx.counters),
+        head_only,
+    )
+}
