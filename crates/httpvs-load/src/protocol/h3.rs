@@ -3,16 +3,19 @@
 //!
 //! Layout: `connection.rs` (one connection: send, GOAWAY, stats), `tap.rs` + `frames.rs` (what h3
 //! does not expose: QPACK header sizes and the GOAWAY id), `classify.rs` (errors),
+//! `congestion.rs` (the congestion controller, as the kernel's TCP),
 //! `alt_svc.rs` + `discovery.rs` (`-p auto --alt-svc`).
 
 mod alt_svc;
 mod classify;
+mod congestion;
 mod connection;
 mod discovery;
 mod frames;
 mod tap;
 
 pub use alt_svc::{alt_svc_h3, h3_port_in};
+pub use congestion::CongestionControl;
 pub use connection::H3Connection;
 pub use discovery::discover_h3_port;
 pub use frames::FrameEvent;
@@ -42,13 +45,17 @@ pub struct H3Options {
     pub zero_rtt: bool,
     /// QUIC idle timeout; keep-alives go out at a third of it so idle connections live on.
     pub idle_timeout: Duration,
+    /// Congestion controller of our sending side (requests, bodies, ACKs).
+    pub congestion: CongestionControl,
 }
 
 impl Default for H3Options {
+    /// 0-RTT off, a 30 s idle timeout, and the congestion control of this host's TCP.
     fn default() -> Self {
         H3Options {
             zero_rtt: false,
             idle_timeout: Duration::from_secs(30),
+            congestion: CongestionControl::like_kernel_tcp(),
         }
     }
 }
@@ -129,6 +136,11 @@ impl Http3 {
         self
     }
 
+    /// The congestion controller of this worker's connections.
+    pub fn congestion(&self) -> CongestionControl {
+        self.options.congestion
+    }
+
     /// Whether GSO/GRO are on for this worker's socket.
     pub fn offload(&self) -> UdpOffload {
         self.offload
@@ -207,6 +219,7 @@ fn transport_config(options: &H3Options) -> quinn::TransportConfig {
     transport.keep_alive_interval(Some(options.idle_timeout / 3));
     // The server may not open request streams towards a client (RFC 9114 §6.1).
     transport.max_concurrent_bidi_streams(quinn::VarInt::from_u32(0));
+    transport.congestion_controller_factory(options.congestion.factory());
     transport
 }
 
