@@ -139,6 +139,12 @@ impl<P: Protocol> Slot<P> {
         if let Some(c) = self.usable() {
             return Ok(c);
         }
+        // Boxed: the connect future is large, and inlined it would sit in every stream task
+        // (memory per stream), though it runs only when a connection opens.
+        Box::pin(self.reconnect()).await
+    }
+
+    async fn reconnect(&self) -> Result<Rc<LiveConn<P>>, ErrorKind> {
         let seen = self.attempts.get();
         let _turn = self.connecting.lock().await;
         if let Some(c) = self.usable() {

@@ -75,13 +75,13 @@ enum Attempt {
     Retry,
 }
 
-/// Runs one stream until the schedule has nothing more for it, or the run ends under it
-/// (deadline or interrupt: the request in flight is then cut off).
+/// Runs one stream until the schedule has nothing more for it. When the run ends under it
+/// (deadline or interrupt) the worker drops this task: the request in flight is cut off.
 pub async fn run_stream<P: Protocol>(slot: Rc<Slot<P>>) {
     let ctx = slot.ctx.clone();
-    // One run-end watch and one request timer per stream, kept across requests: building them
-    // per request cost two timer-wheel entries and a Notify registration each time.
-    let mut ended = pin!(ctx.run_ended());
+    // One request timer per stream, re-armed rather than rebuilt per request. The run's end
+    // is not watched here: the worker drops every stream task then (see `worker`), and a
+    // request dropped in flight counts as cut off.
     let mut timer = pin!(tokio::time::sleep(IDLE_TIMER));
     // Closed model: the next request is due when the last one ended (one clock read each).
     let mut last_end = None;
@@ -94,31 +94,20 @@ pub async fn run_stream<P: Protocol>(slot: Rc<Slot<P>>) {
         let Some(ticket) = next else { break };
         let dispatch = match ticket.intended {
             Some(at) => {
-                tokio::select! {
-                    biased;
-                    _ = &mut ended => break,
-                    _ = tokio::time::sleep_until(timer_target(at).into()) => {}
-                }
+                tokio::time::sleep_until(timer_target(at).into()).await;
                 Instant::now()
             }
             None => now,
         };
         let mut req = InFlight::start(&ctx.recorder, ticket, dispatch);
-        let whole = async {
-            let mut at = dispatch;
-            loop {
-                match attempt(&slot, &mut req, timer.as_mut(), at).await {
-                    (Attempt::Done, end) => return end,
-                    (Attempt::Retry, end) => at = end,
-                }
+        let mut at = dispatch;
+        let end = loop {
+            match attempt(&slot, &mut req, timer.as_mut(), at).await {
+                (Attempt::Done, end) => break end,
+                (Attempt::Retry, end) => at = end,
             }
         };
-        tokio::select! {
-            biased;
-            end = whole => last_end = ticket.intended.is_none().then_some(end),
-            // `req` drops unresolved below: counted as cut off.
-            _ = &mut ended => break,
-        }
+        last_end = ticket.intended.is_none().then_some(end);
     }
 }
 

@@ -84,9 +84,29 @@ pub fn run_worker<F: ProtocolFactory>(
                 streams.push(tokio::task::spawn_local(run_stream(slot.clone())));
             }
         }
-        for stream in streams {
-            // A panicking stream is a bug; the others still finish and are counted.
-            let _ = stream.await;
+        // Streams end by themselves when the schedule runs dry; at the deadline or on an
+        // interrupt they are dropped here instead, which cuts off their requests in flight.
+        // Popped only once awaited: a handle must not be awaited twice.
+        let mut streams = std::collections::VecDeque::from(streams);
+        let all_done = async {
+            while let Some(stream) = streams.front_mut() {
+                // A panicking stream is a bug; the others still finish and are counted.
+                let _ = stream.await;
+                streams.pop_front();
+            }
+        };
+        let ended_early = tokio::select! {
+            biased;
+            _ = all_done => false,
+            _ = ctx.run_ended() => true,
+        };
+        if ended_early {
+            for stream in &streams {
+                stream.abort();
+            }
+            for stream in streams {
+                let _ = stream.await;
+            }
         }
         let finished_at = Instant::now();
         ticker.abort();

@@ -3,6 +3,7 @@
 //! httparse from a reused buffer.
 
 mod connection;
+mod read_ahead;
 mod request_head;
 mod response;
 mod turn_wakers;

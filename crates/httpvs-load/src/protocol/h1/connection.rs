@@ -6,6 +6,7 @@
 //! that is dropped half-way (a request timeout) leaves the byte stream unusable, so a guard
 //! retires the connection.
 
+use super::read_ahead::{whole_response, Ready, ReadyResponses};
 use super::response::{parse_head, BodyFraming, ChunkedBody, ResponseHead};
 use super::turn_wakers::TurnWakers;
 use super::write_batch::{WriteBatch, WriteFailure};
@@ -21,8 +22,11 @@ use std::task::Poll;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, ReadHalf};
 
-/// Bytes asked of the socket per read: large reads keep syscalls per response low.
+/// Most bytes asked of the socket per read: large reads keep syscalls per response low.
 const READ_CHUNK: usize = 64 * 1024;
+/// Bytes asked per read at first: small responses never grow the buffer, so an idle
+/// connection holds a page, not 64 KiB.
+const FIRST_READ: usize = 4096;
 
 const RETRY: SendError = SendError::Retry(RetryReason::ConnectionClosed);
 
@@ -33,6 +37,8 @@ pub struct Http1Connection {
     reader: RefCell<Option<ReadSide>>,
     /// Wakes the send whose turn to read has come.
     turn: TurnWakers,
+    /// Responses read ahead of their turn, waiting for their sends.
+    ready: ReadyResponses,
     next_turn: Cell<u64>,
     /// Responses from this ticket on will never be read (close, EOF, error, abandoned send);
     /// `u64::MAX` while healthy. Earlier pipelined responses still complete.
@@ -47,6 +53,8 @@ pub struct Http1Connection {
 struct ReadSide {
     io: ReadHalf<Transport>,
     buf: BytesMut,
+    /// Bytes to ask for next: doubles (up to `READ_CHUNK`) while reads fill what they ask.
+    want: usize,
 }
 
 /// Why reading a response stopped early, and what that says about the connection.
@@ -67,9 +75,11 @@ impl Http1Connection {
             writes: WriteBatch::new(write, depth),
             reader: RefCell::new(Some(ReadSide {
                 io: read,
-                buf: BytesMut::with_capacity(READ_CHUNK),
+                buf: BytesMut::new(),
+                want: FIRST_READ,
             })),
             turn: TurnWakers::default(),
+            ready: ReadyResponses::default(),
             next_turn: Cell::new(0),
             dead_from: Cell::new(u64::MAX),
             write_error: Cell::new(None),
@@ -106,6 +116,11 @@ impl Http1Connection {
         let ticket = self.write_request(req).await?;
         in_flight.ticket = Some(ticket);
         self.wait_turn(ticket).await?;
+        if let Some(Ready { mut info, arrived }) = self.ready.take(ticket) {
+            in_flight.ticket = None;
+            info.ttfb = arrived.saturating_duration_since(start);
+            return Ok(info);
+        }
         let Some(mut side) = self.reader.borrow_mut().take() else {
             // An earlier reader was abandoned mid-response; `dead_from` already covers us.
             return Err(RETRY);
@@ -115,19 +130,19 @@ impl Http1Connection {
         in_flight.ticket = None;
         match result {
             Ok((head, info)) => {
-                *self.reader.borrow_mut() = Some(side);
                 self.counter.add_header_received(info.header_bytes);
-                if head.close {
-                    // A pipelined write may already have hit the close (Fin/Reset); the
-                    // server's explicit close is the reason behind it.
-                    if matches!(self.cause.get(), CloseCause::Fin | CloseCause::Reset) {
-                        self.cause.set(CloseCause::ConnectionClose);
-                    }
-                    self.retire(CloseCause::ConnectionClose);
-                    self.end_reading_after(ticket);
+                let last = if head.close {
+                    self.closed_by_server(ticket);
+                    ticket
+                } else {
+                    self.read_ahead(&mut side, ticket)
+                };
+                *self.reader.borrow_mut() = Some(side);
+                self.next_turn.set(last + 1);
+                for done in ticket + 1..=last {
+                    self.turn.wake(done);
                 }
-                self.next_turn.set(ticket + 1);
-                self.turn.wake(ticket + 1);
+                self.turn.wake(last + 1);
                 Ok(info)
             }
             Err(failure) => {
@@ -136,6 +151,42 @@ impl Http1Connection {
                 Err(failure.error)
             }
         }
+    }
+
+    /// The server's response `ticket` said `Connection: close`.
+    fn closed_by_server(&self, ticket: u64) {
+        // A pipelined write may already have hit the close (Fin/Reset); the server's
+        // explicit close is the reason behind it.
+        if matches!(self.cause.get(), CloseCause::Fin | CloseCause::Reset) {
+            self.cause.set(CloseCause::ConnectionClose);
+        }
+        self.retire(CloseCause::ConnectionClose);
+        self.end_reading_after(ticket);
+    }
+
+    /// Completes the responses after `ticket` that are already whole in the buffer, for
+    /// their sends to collect; returns the last ticket completed (`ticket` if none).
+    fn read_ahead(&self, side: &mut ReadSide, ticket: u64) -> u64 {
+        if !self.writes.reads_ahead() {
+            return ticket;
+        }
+        let mut last = ticket;
+        let mut arrived = None;
+        while last + 1 < self.writes.queued_through() && last + 1 < self.dead_from.get() {
+            let Some((info, used)) = whole_response(&side.buf) else {
+                break;
+            };
+            side.buf.advance(used);
+            last += 1;
+            self.counter.add_header_received(info.header_bytes);
+            let arrived = *arrived.get_or_insert_with(Instant::now);
+            self.ready.put(last, Ready { info, arrived });
+            if info.close_requested {
+                self.closed_by_server(last);
+                break;
+            }
+        }
+        last
     }
 
     /// Queues the request (writing it unless a flush is already under way); returns its
@@ -192,6 +243,9 @@ impl Http1Connection {
 
     async fn wait_turn(&self, ticket: u64) -> Result<(), SendError> {
         std::future::poll_fn(|cx| {
+            if self.ready.has(ticket) {
+                return Poll::Ready(Ok(()));
+            }
             if ticket >= self.dead_from.get() {
                 return Poll::Ready(Err(self.unanswered(ticket)));
             }
@@ -238,8 +292,13 @@ impl Drop for PartialWrite<'_> {
 }
 
 async fn fill(side: &mut ReadSide) -> io::Result<usize> {
-    side.buf.reserve(READ_CHUNK);
-    side.io.read_buf(&mut side.buf).await
+    side.buf.reserve(side.want);
+    let room = side.buf.capacity() - side.buf.len();
+    let n = side.io.read_buf(&mut side.buf).await?;
+    if n == room {
+        side.want = (side.want * 2).min(READ_CHUNK);
+    }
+    Ok(n)
 }
 
 /// Reads one whole response. `reused`: earlier requests went out on this connection, so an

@@ -21,6 +21,9 @@ pub struct WriteBatch {
     /// Tickets below this are on the socket.
     written_through: Cell<u64>,
     flushing: Cell<bool>,
+    /// A HEAD request was queued: its response has no body whatever its headers say, so
+    /// responses are not read ahead on this connection.
+    head_queued: Cell<bool>,
     /// Whether other sends may queue behind a flusher (pipelining depth > 1).
     batches: bool,
 }
@@ -38,12 +41,13 @@ impl WriteBatch {
     pub fn new(io: WriteHalf<Transport>, depth: u32) -> Self {
         WriteBatch {
             io: RefCell::new(Some(io)),
-            queued: RefCell::new(Vec::with_capacity(4096)),
-            spare: RefCell::new(Vec::with_capacity(4096)),
+            queued: RefCell::new(Vec::with_capacity(256)),
+            spare: RefCell::new(Vec::with_capacity(256)),
             heads: RefCell::new(HeadCache::default()),
             next_ticket: Cell::new(0),
             written_through: Cell::new(0),
             flushing: Cell::new(false),
+            head_queued: Cell::new(false),
             batches: depth > 1,
         }
     }
@@ -56,7 +60,20 @@ impl WriteBatch {
         queued.extend_from_slice(&req.body);
         let ticket = self.next_ticket.get();
         self.next_ticket.set(ticket + 1);
+        if req.method == http::Method::HEAD {
+            self.head_queued.set(true);
+        }
         (ticket, head.len())
+    }
+
+    /// Tickets below this have been queued (their responses may be on the way).
+    pub fn queued_through(&self) -> u64 {
+        self.next_ticket.get()
+    }
+
+    /// Whether responses may be read ahead (no HEAD request on this connection).
+    pub fn reads_ahead(&self) -> bool {
+        !self.head_queued.get()
     }
 
     /// Whether a flush is under way (it will also write whatever is queued now).
