@@ -322,15 +322,19 @@ pub struct Quic {
     pub udp_bytes_sent: u64,
     /// UDP payload bytes received.
     pub udp_bytes_received: u64,
-    /// Packets declared lost.
+    /// Packets this client sent that its QUIC stack declared lost. Client to server only: QUIC
+    /// loss is detected by the sender, so the server's lost packets are known to the server only
+    /// (and to the link's counters under `--net`), never counted here.
     pub packets_lost: u64,
-    /// Retransmissions.
+    /// Of `packets_lost`, those whose frames this client sent again (all but lost MTU probes).
     pub retransmits: u64,
     /// Mean of the connections' final smoothed RTTs, µs.
     pub mean_smoothed_rtt_us: u64,
     /// Lowest RTT seen, µs.
     pub min_rtt_us: u64,
-    /// Mean final congestion window, bytes.
+    /// Mean final congestion window of this client's sending side, bytes: it paces requests and
+    /// uploads, not responses. It stays near the initial window when the client only sends
+    /// small requests (the controller does not grow an application-limited window).
     pub mean_cwnd_bytes: u64,
     /// Requests sent as 0-RTT early data.
     pub early_requests: u64,

@@ -345,7 +345,7 @@ fn quic(out: &mut String, r: &Report) {
     let Some(q) = &r.quic else { return };
     let _ = writeln!(
         out,
-        "\nQUIC         {} datagrams sent ({}), {} received ({}); {} packets lost, {} retransmits",
+        "\nQUIC         {} datagrams sent ({}), {} received ({}); {} sent packets lost, {} resent",
         group(q.datagrams_sent),
         bytes(q.udp_bytes_sent as f64),
         group(q.datagrams_received),
@@ -355,7 +355,7 @@ fn quic(out: &mut String, r: &Report) {
     );
     let _ = writeln!(
         out,
-        "  RTT mean {} (min {}), cwnd mean {}, early (0-RTT) requests {}",
+        "  RTT mean {} (min {}), our cwnd mean {}, early (0-RTT) requests {}",
         us(q.mean_smoothed_rtt_us),
         us(q.min_rtt_us),
         bytes(q.mean_cwnd_bytes as f64),

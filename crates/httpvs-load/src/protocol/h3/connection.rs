@@ -275,6 +275,9 @@ impl Connection for H3Connection {
             datagrams_received: stats.udp_rx.datagrams,
             udp_bytes_sent: stats.udp_tx.bytes,
             udp_bytes_received: stats.udp_rx.bytes,
+            // Our own packets only: a receiver cannot tell a lost packet from one never sent, and
+            // quinn does not expose received packet-number gaps. Server-to-client loss is the
+            // server's to count (or the emulated link's, whose counters the report carries).
             packets_lost: stats.path.lost_packets,
             // quinn does not count retransmissions; it requeues the frames of every lost packet
             // except MTU probes, so this is the number of lost packets whose data was resent.
