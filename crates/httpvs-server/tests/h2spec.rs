@@ -79,13 +79,13 @@ fn failed_cases(junit: &str) -> Vec<String> {
 
 #[test]
 fn h2spec_passes_on_the_h2c_port() {
-    let server = support::server(Limits::default());
+    let server = support::server_on(Limits::default(), H2Engine::Hyper);
     run_h2spec(server.http_addr().unwrap().port(), false, H2Engine::Hyper);
 }
 
 #[test]
 fn h2spec_passes_on_the_tls_port() {
-    let server = support::server(Limits::default());
+    let server = support::server_on(Limits::default(), H2Engine::Hyper);
     run_h2spec(server.https_addr().unwrap().port(), true, H2Engine::Hyper);
 }
 

@@ -1,6 +1,8 @@
-//! HTTP/2 (h2c and h2 over TLS) on the h2 crate directly: one task per connection accepts streams
-//! and answers `GET /` inline (so responses of one read are written together); streams that read
-//! a body or wait get their own task. GOAWAY on shutdown, on `close=1` and after N streams.
+//! HTTP/2 (h2c and h2 over TLS) on one of two engines (`ServeConfig::h2_engine`). `owned/` is the
+//! default: httpvs's own frame layer on `httpvs-h2wire`. The rest of this module is the reference
+//! on the h2 crate directly: one task per connection accepts streams and answers `GET /` inline
+//! (so responses of one read are written together); streams that read a body or wait get their
+//! own task. Both send GOAWAY on shutdown, on `close=1` and after N streams.
 
 mod cork;
 mod gate;

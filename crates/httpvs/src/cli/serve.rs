@@ -53,9 +53,9 @@ pub struct Args {
     /// Open connections above which new ones are closed at once.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections)]
     max_connections: usize,
-    /// HTTP/2 implementation for h2c and h2: `hyper` (the h2 crate) or `owned` (httpvs's own
-    /// frame layer, experimental).
-    #[arg(long, value_name = "ENGINE", default_value = "hyper", value_parser = ["hyper", "owned"])]
+    /// HTTP/2 implementation for h2c and h2: `owned` (httpvs's own frame layer) or `hyper`
+    /// (the h2 crate, kept as the reference).
+    #[arg(long, value_name = "ENGINE", default_value = "owned", value_parser = ["owned", "hyper"])]
     h2_engine: String,
     /// On SIGINT/SIGTERM, how long in-flight requests may take to finish.
     #[arg(long, value_name = "DUR", default_value = "5s")]

@@ -72,8 +72,15 @@ where
     let mut shutdown = ctx.shutdown.clone();
     let mut stopping = false;
     loop {
-        if shell.flush(&mut io).await.is_err() {
-            return;
+        // A peer that stops reading blocks the write; the idle watch still ends it.
+        tokio::select! {
+            flushed = shell.flush(&mut io) => if flushed.is_err() {
+                return;
+            },
+            _ = &mut idle => {
+                ctx.counters.event(Count::IdleClosed);
+                return;
+            }
         }
         if shell.core.is_finished() {
             let _ = io.shutdown().await;

@@ -1,0 +1,145 @@
+//! Differential test of the two HTTP/2 engines: the same request mix (fast path, sizes beyond the
+//! windows, statuses, extra headers, echo, HEAD, bad queries, 431, 413, delays) sent through the
+//! h2 crate's client to a server on each engine gives the same statuses, header sets and bodies.
+
+mod support;
+
+use bytes::Bytes;
+use httpvs_server::{H2Engine, Limits, RunningServer};
+use std::time::Duration;
+
+/// One request of the mix: method, path, extra header, body.
+type Case = (
+    &'static str,
+    &'static str,
+    Option<(&'static str, String)>,
+    Bytes,
+);
+
+fn mix() -> Vec<Case> {
+    let get = |path| ("GET", path, None, Bytes::new());
+    vec![
+        get("/"),
+        get("/any/path?size=1k"),
+        get("/?size=3m"),
+        get("/?size=0"),
+        get("/?status=503&header=x-test:hello"),
+        get("/?status=204"),
+        get("/?status=abc"),
+        get("/?delay=20ms&size=10"),
+        ("HEAD", "/?size=5k", None, Bytes::new()),
+        ("POST", "/echo", None, Bytes::from_static(b"echo me back")),
+        ("POST", "/echo", None, Bytes::from(vec![b'e'; 1500])),
+        ("POST", "/?size=7", None, Bytes::from(vec![b'x'; 100])),
+        ("GET", "/", Some(("x-big", "a".repeat(5000))), Bytes::new()),
+    ]
+}
+
+/// (status, sorted headers, body) of every case.
+type Outcome = (u16, Vec<(String, String)>, Vec<u8>);
+
+async fn fetch_all(server: &RunningServer) -> Vec<Outcome> {
+    let tcp = tokio::net::TcpStream::connect(server.http_addr().unwrap())
+        .await
+        .unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(conn);
+    let mut outcomes = Vec::new();
+    for (method, path, header, body) in mix() {
+        let mut client = client.clone().ready().await.unwrap();
+        let mut req = http::Request::builder()
+            .method(method)
+            .uri(format!("http://127.0.0.1{path}"));
+        if let Some((name, value)) = &header {
+            req = req.header(*name, value.as_str());
+        }
+        let end = body.is_empty();
+        let (response, mut send) = client.send_request(req.body(()).unwrap(), end).unwrap();
+        if !end {
+            send.send_data(body, true).unwrap();
+        }
+        let response = response.await.unwrap();
+        let status = response.status().as_u16();
+        let mut headers: Vec<(String, String)> = response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.to_string(), String::from_utf8_lossy(v.as_bytes()).into()))
+            .collect();
+        headers.sort();
+        let mut body = response.into_body();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.unwrap();
+            let _ = body.flow_control().release_capacity(chunk.len());
+            bytes.extend_from_slice(&chunk);
+        }
+        outcomes.push((status, headers, bytes));
+    }
+    outcomes
+}
+
+#[test]
+fn both_engines_answer_the_same_mix_alike() {
+    let limits = Limits {
+        max_header_bytes: 4096,
+        max_body_bytes: 1000,
+        ..Limits::default()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut results = Vec::new();
+    for engine in [H2Engine::Hyper, H2Engine::Owned] {
+        let server = support::server_on(limits.clone(), engine);
+        let outcomes = runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(20), fetch_all(&server))
+                .await
+                .expect("the mix finishes")
+        });
+        server.shutdown(Duration::from_secs(1));
+        results.push(outcomes);
+    }
+    let statuses: Vec<u16> = results[0].iter().map(|o| o.0).collect();
+    assert_eq!(
+        statuses,
+        [200, 200, 200, 200, 503, 204, 400, 200, 200, 200, 413, 200, 431]
+    );
+    for (case, (hyper, owned)) in mix().iter().zip(results[0].iter().zip(&results[1])) {
+        assert_eq!(hyper.0, owned.0, "status of {case:?}");
+        assert_eq!(hyper.1, owned.1, "headers of {case:?}");
+        assert!(hyper.2 == owned.2, "body of {case:?}");
+    }
+}
+
+/// A frame: 9-byte header and payload.
+fn raw_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = (payload.len() as u32).to_be_bytes();
+    let mut f = vec![len[1], len[2], len[3], kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+#[test]
+fn a_peer_that_stops_reading_is_closed_by_the_idle_timeout_on_both_engines() {
+    for engine in [H2Engine::Hyper, H2Engine::Owned] {
+        let limits = Limits {
+            idle_timeout: Duration::from_millis(300),
+            ..Limits::default()
+        };
+        let server = support::server_on(limits, engine);
+        let mut client = support::raw_h2::RawH2::connect(server.http_addr().unwrap());
+        // Windows wide open, then a large body that is never read: the server's write blocks.
+        let mut hello = raw_frame(0x4, 0, 0, &[0, 4, 0x7f, 0xff, 0xff, 0xff]);
+        hello.extend(raw_frame(0x8, 0, 0, &0x7fff_0000u32.to_be_bytes()));
+        hello.extend(support::raw_h2::get_headers(1, "/?size=200m"));
+        client.send(&hello);
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        while server.open_connections() > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(server.open_connections(), 0, "{engine:?}");
+        drop(client);
+    }
+}
