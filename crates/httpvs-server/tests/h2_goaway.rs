@@ -1,20 +1,38 @@
-//! HTTP/2 connection limits at the frame level: GOAWAY after exactly N requests with the right
-//! last-stream-id, and rapid reset (CVE-2023-44487) cut off while other clients are served.
+//! HTTP/2 connection limits at the frame level, on both HTTP/2 engines: GOAWAY after exactly N
+//! requests with the right last-stream-id, and rapid reset (CVE-2023-44487) cut off while other
+//! clients are served.
 
 mod support;
 
-use httpvs_server::Limits;
+use httpvs_server::{H2Engine, Limits, RunningServer};
 use std::collections::BTreeSet;
 use std::time::Duration;
 use support::raw_h2::{get_headers, rst_cancel, RawH2, HEADERS};
 
+const ENGINES: [H2Engine; 2] = [H2Engine::Owned, H2Engine::Hyper];
+
+fn server(limits: Limits, engine: H2Engine) -> RunningServer {
+    support::server_on(limits, engine)
+}
+
 #[test]
 fn one_h2_connection_gets_exactly_n_responses_then_goaway_names_the_nth_stream() {
+    for engine in ENGINES {
+        one_h2_connection_gets_exactly_n_responses_then_goaway_names_the_nth_stream_on(engine);
+    }
+}
+
+fn one_h2_connection_gets_exactly_n_responses_then_goaway_names_the_nth_stream_on(
+    engine: H2Engine,
+) {
     const N: u32 = 5;
-    let server = support::server(Limits {
-        max_requests_per_conn: Some(u64::from(N)),
-        ..Limits::default()
-    });
+    let server = server(
+        Limits {
+            max_requests_per_conn: Some(u64::from(N)),
+            ..Limits::default()
+        },
+        engine,
+    );
     let mut client = RawH2::connect(server.http_addr().unwrap());
     // 3N requests in one write: the server reads them all at once, so only the gate keeps it exact.
     let burst: Vec<u8> = (0..3 * N)
@@ -48,11 +66,20 @@ fn one_h2_connection_gets_exactly_n_responses_then_goaway_names_the_nth_stream()
 
 #[test]
 fn a_sequential_client_sees_the_same_limit() {
+    for engine in ENGINES {
+        a_sequential_client_sees_the_same_limit_on(engine);
+    }
+}
+
+fn a_sequential_client_sees_the_same_limit_on(engine: H2Engine) {
     const N: u32 = 3;
-    let server = support::server(Limits {
-        max_requests_per_conn: Some(u64::from(N)),
-        ..Limits::default()
-    });
+    let server = server(
+        Limits {
+            max_requests_per_conn: Some(u64::from(N)),
+            ..Limits::default()
+        },
+        engine,
+    );
     let mut client = RawH2::connect(server.http_addr().unwrap());
     let mut answered = Vec::new();
     for i in 0..N + 2 {
@@ -70,7 +97,13 @@ fn a_sequential_client_sees_the_same_limit() {
 
 #[test]
 fn rapid_reset_is_cut_off_with_goaway_while_others_are_served() {
-    let server = support::server(Limits::default());
+    for engine in ENGINES {
+        rapid_reset_is_cut_off_with_goaway_while_others_are_served_on(engine);
+    }
+}
+
+fn rapid_reset_is_cut_off_with_goaway_while_others_are_served_on(engine: H2Engine) {
+    let server = server(Limits::default(), engine);
     let addr = server.http_addr().unwrap();
     let mut attacker = RawH2::connect(addr);
     let attack: Vec<u8> = (0..2000u32)
@@ -91,7 +124,13 @@ fn rapid_reset_is_cut_off_with_goaway_while_others_are_served() {
 
 #[test]
 fn shutdown_sends_goaway_and_finishes_streams_in_flight() {
-    let server = support::server(Limits::default());
+    for engine in ENGINES {
+        shutdown_sends_goaway_and_finishes_streams_in_flight_on(engine);
+    }
+}
+
+fn shutdown_sends_goaway_and_finishes_streams_in_flight_on(engine: H2Engine) {
+    let server = server(Limits::default(), engine);
     let mut client = RawH2::connect(server.http_addr().unwrap());
     client.send(&get_headers(1, "/?delay=300ms"));
     while server.totals().requests.h2c == 0 {
@@ -115,7 +154,13 @@ fn shutdown_sends_goaway_and_finishes_streams_in_flight() {
 
 #[test]
 fn close_1_answers_then_goes_away() {
-    let server = support::server(Limits::default());
+    for engine in ENGINES {
+        close_1_answers_then_goes_away_on(engine);
+    }
+}
+
+fn close_1_answers_then_goes_away_on(engine: H2Engine) {
+    let server = server(Limits::default(), engine);
     let mut client = RawH2::connect(server.http_addr().unwrap());
     client.send(&get_headers(1, "/?close=1"));
     let frames = client.frames_until_closed(Duration::from_secs(10));
