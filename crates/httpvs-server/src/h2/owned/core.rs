@@ -733,3 +733,6 @@ fn unpad(head: FrameHeader, payload: &[u8]) -> Option<(usize, usize)> {
     let end = payload.len().checked_sub(pad)?;
     (end >= 1).then_some((1, end))
 }
+
+#[cfg(test)]
+mod tests;

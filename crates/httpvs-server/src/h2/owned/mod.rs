@@ -41,6 +41,8 @@ struct Shell<'a> {
     scratch: Vec<u8>,
     collecting: HashMap<u32, Collecting>,
     delayed: BTreeMap<(Instant, u32), (Answer, bool)>,
+    /// When each delayed stream is due, so a reset can drop its answer at once.
+    delayed_at: HashMap<u32, Instant>,
 }
 
 /// Serves one HTTP/2 connection (preface not yet consumed) until it closes.
@@ -66,6 +68,7 @@ where
         scratch: Vec::with_capacity(256),
         collecting: HashMap::new(),
         delayed: BTreeMap::new(),
+        delayed_at: HashMap::new(),
     };
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut idle = pin!(state.idle(limits.idle_timeout));
@@ -182,6 +185,9 @@ impl Shell<'_> {
                 }
                 Ok(Some(Event::Reset { stream })) => {
                     self.collecting.remove(&stream);
+                    if let Some(at) = self.delayed_at.remove(&stream) {
+                        self.delayed.remove(&(at, stream));
+                    }
                 }
             }
         };
@@ -242,6 +248,7 @@ impl Shell<'_> {
             Some(delay) => {
                 let at = Instant::now() + delay;
                 self.delayed.insert((at, stream), (answer, head_only));
+                self.delayed_at.insert(stream, at);
             }
             None => self.send(stream, answer, head_only),
         }
@@ -254,6 +261,7 @@ impl Shell<'_> {
                 break;
             }
             let ((_, stream), (answer, head_only)) = entry.remove_entry();
+            self.delayed_at.remove(&stream);
             self.send(stream, answer, head_only);
         }
     }
