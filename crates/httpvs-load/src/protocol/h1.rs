@@ -3,6 +3,7 @@
 //! httparse from a reused buffer.
 
 mod connection;
+mod fast_head;
 mod read_ahead;
 mod request_head;
 mod response;
@@ -10,7 +11,7 @@ mod turn_wakers;
 mod write_batch;
 
 pub use connection::Http1Connection;
-pub use request_head::serialize_head;
+pub use request_head::{same_uri, serialize_head};
 pub use response::{parse_head, BodyFraming, ChunkedBody, ResponseHead};
 
 use super::tcp;

@@ -43,7 +43,20 @@ impl ResponseHead {
 }
 
 /// Parses a response head at the start of `buf`; `Ok(None)` means more bytes are needed.
+/// A complete, plain head is scanned by `fast_head`; anything else goes through httparse,
+/// which also decides every error.
 pub fn parse_head(buf: &[u8], request_was_head: bool) -> Result<Option<ResponseHead>, ErrorKind> {
+    if let Some(head) = super::fast_head::scan(buf, request_was_head) {
+        return head.map(Some);
+    }
+    parse_head_httparse(buf, request_was_head)
+}
+
+/// [`parse_head`] through httparse alone (the reference the fast scanner is tested against).
+pub fn parse_head_httparse(
+    buf: &[u8],
+    request_was_head: bool,
+) -> Result<Option<ResponseHead>, ErrorKind> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut headers);
     let head_len = match response.parse(buf) {
@@ -53,52 +66,78 @@ pub fn parse_head(buf: &[u8], request_was_head: bool) -> Result<Option<ResponseH
     };
     let status = response.code.ok_or(ErrorKind::Protocol)?;
     let http10 = response.version == Some(0);
-    let mut content_length: Option<u64> = None;
-    let mut chunked = false;
-    let mut transfer_encoding = false;
-    let mut close_token = false;
-    let mut keep_alive_token = false;
+    let mut facts = HeadFacts::default();
     for header in response.headers.iter() {
-        let name = header.name;
-        if name.eq_ignore_ascii_case("content-length") {
-            let len = parse_content_length(header.value)?;
-            if content_length.is_some_and(|seen| seen != len) {
+        facts.header(header.name.as_bytes(), header.value)?;
+    }
+    Ok(Some(facts.head(status, http10, head_len, request_was_head)))
+}
+
+/// What the headers of a head say about framing and the connection.
+#[derive(Debug, Default)]
+pub struct HeadFacts {
+    content_length: Option<u64>,
+    chunked: bool,
+    transfer_encoding: bool,
+    close_token: bool,
+    keep_alive_token: bool,
+}
+
+impl HeadFacts {
+    /// Takes one header into account.
+    pub fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), ErrorKind> {
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let len = parse_content_length(value)?;
+            if self.content_length.is_some_and(|seen| seen != len) {
                 return Err(ErrorKind::Protocol);
             }
-            content_length = Some(len);
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            transfer_encoding = true;
+            self.content_length = Some(len);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            self.transfer_encoding = true;
             // Only a final `chunked` coding delimits the body; any later coding means close.
-            chunked = last_token(header.value).is_some_and(|t| t.eq_ignore_ascii_case(b"chunked"));
-        } else if name.eq_ignore_ascii_case("connection") {
-            for token in tokens(header.value) {
-                close_token |= token.eq_ignore_ascii_case(b"close");
-                keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
+            self.chunked = last_token(value).is_some_and(|t| t.eq_ignore_ascii_case(b"chunked"));
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            for token in tokens(value) {
+                self.close_token |= token.eq_ignore_ascii_case(b"close");
+                self.keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
             }
         }
+        Ok(())
     }
-    let bodiless =
-        request_was_head || (100..200).contains(&status) || status == 204 || status == 304;
-    let framing = if bodiless {
-        BodyFraming::Empty
-    } else if transfer_encoding {
-        if chunked {
-            BodyFraming::Chunked
+
+    /// The head these facts describe (RFC 9112 §6.3).
+    pub fn head(
+        &self,
+        status: u16,
+        http10: bool,
+        head_len: usize,
+        request_was_head: bool,
+    ) -> ResponseHead {
+        let bodiless =
+            request_was_head || (100..200).contains(&status) || status == 204 || status == 304;
+        let framing = if bodiless {
+            BodyFraming::Empty
+        } else if self.transfer_encoding {
+            if self.chunked {
+                BodyFraming::Chunked
+            } else {
+                BodyFraming::UntilClose
+            }
+        } else if let Some(len) = self.content_length {
+            BodyFraming::Length(len)
         } else {
             BodyFraming::UntilClose
+        };
+        let close = self.close_token
+            || (http10 && !self.keep_alive_token)
+            || framing == BodyFraming::UntilClose;
+        ResponseHead {
+            status,
+            head_len,
+            framing,
+            close,
         }
-    } else if let Some(len) = content_length {
-        BodyFraming::Length(len)
-    } else {
-        BodyFraming::UntilClose
-    };
-    let close = close_token || (http10 && !keep_alive_token) || framing == BodyFraming::UntilClose;
-    Ok(Some(ResponseHead {
-        status,
-        head_len,
-        framing,
-        close,
-    }))
+    }
 }
 
 fn parse_content_length(value: &[u8]) -> Result<u64, ErrorKind> {

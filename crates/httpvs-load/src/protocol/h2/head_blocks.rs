@@ -6,6 +6,7 @@
 //! indexed one. A server table smaller than the indexed head turns indexing off.
 
 use super::request_template::build_template;
+use crate::protocol::h1::same_uri;
 use crate::protocol::hpack::encoder::{request_blocks, RequestBlocks};
 use crate::protocol::RequestSpec;
 use http::{HeaderName, HeaderValue, Method, Uri};
@@ -29,7 +30,7 @@ impl Entry {
     fn matches(&self, req: &RequestSpec) -> bool {
         self.body_len == req.body.len()
             && self.method == req.method
-            && self.uri == req.uri
+            && same_uri(&self.uri, &req.uri)
             && self.headers == req.headers
     }
 }
