@@ -23,37 +23,36 @@ pub fn scan(buf: &[u8], request_was_head: bool) -> Option<Result<ResponseHead, E
     let status = digits
         .iter()
         .fold(0u16, |n, d| n * 10 + u16::from(d - b'0'));
-    let mut pos = line_end(buf, 12)?;
-    if buf[12..pos - 2].first().is_some_and(|&b| b != b' ')
-        || !buf[12..pos - 2].iter().all(|&b| is_text(b))
-    {
+    let mut pos = text_end(buf, 12)?;
+    if buf[12..pos].first().is_some_and(|&b| b != b' ') {
         return None;
     }
-    // (name start, colon, line end without CRLF) of each header line.
+    pos = crlf(buf, pos)?;
+    // (name start, colon, end of value) of each header line.
     let mut lines = [(0u32, 0u32, 0u32); FAST_HEADERS];
     let mut count = 0;
     loop {
-        let end = line_end(buf, pos)?;
-        if end == pos + 2 {
-            pos = end;
+        if buf.get(pos) == Some(&b'\r') {
+            pos = crlf(buf, pos)?;
             break;
         }
-        let line = &buf[pos..end - 2];
-        let colon = line.iter().position(|&b| b == b':')?;
-        if colon == 0 || !line[..colon].iter().all(|&b| is_tchar(b)) {
+        let mut colon = pos;
+        while colon < buf.len() && TCHAR[buf[colon] as usize] {
+            colon += 1;
+        }
+        if colon == pos || buf.get(colon) != Some(&b':') || count == FAST_HEADERS {
             return None;
         }
-        if !line[colon + 1..].iter().all(|&b| is_text(b)) || count == FAST_HEADERS {
-            return None;
-        }
-        lines[count] = (pos as u32, (pos + colon) as u32, (end - 2) as u32);
+        let end = text_end(buf, colon + 1)?;
+        lines[count] = (pos as u32, colon as u32, end as u32);
         count += 1;
-        pos = end;
+        pos = crlf(buf, end)?;
     }
     let mut facts = HeadFacts::default();
     for &(start, colon, end) in &lines[..count] {
         let name = &buf[start as usize..colon as usize];
-        let value = buf[colon as usize + 1..end as usize].trim_ascii();
+        // Every use of a value trims it (`HeadFacts` parses trimmed digits and tokens).
+        let value = &buf[colon as usize + 1..end as usize];
         if let Err(e) = facts.header(name, value) {
             return Some(Err(e));
         }
@@ -61,22 +60,65 @@ pub fn scan(buf: &[u8], request_was_head: bool) -> Option<Result<ResponseHead, E
     Some(Ok(facts.head(status, http10, pos, request_was_head)))
 }
 
-/// The index just past the CRLF ending the line that starts at `from`; `None` if there is no
-/// complete line or it ends in a bare LF.
-fn line_end(buf: &[u8], from: usize) -> Option<usize> {
-    let lf = from + buf.get(from..)?.iter().position(|&b| b == b'\n')?;
-    (lf > from && buf[lf - 1] == b'\r').then_some(lf + 1)
+/// Where the text (field value or reason phrase: HTAB, SP, visible ASCII, obs-text) that
+/// starts at `from` ends; `None` if it runs off the buffer. Eight bytes at a time: a word
+/// with no byte below 0x20 and no 0x7f is all text.
+fn text_end(buf: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut at = from;
+    while let Some(chunk) = buf.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().ok()?);
+        let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+        let del = word ^ (ONES * 0x7f);
+        let is_del = del.wrapping_sub(ONES) & !del & HIGHS;
+        if below_space | is_del != 0 {
+            break;
+        }
+        at += 8;
+    }
+    while let Some(&b) = buf.get(at) {
+        if !(b == b'\t' || (b >= 0x20 && b != 0x7f)) {
+            return Some(at);
+        }
+        at += 1;
+    }
+    None
 }
 
-/// Field-value and reason-phrase bytes: HTAB, SP, visible ASCII, obs-text.
-fn is_text(b: u8) -> bool {
-    b == b'\t' || (b >= 0x20 && b != 0x7f)
+/// The index past the CRLF at `at`; `None` if something else is there (httparse decides).
+fn crlf(buf: &[u8], at: usize) -> Option<usize> {
+    (buf.get(at..at + 2)? == b"\r\n").then_some(at + 2)
 }
 
 /// Token characters (RFC 9110 §5.6.2), the only ones a header name may hold.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
+const TCHAR: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        b += 1;
+    }
+    table
+};
 
 #[cfg(test)]
 mod tests {
