@@ -5,6 +5,7 @@
 
 mod net;
 
+use super::common::{duration_flag, parse_header};
 use super::usage;
 use httpvs_load::config::{parse_url, StopAfter, TlsOptions};
 use httpvs_load::report::progress::ProgressLine;
@@ -16,7 +17,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 /// Flags of `httpvs load`.
 #[derive(clap::Args, Debug)]
@@ -239,44 +239,6 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
     Ok(config)
 }
 
-fn parse_header(h: &str) -> anyhow::Result<(http::HeaderName, http::HeaderValue)> {
-    let bad = || usage(format!("invalid header {h:?}: use \"Name: value\""));
-    let (name, value) = h.split_once(':').ok_or_else(bad)?;
-    let name = http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
-    let value = http::HeaderValue::from_str(value.trim()).map_err(|_| bad())?;
-    Ok((name, value))
-}
-
-fn duration_flag(flag: &str, s: &str) -> anyhow::Result<Duration> {
-    parse_duration(s).ok_or_else(|| {
-        usage(format!(
-            "invalid {flag} {s:?}: use a number with a unit, like 500ms, 10s or 1m"
-        ))
-    })
-}
-
-/// "500ms", "10s", "1.5m", "1h", "800us"; a bare number is seconds.
-pub fn parse_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let value: f64 = num.parse().ok()?;
-    let scale = match unit.trim() {
-        "" | "s" => 1.0,
-        "ms" => 1e-3,
-        "us" | "µs" => 1e-6,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        _ => return None,
-    };
-    let secs = value * scale;
-    (0.0..1e9)
-        .contains(&secs)
-        .then(|| Duration::from_secs_f64(secs))
-}
-
 /// "0,2" or "0-3" or "0-1,4".
 fn parse_cpus(list: &str) -> Result<Vec<usize>, String> {
     let bad = || format!("invalid --cpus {list:?}: use a list like 0,2 or 0-3");
@@ -337,7 +299,9 @@ fn interrupt_flag() -> Arc<AtomicBool> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::common::parse_duration;
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn durations_and_cpus_parse() {

@@ -1,5 +1,6 @@
 //! Command-line surface: one clap parser per subcommand, each turned into a validated library config.
 
+mod common;
 mod compare;
 mod load;
 mod netem;

@@ -4,7 +4,7 @@
 //! time. Problems with the input exit 2 before anything is sent; a failed exchange is shown
 //! in the trace, then one line and exit 1.
 
-use super::load::parse_duration;
+use super::common::{duration_flag, parse_header};
 use super::usage;
 use httpvs_load::config::{parse_url, TlsOptions};
 use httpvs_load::protocol::{ProtocolKind, RequestSpec};
@@ -13,7 +13,6 @@ use httpvs_load::ProtocolChoice;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 /// Flags of `httpvs trace`.
 #[derive(clap::Args, Debug)]
@@ -164,20 +163,4 @@ fn with_root_path(uri: http::Uri) -> http::Uri {
     let mut parts = uri.clone().into_parts();
     parts.path_and_query = Some(http::uri::PathAndQuery::from_static("/"));
     http::Uri::from_parts(parts).unwrap_or(uri)
-}
-
-fn parse_header(h: &str) -> anyhow::Result<(http::HeaderName, http::HeaderValue)> {
-    let bad = || usage(format!("invalid header {h:?}: use \"Name: value\""));
-    let (name, value) = h.split_once(':').ok_or_else(bad)?;
-    let name = http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
-    let value = http::HeaderValue::from_str(value.trim()).map_err(|_| bad())?;
-    Ok((name, value))
-}
-
-fn duration_flag(flag: &str, s: &str) -> anyhow::Result<Duration> {
-    parse_duration(s).ok_or_else(|| {
-        usage(format!(
-            "invalid {flag} {s:?}: use a number with a unit, like 500ms, 10s or 1m"
-        ))
-    })
 }
