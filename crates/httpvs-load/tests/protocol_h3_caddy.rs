@@ -5,7 +5,9 @@
 use bytes::Bytes;
 use httpvs_load::protocol::h3::{alt_svc_h3, H3Options, Http3};
 use httpvs_load::protocol::{ConnectOptions, Connection, Protocol, RequestSpec, Target};
+use httpvs_load::ErrorKind;
 use httpvs_testkit::caddy::{Caddy, CADDY_BODY};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,13 +30,38 @@ fn tls_trusting(ca_pem: &std::path::Path) -> Arc<rustls::ClientConfig> {
 }
 
 fn target(caddy: &Caddy) -> Target {
+    target_at(caddy.addr())
+}
+
+/// An https target at a loopback `addr`.
+fn target_at(addr: SocketAddr) -> Target {
     Target {
         scheme: "https".into(),
         host: "127.0.0.1".into(),
-        port: caddy.port(),
-        addr: caddy.addr(),
+        port: addr.port(),
+        addr,
         dns: Duration::ZERO,
     }
+}
+
+/// Connects one h3 connection to `addr` trusting no certificate, and checks that the handshake
+/// fails as `want`, within `TEST_TIMEOUT`.
+async fn assert_handshake_fails(addr: SocketAddr, connect_timeout: Duration, want: ErrorKind) {
+    let target = target_at(addr);
+    let options = ConnectOptions {
+        connect_timeout,
+        tls: Some(tls_trusting_nothing()),
+        streams: 1,
+        keepalive: true,
+    };
+    let run = async {
+        let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
+        let err = h3.connect(&target, &options).await.err().expect("fails");
+        assert_eq!(err, want);
+    };
+    tokio::time::timeout(TEST_TIMEOUT, run)
+        .await
+        .expect("bounded");
 }
 
 fn get(url: &str) -> RequestSpec {
@@ -106,28 +133,7 @@ async fn h3_to_caddy_with_an_untrusted_certificate_is_a_tls_error() {
         return;
     };
     let caddy = Caddy::start(&bin).expect("caddy starts");
-    let target = target(&caddy);
-    let empty_roots = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("TLS versions")
-    .with_root_certificates(rustls::RootCertStore::empty())
-    .with_no_client_auth();
-    let options = ConnectOptions {
-        connect_timeout: Duration::from_secs(5),
-        tls: Some(Arc::new(empty_roots)),
-        streams: 1,
-        keepalive: true,
-    };
-    let run = async {
-        let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
-        let err = h3.connect(&target, &options).await.err().expect("fails");
-        assert_eq!(err, httpvs_load::ErrorKind::Tls);
-    };
-    tokio::time::timeout(TEST_TIMEOUT, run)
-        .await
-        .expect("bounded");
+    assert_handshake_fails(caddy.addr(), Duration::from_secs(5), ErrorKind::Tls).await;
 }
 
 #[test]
@@ -173,28 +179,8 @@ fn caddy_advertises_h3_in_alt_svc_and_the_parser_finds_its_port() {
 #[tokio::test]
 async fn nothing_listening_is_refused_not_a_timeout() {
     let port = httpvs_testkit::caddy::free_tcp_and_udp_port().expect("port");
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let target = Target {
-        scheme: "https".into(),
-        host: "127.0.0.1".into(),
-        port,
-        addr,
-        dns: Duration::ZERO,
-    };
-    let options = ConnectOptions {
-        connect_timeout: Duration::from_secs(10),
-        tls: Some(tls_trusting_nothing()),
-        streams: 1,
-        keepalive: true,
-    };
-    let run = async {
-        let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
-        let err = h3.connect(&target, &options).await.err().expect("fails");
-        assert_eq!(err, httpvs_load::ErrorKind::Refused);
-    };
-    tokio::time::timeout(TEST_TIMEOUT, run)
-        .await
-        .expect("bounded");
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    assert_handshake_fails(addr, Duration::from_secs(10), ErrorKind::Refused).await;
 }
 
 fn tls_trusting_nothing() -> Arc<rustls::ClientConfig> {
@@ -284,25 +270,5 @@ fn version_negotiation_peer() -> std::net::SocketAddr {
 #[tokio::test]
 async fn a_server_without_our_quic_version_is_version_negotiation() {
     let addr = version_negotiation_peer();
-    let target = Target {
-        scheme: "https".into(),
-        host: "127.0.0.1".into(),
-        port: addr.port(),
-        addr,
-        dns: Duration::ZERO,
-    };
-    let options = ConnectOptions {
-        connect_timeout: Duration::from_secs(5),
-        tls: Some(tls_trusting_nothing()),
-        streams: 1,
-        keepalive: true,
-    };
-    let run = async {
-        let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
-        let err = h3.connect(&target, &options).await.err().expect("fails");
-        assert_eq!(err, httpvs_load::ErrorKind::VersionNegotiation);
-    };
-    tokio::time::timeout(TEST_TIMEOUT, run)
-        .await
-        .expect("bounded");
+    assert_handshake_fails(addr, Duration::from_secs(5), ErrorKind::VersionNegotiation).await;
 }
