@@ -24,6 +24,25 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// UDP across a link impaired `up`/`down`: `(link, receiver, sender, target)`. The receiver is
+/// on this host's loopback at `target`, with a 500 ms read timeout (a reader ends once the
+/// sender stops) and a buffer big enough that every missing datagram is the link's; the sender
+/// is in the client namespace.
+fn udp_path(up: &str, down: &str, seed: u64) -> (Link, UdpSocket, UdpSocket, SocketAddr) {
+    let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
+    receiver
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    set_receive_buffer(&receiver, 4 << 20);
+    let target = receiver.local_addr().unwrap();
+    let link = link(up, down, seed);
+    let sender = link
+        .run_in_client_ns(|| UdpSocket::bind("0.0.0.0:0"))
+        .unwrap()
+        .unwrap();
+    (link, receiver, sender, target)
+}
+
 #[test]
 fn delay_50ms_each_way_reads_as_100ms_of_tcp_connect() {
     if !httpvs_testkit::require_root() {
@@ -71,17 +90,7 @@ fn udp_loss_of_10_percent_measures_10_percent() {
         return;
     }
     let _serial = serial();
-    let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
-    receiver
-        .set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
-    let target = receiver.local_addr().unwrap();
-    let link = link("loss 10%", "", 2);
-    let sender = link
-        .run_in_client_ns(|| UdpSocket::bind("0.0.0.0:0"))
-        .unwrap()
-        .unwrap();
-    set_receive_buffer(&receiver, 4 << 20);
+    let (link, receiver, sender, target) = udp_path("loss 10%", "", 2);
     let counter = std::thread::spawn(move || {
         let mut buf = [0u8; 2048];
         let mut got = 0u32;
@@ -145,17 +154,7 @@ fn rate_10mbit_is_within_5_percent() {
         return;
     }
     let _serial = serial();
-    let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
-    receiver
-        .set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
-    set_receive_buffer(&receiver, 4 << 20);
-    let target = receiver.local_addr().unwrap();
-    let link = link("rate 10mbit", "", 4);
-    let sender = link
-        .run_in_client_ns(|| UdpSocket::bind("0.0.0.0:0"))
-        .unwrap()
-        .unwrap();
+    let (link, receiver, sender, target) = udp_path("rate 10mbit", "", 4);
     let timer = std::thread::spawn(move || {
         let mut buf = [0u8; 2048];
         let (mut first, mut last, mut bytes, mut count) = (None, Instant::now(), 0usize, 0usize);
@@ -192,19 +191,9 @@ fn corruption_is_dropped_by_receiver_checksums() {
         return;
     }
     let _serial = serial();
-    let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
-    receiver
-        .set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
-    let target = receiver.local_addr().unwrap();
-    let link = link("corrupt 10%", "", 5);
-    let sender = link
-        .run_in_client_ns(|| UdpSocket::bind("0.0.0.0:0"))
-        .unwrap()
-        .unwrap();
+    let (link, receiver, sender, target) = udp_path("corrupt 10%", "", 5);
     let payload =
         |i: u32| -> [u8; 1000] { std::array::from_fn(|j| (i.wrapping_mul(31) ^ j as u32) as u8) };
-    set_receive_buffer(&receiver, 4 << 20);
     let checker = std::thread::spawn(move || {
         let mut buf = [0u8; 2048];
         let (mut good, mut bad) = (0u32, 0u32);
