@@ -6,12 +6,6 @@ use httpvs_load::protocol::ProtocolKind;
 use httpvs_load::stats::Quiet;
 use httpvs_load::{LoadConfig, ProtocolChoice, Report, TlsOptions};
 use httpvs_testkit::nginx::{Nginx, NginxOptions};
-use httpvs_testkit::require_peer;
-
-fn nginx(options: NginxOptions) -> Option<Nginx> {
-    let bin = require_peer("nginx")?;
-    Some(Nginx::start(&bin, &options).expect("nginx starts"))
-}
 
 fn run(config: &LoadConfig, nginx: &Nginx) -> Report {
     let r = httpvs_load::run(config, &mut Quiet).expect("run starts");
@@ -26,7 +20,7 @@ fn fixed(kind: ProtocolKind) -> ProtocolChoice {
 
 #[test]
 fn h1_h2c_and_h2_against_nginx_succeed() {
-    let Some(n) = nginx(NginxOptions::default()) else {
+    let Some(n) = Nginx::start_if_installed(NginxOptions::default()) else {
         return;
     };
     let h1 = LoadConfig::new(&format!("http://{}/", n.h1_addr()))
@@ -69,7 +63,7 @@ fn h1_h2c_and_h2_against_nginx_succeed() {
 
 #[test]
 fn nginx_keepalive_requests_churn_is_retried_and_explained() {
-    let Some(n) = nginx(NginxOptions {
+    let Some(n) = Nginx::start_if_installed(NginxOptions {
         keepalive_requests: 100,
         ..NginxOptions::default()
     }) else {

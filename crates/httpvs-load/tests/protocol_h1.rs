@@ -8,17 +8,11 @@ use httpvs_load::protocol::h1::Http1;
 use httpvs_load::protocol::{CloseCause, Connection, Protocol, RetryReason, SendError};
 use httpvs_load::ErrorKind;
 use httpvs_testkit::nginx::{Nginx, NginxOptions, BIG_BODY_LEN, CHUNKED_BODY_LEN, NGINX_BODY};
-use httpvs_testkit::require_peer;
 use protocol_support::{get, options, request, target};
-
-fn nginx(options: NginxOptions) -> Option<Nginx> {
-    let bin = require_peer("nginx")?;
-    Some(Nginx::start(&bin, &options).expect("nginx starts"))
-}
 
 #[tokio::test(flavor = "current_thread")]
 async fn keep_alive_reuses_one_connection() {
-    let Some(nginx) = nginx(NginxOptions::default()) else {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
         return;
     };
     let target = target("http", nginx.h1_addr());
@@ -54,7 +48,7 @@ async fn keep_alive_reuses_one_connection() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn no_keepalive_uses_a_connection_once() {
-    let Some(nginx) = nginx(NginxOptions::default()) else {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
         return;
     };
     let target = target("http", nginx.h1_addr());
@@ -75,7 +69,7 @@ async fn no_keepalive_uses_a_connection_once() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn pipelined_requests_answer_in_order() {
-    let Some(nginx) = nginx(NginxOptions::default()) else {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
         return;
     };
     let target = target("http", nginx.h1_addr());
@@ -114,7 +108,7 @@ async fn pipelined_requests_answer_in_order() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn head_requests_have_no_body() {
-    let Some(nginx) = nginx(NginxOptions::default()) else {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
         return;
     };
     let target = target("http", nginx.h1_addr());
@@ -132,7 +126,7 @@ async fn head_requests_have_no_body() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn connection_close_retires_and_retries_the_pipeline() {
-    let Some(nginx) = nginx(NginxOptions::default()) else {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
         return;
     };
     let target = target("http", nginx.h1_addr());
@@ -156,7 +150,7 @@ async fn connection_close_retires_and_retries_the_pipeline() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn keepalive_requests_limit_costs_retries_not_failures() {
-    let Some(nginx) = nginx(NginxOptions {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions {
         keepalive_requests: 10,
         ..NginxOptions::default()
     }) else {
@@ -198,7 +192,7 @@ async fn keepalive_requests_limit_costs_retries_not_failures() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn dropped_connections_fail_first_requests_and_retry_reused_ones() {
-    let Some(nginx) = nginx(NginxOptions::default()) else {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
         return;
     };
     let target = target("http", nginx.h1_addr());
@@ -222,7 +216,7 @@ async fn dropped_connections_fail_first_requests_and_retry_reused_ones() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn tls_negotiates_http11() {
-    let Some(nginx) = nginx(NginxOptions::default()) else {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
         return;
     };
     let target = target("https", nginx.tls_addr());
@@ -242,7 +236,7 @@ async fn tls_negotiates_http11() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn untrusted_certificates_are_tls_errors() {
-    let Some(nginx) = nginx(NginxOptions::default()) else {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
         return;
     };
     let target = target("https", nginx.tls_addr());

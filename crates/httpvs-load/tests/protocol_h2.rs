@@ -9,17 +9,11 @@ use httpvs_load::protocol::h2::Http2;
 use httpvs_load::protocol::{CloseCause, Connection, Protocol, RetryReason, SendError};
 use httpvs_load::ErrorKind;
 use httpvs_testkit::nginx::{Nginx, NginxOptions, BIG_BODY_LEN, CHUNKED_BODY_LEN, NGINX_BODY};
-use httpvs_testkit::require_peer;
 use protocol_support::{get, options, request, target};
-
-fn nginx(options: NginxOptions) -> Option<Nginx> {
-    let bin = require_peer("nginx")?;
-    Some(Nginx::start(&bin, &options).expect("nginx starts"))
-}
 
 #[tokio::test(flavor = "current_thread")]
 async fn h2c_multiplexes_requests_on_one_connection() {
-    let Some(nginx) = nginx(NginxOptions::default()) else {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
         return;
     };
     let target = target("http", nginx.h2c_addr());
@@ -53,7 +47,7 @@ async fn h2c_multiplexes_requests_on_one_connection() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn h2_over_tls_negotiates_alpn_h2() {
-    let Some(nginx) = nginx(NginxOptions::default()) else {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
         return;
     };
     let target = target("https", nginx.tls_addr());
@@ -77,7 +71,7 @@ async fn h2_over_tls_negotiates_alpn_h2() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn server_stream_limit_is_reported_and_honoured() {
-    let Some(nginx) = nginx(NginxOptions {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions {
         max_concurrent_streams: 2,
         ..NginxOptions::default()
     }) else {
@@ -97,7 +91,7 @@ async fn server_stream_limit_is_reported_and_honoured() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn goaway_after_keepalive_requests_retries_the_rest() {
-    let Some(nginx) = nginx(NginxOptions {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions {
         keepalive_requests: 10,
         ..NginxOptions::default()
     }) else {
@@ -141,7 +135,7 @@ async fn goaway_after_keepalive_requests_retries_the_rest() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn stream_reset_is_a_classified_failure() {
-    let Some(nginx) = nginx(NginxOptions::default()) else {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
         return;
     };
     let target = target("http", nginx.h2c_addr());
@@ -161,7 +155,7 @@ async fn stream_reset_is_a_classified_failure() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn hpack_makes_repeated_heads_smaller_than_http11() {
-    let Some(nginx) = nginx(NginxOptions::default()) else {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
         return;
     };
     const N: u64 = 20;
@@ -193,7 +187,7 @@ async fn hpack_makes_repeated_heads_smaller_than_http11() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn h2c_to_an_http11_port_fails_cleanly() {
-    let Some(nginx) = nginx(NginxOptions::default()) else {
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
         return;
     };
     let target = target("http", nginx.h1_addr());

@@ -57,6 +57,16 @@ pub struct Nginx {
 }
 
 impl Nginx {
+    /// Starts the installed nginx with `options`; `None` when it is not installed (a skip, see
+    /// [`crate::require_peer`]). An installed nginx that does not start fails the test.
+    pub fn start_if_installed(options: NginxOptions) -> Option<Nginx> {
+        let bin = crate::require_peer("nginx")?;
+        match Nginx::start(&bin, &options) {
+            Ok(nginx) => Some(nginx),
+            Err(e) => panic!("nginx starts: {e:?}"),
+        }
+    }
+
     /// Starts `nginx` (the binary at `bin`) and waits until its three ports listen.
     pub fn start(bin: &Path, options: &NginxOptions) -> io::Result<Nginx> {
         let dir = unique_temp_dir()?;

@@ -2,14 +2,8 @@
 //! blocks decoded) and HTTP/1.1 (response head with nginx's headers, body length, keep-alive).
 
 use httpvs_testkit::nginx::{Nginx, NginxOptions, NGINX_BODY};
-use httpvs_testkit::require_peer;
 use serde_json::Value;
 use std::process::{Command, Output};
-
-fn nginx() -> Option<Nginx> {
-    let bin = require_peer("nginx")?;
-    Some(Nginx::start(&bin, &NginxOptions::default()).expect("nginx starts"))
-}
 
 fn trace(args: &[&str]) -> Output {
     // Bounded by the trace's own --timeout and --connect-timeout.
@@ -37,7 +31,9 @@ fn find<'a>(events: &'a [Value], ty: &str, dir: &str) -> Vec<&'a Value> {
 
 #[test]
 fn h2_over_tls_against_nginx_negotiates_alpn_h2() {
-    let Some(nginx) = nginx() else { return };
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
+        return;
+    };
     let url = format!("https://localhost:{}/", nginx.tls_addr().port());
     let cacert = nginx.cert_path();
     let out = trace(&[
@@ -71,7 +67,9 @@ fn h2_over_tls_against_nginx_negotiates_alpn_h2() {
 
 #[test]
 fn h1_against_nginx_shows_the_response_head() {
-    let Some(nginx) = nginx() else { return };
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
+        return;
+    };
     let url = format!("http://{}/", nginx.h1_addr());
     let out = trace(&["-p", "h1", &url]);
     assert!(out.status.success(), "{out:?}\n{}", nginx.log());
@@ -85,7 +83,9 @@ fn h1_against_nginx_shows_the_response_head() {
 
 #[test]
 fn h1_against_nginx_follows_a_close_and_a_chunked_body() {
-    let Some(nginx) = nginx() else { return };
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions::default()) else {
+        return;
+    };
     let out = trace(&[
         "-p",
         "h1",
