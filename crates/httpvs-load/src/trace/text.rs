@@ -1,7 +1,7 @@
 //! The trace as text, in the spirit of `nghttp -v`: one line per event starting with its time
 //! and direction (`[   1.234ms] send HEADERS frame <...>`), details indented below it.
 
-use super::event::{EventKind, H1Head, H2Detail, H2Frame, HeaderBlock, TraceEvent};
+use super::event::{EventKind, H1Head, H2Detail, H2Frame, HeaderBlock, Priority, TraceEvent};
 use super::names;
 use super::summary::Summary;
 use super::Trace;
@@ -147,15 +147,7 @@ fn h2_frame(out: &mut String, dir: &str, f: &H2Frame) {
         H2Detail::HeaderFragment { fragment } => {
             detail(out, format!("; {fragment} bytes of a header block, continued"))
         }
-        H2Detail::Priority(p) => detail(
-            out,
-            format!(
-                "(dep_stream_id={}, weight={}, exclusive={})",
-                p.depends_on,
-                u16::from(p.weight) + 1,
-                u8::from(p.exclusive)
-            ),
-        ),
+        H2Detail::Priority(p) => detail(out, priority(p)),
         H2Detail::RstStream { code } => {
             detail(out, format!("(error_code={}(0x{code:x}))", names::h2_error(*code)))
         }
@@ -185,17 +177,19 @@ fn h2_frame(out: &mut String, dir: &str, f: &H2Frame) {
     }
 }
 
+/// A priority as nghttp shows it: the wire's weight byte is one less than the weight.
+fn priority(p: &Priority) -> String {
+    format!(
+        "(dep_stream_id={}, weight={}, exclusive={})",
+        p.depends_on,
+        u16::from(p.weight) + 1,
+        u8::from(p.exclusive)
+    )
+}
+
 fn header_block(out: &mut String, block: &HeaderBlock) {
-    if let Some(p) = block.priority {
-        detail(
-            out,
-            format!(
-                "(dep_stream_id={}, weight={}, exclusive={})",
-                p.depends_on,
-                u16::from(p.weight) + 1,
-                u8::from(p.exclusive)
-            ),
-        );
+    if let Some(p) = &block.priority {
+        detail(out, priority(p));
     }
     if let Some(id) = block.promised_stream {
         detail(out, format!("(promised_stream_id={id})"));
