@@ -1,7 +1,10 @@
 //! `httpvs compare` end to end: a quick tiny matrix on the embedded server, bad plans, `--from`.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::{Command, Output};
+use support::scratch_dir;
 
 /// Every protocol, a tiny shape, a clean and a lossy link: a few seconds of bounded load.
 const TINY_PLAN: &str = r#"
@@ -27,13 +30,6 @@ name = "lossy"
 netem = "delay 5ms loss 2%"
 "#;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("compare-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn httpvs(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_httpvs"))
         .args(args)
@@ -48,7 +44,7 @@ fn text(bytes: &[u8]) -> String {
 
 #[test]
 fn quick_tiny_matrix_has_every_protocol_a_verdict_and_every_cell_in_json() {
-    let dir = scratch("quick");
+    let dir = scratch_dir("compare-quick");
     std::fs::write(dir.join("tiny.toml"), TINY_PLAN).unwrap();
     let out = httpvs(
         &dir,
@@ -123,7 +119,7 @@ fn quick_tiny_matrix_has_every_protocol_a_verdict_and_every_cell_in_json() {
 
 #[test]
 fn bad_plan_gets_one_line_naming_the_field() {
-    let dir = scratch("bad-plan");
+    let dir = scratch_dir("compare-bad-plan");
     let bad = TINY_PLAN.replace("h2c = \"2x4\"", "h2c = \"2y4\"");
     std::fs::write(dir.join("bad.toml"), bad).unwrap();
     let out = httpvs(&dir, &["compare", "--plan", "bad.toml"]);
@@ -151,7 +147,7 @@ fn bad_plan_gets_one_line_naming_the_field() {
 
 #[test]
 fn bad_flags_get_one_line() {
-    let dir = scratch("bad-flags");
+    let dir = scratch_dir("compare-bad-flags");
     for (args, words) in [
         (
             vec!["compare", "--shape", "h2c=8y60"],
@@ -180,7 +176,7 @@ fn bad_flags_get_one_line() {
 
 #[test]
 fn print_plan_prints_the_default_matrix() {
-    let dir = scratch("print-plan");
+    let dir = scratch_dir("compare-print-plan");
     let out = httpvs(&dir, &["compare", "--print-plan"]);
     assert!(out.status.success());
     let plan = text(&out.stdout);

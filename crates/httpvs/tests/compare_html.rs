@@ -1,7 +1,10 @@
 //! The HTML report opened in headless Chromium (network off): charts render, no console errors, a screenshot.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::{Command, Output};
+use support::scratch_dir;
 
 const PLAN: &str = r#"
 name = "html"
@@ -54,9 +57,7 @@ fn html_report_renders_offline_in_chromium() {
     if httpvs_testkit::require_peer("chromium").is_none() {
         return;
     }
-    let dir: PathBuf = Path::new(env!("CARGO_TARGET_TMPDIR")).join("compare-html");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("compare-html");
     std::fs::write(dir.join("plan.toml"), PLAN).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
         .args(["compare", "--plan", "plan.toml", "--html", "report.html"])

@@ -1,7 +1,9 @@
 //! `httpvs compare` under a severe-loss condition: the h3 cell completes and its loss counters are non-zero.
 
-use std::path::Path;
+mod support;
+
 use std::process::Command;
+use support::scratch_dir;
 
 const PLAN: &str = r#"
 name = "severe"
@@ -33,9 +35,7 @@ fn severe_loss_h3_completes_with_loss_counted() {
         eprintln!("skipped: {why}");
         return;
     }
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("compare-severe");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("compare-severe");
     std::fs::write(dir.join("plan.toml"), PLAN).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
         .args([

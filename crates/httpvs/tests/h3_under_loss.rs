@@ -3,10 +3,12 @@
 //! ran BBR) it collapsed: ~8 req/s at 10 ms RTT and 5% loss, none at 30%, while h2 only slowed.
 //! Needs root (netem builds TUN devices in namespaces); skipped otherwise unless CI requires it.
 
+mod support;
+
 use serde_json::Value;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::scratch_dir;
 
 /// Requests in the run: at the collapsed rate they need ~40 s, far past [`RUN_DEADLINE`];
 /// a healthy run needs about a second.
@@ -25,9 +27,7 @@ fn h3_64k_responses_all_complete_through_5_percent_loss() {
         httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).expect("server");
     let port = server.h3_addr().expect("h3 listener").port();
     let url = format!("https://127.0.0.1:{port}/?size={BODY}");
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("h3-under-loss");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let dir = scratch_dir("h3-under-loss");
     let report_path = dir.join("report.json");
     let requests = REQUESTS.to_string();
     let spec = "delay 5ms loss 5%";

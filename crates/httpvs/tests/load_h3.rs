@@ -2,11 +2,14 @@
 //! (report says h3 with a QUIC section; GOAWAY-after-N retried; server killed mid-run keeps the
 //! accounting identity) and against a real caddy.
 
+mod support;
+
 use httpvs_server::{Limits, RunningServer, ServeConfig};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use support::scratch_dir;
 
 /// No run here may take longer; a hung client is killed and the test fails.
 const RUN_DEADLINE: Duration = Duration::from_secs(60);
@@ -19,13 +22,6 @@ fn serve(limits: Limits) -> RunningServer {
         ..ServeConfig::loopback_ephemeral()
     };
     httpvs_server::start(config).expect("server starts")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("load-h3-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
 }
 
 fn write_ca(server: &RunningServer, dir: &Path) -> PathBuf {
@@ -95,7 +91,7 @@ fn assert_h3_with_quic_section(report: &Value) {
 #[test]
 fn load_h3_against_serve_reports_h3_and_quic() {
     let server = serve(Limits::default());
-    let dir = scratch("serve");
+    let dir = scratch_dir("load-h3-serve");
     let ca = write_ca(&server, &dir);
     let url = format!(
         "https://localhost:{}/",

@@ -2,11 +2,14 @@
 //! server: 50 ms each way reads back as +100 ms of TCP connect, HTTP/3 crosses a lossy link,
 //! the report carries the link's counters, nothing is left behind, and bad specs are one line.
 
+mod support;
+
 use httpvs_server::{RunningServer, ServeConfig};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use support::scratch_dir;
 
 /// No run here may take longer; a hung client is killed and the test fails.
 const RUN_DEADLINE: Duration = Duration::from_secs(60);
@@ -17,13 +20,6 @@ fn serve() -> RunningServer {
 
 fn http_url(server: &RunningServer) -> String {
     format!("http://{}/", server.http_addr().expect("http listener"))
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("load-net-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
 }
 
 fn spawn_load(args: &[&str]) -> Child {
@@ -144,7 +140,7 @@ fn delay_50ms_each_way_reads_back_as_100ms_of_tcp_connect() {
     let _serial = one_link_at_a_time();
     let server = serve();
     let url = http_url(&server);
-    let dir = scratch("delay");
+    let dir = scratch_dir("load-net-delay");
     let args = [
         "--net",
         "delay 50ms",
@@ -227,7 +223,7 @@ fn h3_crosses_a_lossy_link() {
         "https://127.0.0.1:{}/",
         server.h3_addr().expect("h3").port()
     );
-    let dir = scratch("h3");
+    let dir = scratch_dir("load-net-h3");
     // A fixed seed fixes which packets the link drops; 2% of a few hundred packets each way.
     let spec = "delay 5ms loss 2%";
     let report = run_json(
