@@ -78,10 +78,9 @@ fn get(url: &str) -> RequestSpec {
 
 #[tokio::test]
 async fn h3_requests_to_caddy_negotiate_h3_and_succeed() {
-    let Some(bin) = httpvs_testkit::require_peer("caddy") else {
+    let Some(caddy) = Caddy::start_if_installed() else {
         return;
     };
-    let caddy = Caddy::start(&bin).expect("caddy starts");
     let target = target(&caddy);
     let options = ConnectOptions {
         connect_timeout: Duration::from_secs(5),
@@ -129,10 +128,9 @@ async fn h3_requests_to_caddy_negotiate_h3_and_succeed() {
 
 #[tokio::test]
 async fn h3_to_caddy_with_an_untrusted_certificate_is_a_tls_error() {
-    let Some(bin) = httpvs_testkit::require_peer("caddy") else {
+    let Some(caddy) = Caddy::start_if_installed() else {
         return;
     };
-    let caddy = Caddy::start(&bin).expect("caddy starts");
     assert_handshake_fails(caddy.addr(), Duration::from_secs(5), ErrorKind::Tls).await;
 }
 
@@ -197,10 +195,9 @@ fn tls_trusting_nothing() -> Arc<rustls::ClientConfig> {
 
 #[tokio::test]
 async fn zero_rtt_sends_early_on_a_resumed_connection_when_asked() {
-    let Some(bin) = httpvs_testkit::require_peer("caddy") else {
+    let Some(caddy) = Caddy::start_if_installed() else {
         return;
     };
-    let caddy = Caddy::start(&bin).expect("caddy starts");
     let target = target(&caddy);
     let options = ConnectOptions {
         connect_timeout: Duration::from_secs(5),

@@ -23,6 +23,16 @@ pub struct Caddy {
 }
 
 impl Caddy {
+    /// Starts the installed caddy; `None` when it is not installed (a skip, see
+    /// [`crate::require_peer`]). An installed caddy that does not start fails the test.
+    pub fn start_if_installed() -> Option<Caddy> {
+        let bin = crate::require_peer("caddy")?;
+        match Caddy::start(&bin) {
+            Ok(caddy) => Some(caddy),
+            Err(e) => panic!("caddy starts: {e:?}"),
+        }
+    }
+
     /// Starts `caddy` (the binary at `bin`) and waits until both its TCP and UDP sockets listen.
     pub fn start(bin: &Path) -> io::Result<Caddy> {
         let dir = unique_temp_dir("caddy")?;

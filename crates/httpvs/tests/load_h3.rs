@@ -176,10 +176,9 @@ fn load_h3_with_the_server_killed_mid_run_keeps_the_identity() {
 
 #[test]
 fn load_h3_against_caddy_negotiates_h3() {
-    let Some(bin) = httpvs_testkit::require_peer("caddy") else {
+    let Some(caddy) = httpvs_testkit::caddy::Caddy::start_if_installed() else {
         return;
     };
-    let caddy = httpvs_testkit::caddy::Caddy::start(&bin).expect("caddy starts");
     let ca = caddy.root_ca_path();
     let ca = ca.to_string_lossy();
     let url = caddy.url();
@@ -194,10 +193,9 @@ fn load_h3_against_caddy_negotiates_h3() {
 
 #[test]
 fn load_auto_with_alt_svc_follows_caddys_h3_advertisement() {
-    let Some(bin) = httpvs_testkit::require_peer("caddy") else {
+    let Some(caddy) = httpvs_testkit::caddy::Caddy::start_if_installed() else {
         return;
     };
-    let caddy = httpvs_testkit::caddy::Caddy::start(&bin).expect("caddy starts");
     let url = caddy.url();
     let args = ["--alt-svc", "-k", "-n", "50", "-c", "2", "-m", "2", &url];
     let report = report_of(spawn_load(&args));
@@ -208,10 +206,9 @@ fn load_auto_with_alt_svc_follows_caddys_h3_advertisement() {
 
 #[test]
 fn load_h3_0rtt_reports_early_requests_on_resumed_connections() {
-    let Some(bin) = httpvs_testkit::require_peer("caddy") else {
+    let Some(caddy) = httpvs_testkit::caddy::Caddy::start_if_installed() else {
         return;
     };
-    let caddy = httpvs_testkit::caddy::Caddy::start(&bin).expect("caddy starts");
     let url = caddy.url();
     // A new connection per request: every one after the first can resume and send early.
     let args = [
