@@ -25,8 +25,8 @@ use tokio::io::{AsyncReadExt, ReadHalf};
 /// Most bytes asked of the socket per read: large reads keep syscalls per response low.
 const READ_CHUNK: usize = 64 * 1024;
 /// Bytes asked per read at first: small responses never grow the buffer, so an idle
-/// connection holds a page, not 64 KiB.
-const FIRST_READ: usize = 4096;
+/// connection holds 1 KiB, not 64 KiB.
+const FIRST_READ: usize = 1024;
 
 const RETRY: SendError = SendError::Retry(RetryReason::ConnectionClosed);
 
