@@ -6,7 +6,7 @@ mod support;
 use httpvs_server::{H2Engine, Limits};
 use std::process::Command;
 
-/// Cases the server may fail, each with the reason in docs/readme/serve.md. None today.
+/// Cases the server may fail, each with the reason in the README's serve section. None today.
 const ALLOWED_FAILURES: &[&str] = &[];
 
 fn run_h2spec(port: u16, tls: bool, engine: H2Engine) {

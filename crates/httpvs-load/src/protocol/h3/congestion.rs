@@ -5,7 +5,7 @@
 //! window of about 1.2/sqrt(loss) packets (Mathis et al.), a few packets at 5% loss, over TCP and
 //! QUIC alike, while BBR paces at the measured bandwidth. With the kernel on BBR and quinn on its
 //! default Cubic, h3 looked 20-50x slower than h2 at 5% loss; that measured the controllers, not
-//! the protocols (docs/readme/h3.md has the figures). The server side (`httpvs-server`'s h3
+//! the protocols (the README's HTTP/3 section has the figures). The server side (`httpvs-server`'s h3
 //! module) makes the same choice.
 
 use quinn::congestion::{BbrConfig, ControllerFactory, CubicConfig, NewRenoConfig};
