@@ -173,8 +173,9 @@ fn server_killed_mid_run_is_counted_not_hung() {
 #[test]
 fn open_model_stall_raises_corrected_latency_only() {
     let s = server(Limits::default());
-    // 1% of responses stall 1 s; on one connection, every send due meanwhile waits.
-    let url = http_url(&s, "/?delay=1s:1");
+    // 5% of responses stall 1 s; on one connection, every send due meanwhile waits. (At 1% the
+    // first stall could come so late in the 2 s run that its backlog was cut off unmeasured.)
+    let url = http_url(&s, "/?delay=1s:5");
     let c = LoadConfig::new(&url)
         .unwrap()
         .shape(1, 1)
