@@ -41,6 +41,25 @@ use std::time::Instant;
 /// Stream and connection receive windows: h2load's default (`-w 30`, `-W 30`).
 pub const RECEIVE_WINDOW: u32 = (1 << 30) - 1;
 
+/// Opens the TCP (and, for https, TLS) transport both HTTP/2 clients run on, counted by the
+/// returned counter. Over TLS the server must choose h2: otherwise it would read our preface as a
+/// bad HTTP/1.1 request.
+async fn open_transport(
+    target: &Target,
+    options: &ConnectOptions,
+    configs: &AlpnConfigs,
+) -> Result<(tcp::Transport, ConnectInfo, Arc<WireCounter>), ErrorKind> {
+    let tls = tcp::tls_for(target, options, configs, &[ALPN_H2])?;
+    let over_tls = tls.is_some();
+    let counter = WireCounter::new_shared();
+    let (transport, info) =
+        tcp::connect(target, tls, options.connect_timeout, counter.clone()).await?;
+    if over_tls && info.alpn.as_deref() != Some(ALPN_H2) {
+        return Err(ErrorKind::Tls);
+    }
+    Ok((transport, info, counter))
+}
+
 /// The HTTP/2 protocol (h2c for http targets, h2 for https targets) on the owned codec.
 #[derive(Debug, Default)]
 pub struct Http2 {
@@ -67,15 +86,7 @@ impl Protocol for Http2 {
         options: &ConnectOptions,
     ) -> Result<(Http2Connection, ConnectInfo), ErrorKind> {
         let deadline = Instant::now() + options.connect_timeout;
-        let tls = tcp::tls_for(target, options, &self.tls, &[ALPN_H2])?;
-        let over_tls = tls.is_some();
-        let counter = WireCounter::new_shared();
-        let (transport, mut info) =
-            tcp::connect(target, tls, options.connect_timeout, counter.clone()).await?;
-        // Without ALPN h2 the server would read our preface as a bad HTTP/1.1 request.
-        if over_tls && info.alpn.as_deref() != Some(ALPN_H2) {
-            return Err(ErrorKind::Tls);
-        }
+        let (transport, mut info, counter) = open_transport(target, options, &self.tls).await?;
         let core = Arc::new(Mutex::new(ConnCore::new(counter.clone())));
         let io = transport.tapped(self.trace.as_ref());
         let driver = tokio::spawn(driver::drive(io, core.clone()));

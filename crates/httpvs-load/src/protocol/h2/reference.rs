@@ -5,11 +5,10 @@ use super::accounting::ConnAccounting;
 use super::conn_state::{connection_error_kind, ConnState};
 use super::frame_tap::FrameTaps;
 use super::reference_connection::ReferenceConnection;
-use super::RECEIVE_WINDOW;
+use super::{open_transport, RECEIVE_WINDOW};
 use crate::error::ErrorKind;
-use crate::protocol::tcp;
-use crate::protocol::tls::{AlpnConfigs, ALPN_H2};
-use crate::protocol::wire::{PlaintextTaps, TapIo, WireCounter};
+use crate::protocol::tls::AlpnConfigs;
+use crate::protocol::wire::{PlaintextTaps, TapIo};
 use crate::protocol::{ConnectInfo, ConnectOptions, Protocol, Target};
 use std::future::Future;
 use std::pin::Pin;
@@ -43,15 +42,7 @@ impl Protocol for Http2Reference {
         options: &ConnectOptions,
     ) -> Result<(ReferenceConnection, ConnectInfo), ErrorKind> {
         let deadline = Instant::now() + options.connect_timeout;
-        let tls = tcp::tls_for(target, options, &self.tls, &[ALPN_H2])?;
-        let over_tls = tls.is_some();
-        let counter = WireCounter::new_shared();
-        let (transport, mut info) =
-            tcp::connect(target, tls, options.connect_timeout, counter.clone()).await?;
-        // Without ALPN h2 the server would read our preface as a bad HTTP/1.1 request.
-        if over_tls && info.alpn.as_deref() != Some(ALPN_H2) {
-            return Err(ErrorKind::Tls);
-        }
+        let (transport, mut info, counter) = open_transport(target, options, &self.tls).await?;
         let state = Arc::new(ConnState::default());
         let (settings_tx, settings_rx) = oneshot::channel();
         let observer = ConnAccounting::new(counter.clone(), state.clone(), settings_tx);
