@@ -59,6 +59,7 @@ pub mod impairment;
 mod link;
 mod preflight;
 mod relay;
+pub mod rootless;
 mod sweep;
 mod sys;
 

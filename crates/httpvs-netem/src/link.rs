@@ -6,11 +6,11 @@ use crate::core::NetemCore;
 use crate::counters::LinkCounters;
 use crate::error::NetemError;
 use crate::impairment::Impairment;
-use crate::relay::Relay;
+use crate::relay::{PacketWatch, Relay};
 use crate::sys::ifconfig::{self, PointToPoint};
 use crate::sys::netns::NetNs;
 use crate::sys::tun::Tun;
-use crate::{preflight, sweep};
+use crate::{preflight, rootless, sweep};
 use std::net::Ipv4Addr;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -133,7 +133,10 @@ impl Link {
     /// Builds the namespaces and devices and starts the relay.
     pub fn start(config: LinkConfig) -> Result<Link, NetemError> {
         preflight::check()?;
-        sweep::sweep_stale_devices();
+        if !rootless::is_inside() {
+            // Inside the rootless layout /sys shows the host's devices, which are not ours to touch.
+            sweep::sweep_stale_devices();
+        }
         let here =
             NetNs::of_this_thread().map_err(|e| NetemError::setup("open this namespace", e))?;
         let host_device = match config.layout {
@@ -159,6 +162,7 @@ impl Link {
             up,
             down,
             config.mtu,
+            host_loopback_forward(config.layout)?,
         )
         .map_err(|e| NetemError::setup("start the relay threads", e))?;
         Ok(Link {
@@ -243,6 +247,20 @@ impl Link {
         drop(self);
         counters
     }
+}
+
+/// Inside the rootless layout our namespace stands in for the host, so a host-loopback link
+/// needs the forwarder that carries its loopback destinations on to the host's.
+fn host_loopback_forward(layout: Layout) -> Result<Option<Arc<dyn PacketWatch>>, NetemError> {
+    let Some(host) = rootless::host_sockets() else {
+        return Ok(None);
+    };
+    if layout != Layout::HostLoopback {
+        return Ok(None);
+    }
+    let forward = rootless::forward::shared(host)
+        .map_err(|e| NetemError::setup("start the forwarder to the host's loopback", e))?;
+    Ok(Some(forward))
 }
 
 /// The client's TUN device, in its namespace whose lo stays down: 127.0.0.0/8 is then not local

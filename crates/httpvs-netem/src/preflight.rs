@@ -7,7 +7,12 @@ use std::path::Path;
 
 const TUN_PATH: &str = "/dev/net/tun";
 
-/// Ok when the host-loopback and namespace layouts can be built here.
+/// What runs without root once the rootless layout is entered, for the messages below.
+const ROOTLESS_SCOPE: &str =
+    "rootless, `httpvs netem -- CMD`, `httpvs load --net` and `httpvs compare` \
+     on its embedded server run in a user namespace of their own";
+
+/// Ok when links can be built here: as root, or inside the rootless layout.
 pub fn check() -> Result<(), NetemError> {
     let meta = std::fs::metadata(TUN_PATH).map_err(|_| NetemError::Unavailable {
         why: format!("{TUN_PATH} does not exist"),
@@ -15,29 +20,46 @@ pub fn check() -> Result<(), NetemError> {
             "load the tun module (modprobe tun), or start the container with --device /dev/net/tun"
                 .into(),
     })?;
-    // SAFETY: geteuid has no failure mode.
+    // SAFETY: geteuid has no failure mode. Inside the rootless layout we are root too.
     if unsafe { libc::geteuid() } == 0 {
         return Ok(());
     }
     let mode = meta.permissions().mode() & 0o777;
-    let tun_usable = access_rw(TUN_PATH);
-    let why = if tun_usable {
-        "you are not root".to_string()
+    let (why, fix) = if !access_rw(TUN_PATH) {
+        (
+            format!("{TUN_PATH} is {mode:04o} and you are not root"),
+            if user_namespaces_allowed() {
+                format!(
+                    "run as root (sudo), or let your user open {TUN_PATH} (chmod 0666 {TUN_PATH}, the usual default): {ROOTLESS_SCOPE}"
+                )
+            } else {
+                "run as root (sudo); user namespaces are disabled here, so there is no rootless layout".into()
+            },
+        )
+    } else if !user_namespaces_allowed() {
+        (
+            "you are not root and unprivileged user namespaces are disabled".into(),
+            "run as root (sudo), or allow them (sysctl user.max_user_namespaces=10000 kernel.unprivileged_userns_clone=1)".into(),
+        )
+    } else if let Some(failure) = crate::rootless::failure() {
+        (
+            format!("you are not root and the rootless layout failed: {failure}"),
+            "run as root (sudo)".into(),
+        )
     } else {
-        format!("{TUN_PATH} is {mode:04o} and you are not root")
+        (
+            "you are not root".into(),
+            format!(
+                "run as root (sudo); {ROOTLESS_SCOPE}, but `compare URL` with network conditions needs root"
+            ),
+        )
     };
-    let fix = if tun_usable && user_namespaces_allowed() {
-        "run as root (sudo): reaching this host's loopback needs root in the host's namespace; \
-         a rootless layout inside a user namespace is possible here but not built yet"
-    } else if user_namespaces_allowed() {
-        "run as root (sudo); a rootless layout would also need a usable /dev/net/tun (chmod 0666 /dev/net/tun)"
-    } else {
-        "run as root (sudo); user namespaces are disabled, so there is no rootless layout"
-    };
-    Err(NetemError::Unavailable {
-        why,
-        fix: fix.into(),
-    })
+    Err(NetemError::Unavailable { why, fix })
+}
+
+/// Whether the rootless layout can be tried: user namespaces allowed and /dev/net/tun usable.
+pub fn rootless_possible() -> bool {
+    access_rw(TUN_PATH) && user_namespaces_allowed()
 }
 
 fn access_rw(path: &str) -> bool {

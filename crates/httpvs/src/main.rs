@@ -11,6 +11,10 @@ fn main() -> ExitCode {
         Ok(args) => args,
         Err(err) => return cli::usage_error(err),
     };
+    if args.wants_emulated_link() {
+        // Without root this forks into a user namespace; it must happen before any thread exists.
+        httpvs_netem::rootless::enter();
+    }
     match cli::run(args) {
         Ok(code) => code,
         Err(err) => {

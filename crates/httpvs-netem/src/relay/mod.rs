@@ -23,6 +23,13 @@ const READ_BATCH: usize = 64;
 /// Spare packet buffers kept for reuse.
 const POOL_MAX: usize = 2048;
 
+/// Sees every packet the client sends, before the netem core takes it (the rootless
+/// forwarder binds a listener for a new destination there, before its first packet arrives).
+pub trait PacketWatch: Send + Sync {
+    /// Called on the up direction's thread for each packet read from the client's device.
+    fn client_packet(&self, packet: &[u8]);
+}
+
 /// Both directions of a running relay; dropping it stops and joins the threads.
 #[derive(Debug)]
 pub struct Relay {
@@ -40,6 +47,7 @@ impl Relay {
         up: NetemCore,
         down: NetemCore,
         mtu: u32,
+        watch: Option<Arc<dyn PacketWatch>>,
     ) -> io::Result<Relay> {
         // SAFETY: eventfd returns a fresh fd, owned below.
         let raw = check(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) })?;
@@ -59,16 +67,18 @@ impl Relay {
                 server.clone(),
                 up,
                 relay.up.clone(),
+                watch,
             ),
-            ("netem-down", server, client, down, relay.down.clone()),
+            ("netem-down", server, client, down, relay.down.clone(), None),
         ];
-        for (name, input, output, core, shared) in directions {
+        for (name, input, output, core, shared, watch) in directions {
             let direction = Direction {
                 input,
                 output,
                 stop: relay.stop.clone(),
                 core,
                 shared,
+                watch,
                 epoch,
                 scratch: vec![0; mtu as usize + 128],
                 pool: Vec::new(),
@@ -110,6 +120,7 @@ struct Direction {
     stop: Arc<OwnedFd>,
     core: NetemCore,
     shared: Arc<SharedCounters>,
+    watch: Option<Arc<dyn PacketWatch>>,
     epoch: Instant,
     scratch: Vec<u8>,
     pool: Vec<Vec<u8>>,
@@ -163,6 +174,9 @@ impl Direction {
             };
             if n <= 0 {
                 return;
+            }
+            if let Some(watch) = &self.watch {
+                watch.client_packet(&self.scratch[..n as usize]);
             }
             // A right-sized copy: held packets cost their size, not the MTU (which may be 64 KB).
             let mut packet = self.pool.pop().unwrap_or_default();

@@ -78,6 +78,14 @@ pub struct Args {
     cacert: Option<PathBuf>,
 }
 
+impl Args {
+    /// Whether this run may emulate networks: on the embedded server only (a user's server on
+    /// the host's loopback is out of the rootless layout's reach for clean conditions).
+    pub fn wants_emulated_link(&self) -> bool {
+        self.url.is_none() && !self.print_plan && self.from.is_none()
+    }
+}
+
 /// Runs `httpvs compare`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.print_plan {

@@ -106,6 +106,13 @@ pub struct Args {
     fail_on: Option<String>,
 }
 
+impl Args {
+    /// Whether the run goes behind an emulated link (`--net`).
+    pub fn wants_emulated_link(&self) -> bool {
+        self.net.is_some()
+    }
+}
+
 /// Runs `httpvs load`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = config_from(&args)?;

@@ -32,6 +32,19 @@ enum Command {
     Trace(trace::Args),
 }
 
+impl Cli {
+    /// Whether the command builds an emulated network link: then, without root, `main` enters
+    /// the rootless layout (a user namespace) before any thread starts.
+    pub fn wants_emulated_link(&self) -> bool {
+        match &self.command {
+            Command::Load(args) => args.wants_emulated_link(),
+            Command::Netem(args) => args.wants_emulated_link(),
+            Command::Compare(args) => args.wants_emulated_link(),
+            Command::Serve(_) | Command::Trace(_) => false,
+        }
+    }
+}
+
 /// An error whose exit code is not the default 1.
 #[derive(Debug)]
 pub struct ExitError {

@@ -44,6 +44,13 @@ pub struct Args {
     command: Vec<String>,
 }
 
+impl Args {
+    /// Whether a link will be built (not for `--profiles` or a missing command).
+    pub fn wants_emulated_link(&self) -> bool {
+        !self.profiles && !self.command.is_empty()
+    }
+}
+
 /// Runs `httpvs netem`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.profiles {
