@@ -12,7 +12,8 @@ use std::time::Instant;
 #[command(
     after_help = "Inside the emulated network, 127.0.0.1:PORT reaches this host's 127.0.0.1:PORT \
 through the link, so `httpvs netem --both \"delay 50ms\" -- curl http://127.0.0.1:8080/` \
-sees a 100 ms round trip. Needs root. Options use netem's syntax (man tc-netem)."
+sees a 100 ms round trip. Needs root, or (rootless) unprivileged user namespaces and a usable \
+/dev/net/tun. Options use netem's syntax (man tc-netem)."
 )]
 pub struct Args {
     /// netem options for packets from the command to the server, e.g. "delay 50ms 5ms loss 1%".
@@ -70,9 +71,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "httpvs netem: up: {up} | down: {down} | seed {}",
             link.seed()
         );
+        let via = if httpvs_netem::rootless::is_inside() {
+            "rootless: a forwarder at the link's far end carries it on, so the server sees 127.0.0.1"
+                .to_string()
+        } else {
+            format!("client address {}", link.addresses().client)
+        };
         eprintln!(
-            "httpvs netem: 127.0.0.1:PORT reaches this host's 127.0.0.1:PORT through the link (client address {})",
-            link.addresses().client
+            "httpvs netem: 127.0.0.1:PORT reaches this host's 127.0.0.1:PORT through the link ({via})"
         );
     }
     let started = Instant::now();
