@@ -315,53 +315,79 @@ fn rootless_compare_runs_a_network_condition_on_its_embedded_server() {
     }
 }
 
-#[test]
-fn rootless_sigkill_leaves_no_process_behind() {
-    let Some(sandbox) = Sandbox::get() else {
-        return;
-    };
-    // An odd duration names our sleep among the machine's processes.
+/// Starts `netem --quiet -- sleep MARKER` as nobody in a process group of its own and waits
+/// until the sleep runs. An odd duration names our processes among the machine's.
+fn start_sleep_behind_link(sandbox: &Sandbox, stderr: Stdio) -> (Child, String) {
+    use std::os::unix::process::CommandExt;
     let marker = format!(
         "{}.{}",
         40 + std::process::id() % 50,
         std::process::id() % 997
     );
-    let mut child = sandbox
-        .httpvs("666", &["netem", "--quiet", "--", "sleep", &marker])
+    let child = sandbox
+        .httpvs("666", &["netem", "--", "sleep", &marker])
+        .process_group(0)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     let started = Instant::now();
-    while sleeps_with(&marker) == 0 {
+    while processes_with(&marker) < 3 {
         assert!(
             started.elapsed() < Duration::from_secs(20),
             "sleep never started"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    // unshare, sh and setpriv exec in turn: the child's pid is httpvs's host-side process.
+    (child, marker)
+}
+
+#[test]
+fn rootless_sigkill_leaves_no_process_behind() {
+    let Some(sandbox) = Sandbox::get() else {
+        return;
+    };
+    let (mut child, marker) = start_sleep_behind_link(sandbox, Stdio::null());
+    // unshare, sh and setpriv exec in turn: the child is httpvs itself, in its user namespace;
+    // its helper in the host namespace and the command carry the marker too.
     child.kill().unwrap();
     child.wait().unwrap();
     let killed = Instant::now();
-    while sleeps_with(&marker) > 0 {
+    while processes_with(&marker) > 0 {
         assert!(
             killed.elapsed() < Duration::from_secs(5),
-            "the command outlived a SIGKILLed httpvs"
+            "a process outlived a SIGKILLed httpvs (its helper or the command)"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
-/// How many processes run `sleep MARKER`.
-fn sleeps_with(marker: &str) -> usize {
-    let wanted = format!("sleep\0{marker}\0");
+#[test]
+fn rootless_ctrl_c_ends_the_command_and_the_counters_are_printed() {
+    let Some(sandbox) = Sandbox::get() else {
+        return;
+    };
+    let (mut child, marker) = start_sleep_behind_link(sandbox, Stdio::piped());
+    let stderr = drain(child.stderr.take().unwrap());
+    // As the terminal does: SIGINT to the whole foreground process group.
+    // SAFETY: signalling the process group we just made.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let status = wait_bounded(&mut child);
+    let stderr = text(&stderr.join().unwrap());
+    assert_eq!(status.code(), Some(130), "128 + SIGINT: {stderr}");
+    assert!(stderr.contains("\nup "), "counters printed: {stderr}");
+    assert_eq!(processes_with(&marker), 0, "the helper ends with httpvs");
+}
+
+/// How many processes have `marker` as an argument (httpvs, its helper, the sleep).
+fn processes_with(marker: &str) -> usize {
+    let wanted = format!("\0{marker}\0");
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter(|e| {
             std::fs::read(e.path().join("cmdline"))
-                .is_ok_and(|c| c.ends_with(wanted.as_bytes()) && c.starts_with(b"sleep"))
+                .is_ok_and(|c| c.windows(wanted.len()).any(|w| w == wanted.as_bytes()))
         })
         .count()
 }
