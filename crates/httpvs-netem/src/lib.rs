@@ -23,6 +23,15 @@
 //! [`LinkAddresses::client`]; the server side's link address [`LinkAddresses::server`] also
 //! works, for servers bound to `0.0.0.0`. Nothing else is routed: no DNS, no internet. IPv4 only.
 //!
+//! # Without root
+//! [`rootless::enter`], called first thing in `main`, moves a non-root process into a user
+//! namespace of its own when unprivileged user namespaces are allowed and /dev/net/tun is usable.
+//! Its new network namespace then stands in for the host, and links are built there as for root.
+//! For [`Layout::HostLoopback`] a forwarder at the link's far end carries TCP connections and UDP
+//! flows on to the host's loopback, with sockets a helper left in the host's namespace makes: the
+//! impairment stays on the link, the server sees connections from 127.0.0.1, and a TCP
+//! connection to a port where nothing listens is reset rather than refused.
+//!
 //! # Putting a load generator behind the link
 //! A thread can enter a namespace, create sockets and leave: the sockets stay in it. So a
 //! tokio client makes its sockets with [`Link::run_in_client_ns`] and uses them as usual:
