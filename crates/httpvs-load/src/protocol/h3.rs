@@ -1,9 +1,13 @@
-//! HTTP/3 over QUIC (quinn + h3): one UDP socket and quinn endpoint per worker thread, shared by
+//! HTTP/3 over QUIC (quinn): one UDP socket and quinn endpoint per worker thread, shared by
 //! that worker's connections; each connection carries up to `-m` concurrent request streams.
 //!
-//! Layout: `connection.rs` (one connection: send, GOAWAY, stats), `tap.rs` + `frames.rs` (what h3
-//! does not expose: QPACK header sizes and the GOAWAY id), `classify.rs` (errors),
-//! `congestion.rs` (the congestion controller, as the kernel's TCP),
+//! Two implementations of the HTTP/3 layer, chosen per [`Http3`] ([`H3Engine`]): the owned client
+//! (`owned.rs`: requests straight on quinn streams, `request_head.rs` encodes each distinct head
+//! once, `response.rs` reads responses, `qpack.rs` + `qpack_static.rs` the static-table QPACK),
+//! which the load path runs; and the h3 crate (`reference.rs`, with `tap.rs` watching what h3
+//! does not expose), kept as the correctness reference and for `httpvs trace`.
+//! Shared: `connection.rs` (the engine-facing connection), `frames.rs` (frame headers, GOAWAY),
+//! `classify.rs` (errors), `congestion.rs` (the congestion controller, as the kernel's TCP),
 //! `alt_svc.rs` + `discovery.rs` (`-p auto --alt-svc`).
 
 mod alt_svc;
@@ -12,11 +16,17 @@ mod congestion;
 mod connection;
 mod discovery;
 mod frames;
+mod owned;
+mod qpack;
+mod qpack_static;
+mod reference;
+mod request_head;
+mod response;
 mod tap;
 
 pub use alt_svc::{alt_svc_h3, h3_port_in};
 pub use congestion::CongestionControl;
-pub use connection::H3Connection;
+pub use connection::{H3Connection, H3Engine};
 pub use discovery::discover_h3_port;
 pub use frames::FrameEvent;
 pub use tap::H3TapObserver;
@@ -87,6 +97,8 @@ pub struct Http3 {
     client_config: RefCell<Option<(Arc<rustls::ClientConfig>, quinn::ClientConfig)>>,
     /// `httpvs trace` only: sees each connection's streams and frames.
     trace: Option<Arc<dyn H3TapObserver>>,
+    /// Which HTTP/3 implementation new connections run.
+    engine: H3Engine,
 }
 
 impl Http3 {
@@ -127,13 +139,27 @@ impl Http3 {
             transport: Arc::new(transport_config(&options)),
             client_config: RefCell::new(None),
             trace: None,
+            engine: H3Engine::Owned,
         })
     }
 
-    /// This protocol with its connections shown to `observer` (`httpvs trace`).
+    /// This protocol with its connections shown to `observer` (`httpvs trace`); the tap runs
+    /// on the h3-crate reference, so traced connections use it.
     pub fn with_trace(mut self, observer: Arc<dyn H3TapObserver>) -> Self {
         self.trace = Some(observer);
+        self.engine = H3Engine::Reference;
         self
+    }
+
+    /// This protocol with new connections on `engine` (the owned client by default).
+    pub fn with_engine(mut self, engine: H3Engine) -> Self {
+        self.engine = engine;
+        self
+    }
+
+    /// Which HTTP/3 implementation new connections run.
+    pub fn engine(&self) -> H3Engine {
+        self.engine
     }
 
     /// The congestion controller of this worker's connections.
@@ -270,7 +296,12 @@ impl Protocol for Http3 {
             .handshake_data()
             .and_then(|data| data.downcast::<HandshakeData>().ok())
             .and_then(|data| data.protocol);
-        let conn = H3Connection::establish_observed(quic, zero_rtt, self.trace.clone()).await?;
+        let conn = match self.engine {
+            H3Engine::Owned => H3Connection::establish(quic, zero_rtt).await?,
+            H3Engine::Reference => {
+                H3Connection::establish_reference(quic, zero_rtt, self.trace.clone()).await?
+            }
+        };
         let info = ConnectInfo {
             tcp_connect: Duration::ZERO,
             handshake,

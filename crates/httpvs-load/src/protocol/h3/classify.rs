@@ -2,6 +2,7 @@
 //! idle timeout, TLS and handshake failures, version negotiation.
 
 use crate::error::ErrorKind;
+use crate::protocol::{RetryReason, SendError};
 use h3::error::{ConnectionError, LocalError, StreamError};
 use h3::quic::ConnectionErrorIncoming;
 
@@ -114,6 +115,8 @@ pub enum StreamFailure {
     Connection(ErrorKind),
     /// The request stream failed on its own.
     Stream(ErrorKind),
+    /// The server refused our 0-RTT data: the request was not processed.
+    ZeroRttRejected,
 }
 
 /// Classifies an h3 request stream error.
@@ -135,6 +138,53 @@ pub fn stream_failure(
         StreamError::HeaderTooBig { .. } => StreamFailure::Stream(ErrorKind::Protocol),
         StreamError::Undefined { 0: e, .. } => StreamFailure::Stream(undefined_failure(e.as_ref())),
         _ => StreamFailure::Stream(ErrorKind::Protocol),
+    }
+}
+
+/// Classifies a quinn read error on a request stream (the owned client).
+pub fn read_failure(err: &quinn::ReadError) -> StreamFailure {
+    match err {
+        quinn::ReadError::Reset(code) => reset_failure(code.into_inner()),
+        quinn::ReadError::ConnectionLost(e) => StreamFailure::Connection(connection_failure(e)),
+        quinn::ReadError::ZeroRttRejected => StreamFailure::ZeroRttRejected,
+        quinn::ReadError::ClosedStream | quinn::ReadError::IllegalOrderedRead => {
+            StreamFailure::Stream(ErrorKind::Protocol)
+        }
+    }
+}
+
+/// Classifies a quinn write error on a request stream (the owned client).
+pub fn write_failure(err: &quinn::WriteError) -> StreamFailure {
+    match err {
+        quinn::WriteError::Stopped(code) => reset_failure(code.into_inner()),
+        quinn::WriteError::ConnectionLost(e) => StreamFailure::Connection(connection_failure(e)),
+        quinn::WriteError::ZeroRttRejected => StreamFailure::ZeroRttRejected,
+        quinn::WriteError::ClosedStream => StreamFailure::Stream(ErrorKind::Protocol),
+    }
+}
+
+/// What a RESET_STREAM or STOP_SENDING code from the server means for the request.
+fn reset_failure(code: u64) -> StreamFailure {
+    match code {
+        H3_REQUEST_REJECTED => StreamFailure::Rejected,
+        H3_NO_ERROR => StreamFailure::StoppedEarly,
+        c => StreamFailure::Stream(ErrorKind::H3(c)),
+    }
+}
+
+/// Turns a request stream failure into a retry or a classified failure, given whether the stream
+/// is at or above the server's GOAWAY id and whether the server refused our 0-RTT data.
+pub fn send_error(failure: StreamFailure, beyond_goaway: bool, early_rejected: bool) -> SendError {
+    match failure {
+        StreamFailure::NotSent => SendError::Retry(RetryReason::Goaway),
+        // RFC 9114 §5.2: requests on streams at or above the GOAWAY id were not processed.
+        _ if beyond_goaway => SendError::Retry(RetryReason::Goaway),
+        StreamFailure::Rejected => SendError::Retry(RetryReason::Refused),
+        // 0-RTT refused: the server discarded the early request unprocessed.
+        StreamFailure::ZeroRttRejected => SendError::Retry(RetryReason::Refused),
+        _ if early_rejected => SendError::Retry(RetryReason::Refused),
+        StreamFailure::StoppedEarly => SendError::Failed(ErrorKind::Protocol),
+        StreamFailure::Connection(kind) | StreamFailure::Stream(kind) => SendError::Failed(kind),
     }
 }
 

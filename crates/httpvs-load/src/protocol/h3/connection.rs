@@ -1,303 +1,162 @@
-//! One HTTP/3 connection: requests as h3 request streams over a quinn connection, GOAWAY and
-//! H3_REQUEST_REJECTED turned into retries, and QUIC statistics from quinn.
+//! One HTTP/3 connection as the engine sees it: the owned client (the load path) or the h3-crate
+//! reference, and the QUIC figures both read from quinn the same way.
 
-use super::classify::{self, StreamFailure, H3_NO_ERROR};
-use super::tap::{H3TapObserver, TapCounters, TappedConnection, TappedOpener};
+use super::owned::OwnedConnection;
+use super::reference::ReferenceConnection;
+use super::tap::H3TapObserver;
 use crate::error::ErrorKind;
 use crate::protocol::{
-    CloseCause, Connection, QuicStats, RequestSpec, ResponseInfo, RetryReason, SendError, WireBytes,
+    CloseCause, Connection, QuicStats, RequestSpec, ResponseInfo, SendError, WireBytes,
 };
-use bytes::{Buf, Bytes};
-use h3::client::{RequestStream, SendRequest};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::sync::Arc;
 
-/// Length of the `:status` pseudo-header name plus its three digits, counted like h2 does.
-const STATUS_FIELD_BYTES: u64 = ":status".len() as u64 + 3;
-
-/// State shared between the connection handle, its h3 driver task and its 0-RTT watcher.
-#[derive(Debug, Default)]
-struct Shared {
-    /// How the h3 driver saw the connection end, once it did.
-    ended: OnceLock<ErrorKind>,
-    /// We closed it (end of run).
-    closed_locally: AtomicBool,
-    /// Still in 0-RTT: the handshake has not confirmed yet.
-    early: AtomicBool,
-    /// 0-RTT was attempted and the server refused it.
-    early_rejected: AtomicBool,
-    /// Requests sent while `early` was true.
-    early_requests: AtomicU64,
+/// Which HTTP/3 implementation a connection runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum H3Engine {
+    /// The owned client over quinn streams (`owned.rs`): the load path.
+    #[default]
+    Owned,
+    /// The h3 crate (with h3-quinn): the correctness reference and `httpvs trace`'s tap.
+    Reference,
 }
 
 /// An open HTTP/3 connection.
 pub struct H3Connection {
-    quic: quinn::Connection,
-    sender: SendRequest<TappedOpener, Bytes>,
-    /// Idle clones of `sender`, reused: a fresh clone costs h3-quinn a boxed stream opener.
-    idle_senders: Mutex<Vec<SendRequest<TappedOpener, Bytes>>>,
-    tap: Arc<TapCounters>,
-    shared: Arc<Shared>,
-    driver: tokio::task::AbortHandle,
+    inner: Inner,
 }
 
-/// A request stream as h3 hands it out.
-type H3Stream = RequestStream<super::tap::TappedBidi, Bytes>;
+enum Inner {
+    Owned(OwnedConnection),
+    Reference(ReferenceConnection),
+}
 
 impl H3Connection {
-    /// Starts HTTP/3 on an established (or 0-RTT) QUIC connection and spawns its driver task.
+    /// Starts HTTP/3 on an established (or 0-RTT) QUIC connection with the owned client.
     ///
     /// `zero_rtt` is quinn's acceptance future when the connection is still in 0-RTT.
     pub async fn establish(
         quic: quinn::Connection,
         zero_rtt: Option<quinn::ZeroRttAccepted>,
     ) -> Result<Self, ErrorKind> {
-        Self::establish_observed(quic, zero_rtt, None).await
+        let owned = OwnedConnection::establish(quic, zero_rtt).await?;
+        Ok(H3Connection {
+            inner: Inner::Owned(owned),
+        })
     }
 
-    /// Like [`Self::establish`], showing streams and frames to `observer` (`httpvs trace`).
-    pub async fn establish_observed(
+    /// Starts HTTP/3 with the h3 crate, showing streams and frames to `observer` if given.
+    pub async fn establish_reference(
         quic: quinn::Connection,
         zero_rtt: Option<quinn::ZeroRttAccepted>,
         observer: Option<Arc<dyn H3TapObserver>>,
     ) -> Result<Self, ErrorKind> {
-        if let Some(observer) = &observer {
-            observer.quic_connected(&quic);
-        }
-        let tap = Arc::new(TapCounters::observed(observer));
-        let shared = Arc::new(Shared::default());
-        let (mut driver, sender) = h3::client::builder()
-            .build::<_, _, Bytes>(TappedConnection::new(quic.clone(), tap.clone()))
-            .await
-            .map_err(|e| classify::h3_connection_failure(&e, quic.close_reason().as_ref()))?;
-        if let Some(accepted) = zero_rtt {
-            shared.early.store(true, Ordering::Release);
-            let watcher = shared.clone();
-            tokio::spawn(async move {
-                let accepted = accepted.await;
-                watcher.early_rejected.store(!accepted, Ordering::Release);
-                watcher.early.store(false, Ordering::Release);
-            });
-        }
-        let driver_shared = shared.clone();
-        let driver_quic = quic.clone();
-        let driver = tokio::spawn(async move {
-            let err = futures_util::future::poll_fn(|cx| driver.poll_close(cx)).await;
-            let kind = classify::h3_connection_failure(&err, driver_quic.close_reason().as_ref());
-            let _ = driver_shared.ended.set(kind);
-        })
-        .abort_handle();
+        let reference = ReferenceConnection::establish_observed(quic, zero_rtt, observer).await?;
         Ok(H3Connection {
-            quic,
-            sender,
-            idle_senders: Mutex::new(Vec::new()),
-            tap,
-            shared,
-            driver,
+            inner: Inner::Reference(reference),
         })
     }
 
-    /// Turns a request stream failure into a retry or a classified failure.
-    fn failure(&self, err: &h3::error::StreamError, stream_id: Option<u64>) -> SendError {
-        let reason = self.quic.close_reason();
-        let failure = classify::stream_failure(err, reason.as_ref());
-        // RFC 9114 §5.2: requests on streams at or above the GOAWAY id were not processed.
-        let beyond_goaway = match (self.tap.goaway_id(), stream_id) {
-            (Some(goaway), Some(id)) => id >= goaway,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        match failure {
-            StreamFailure::NotSent => SendError::Retry(RetryReason::Goaway),
-            _ if beyond_goaway => SendError::Retry(RetryReason::Goaway),
-            StreamFailure::Rejected => SendError::Retry(RetryReason::Refused),
-            // 0-RTT refused: the server discarded the early request unprocessed.
-            _ if self.shared.early_rejected.load(Ordering::Acquire) => {
-                SendError::Retry(RetryReason::Refused)
-            }
-            StreamFailure::StoppedEarly => SendError::Failed(ErrorKind::Protocol),
-            StreamFailure::Connection(kind) | StreamFailure::Stream(kind) => {
-                SendError::Failed(kind)
-            }
+    /// Which implementation this connection runs.
+    pub fn engine(&self) -> H3Engine {
+        match self.inner {
+            Inner::Owned(_) => H3Engine::Owned,
+            Inner::Reference(_) => H3Engine::Reference,
         }
-    }
-
-    /// A request sender: an idle one if there is one, else a new clone.
-    fn idle_sender(&self) -> SendRequest<TappedOpener, Bytes> {
-        let idle = self
-            .idle_senders
-            .lock()
-            .ok()
-            .and_then(|mut pool| pool.pop());
-        idle.unwrap_or_else(|| self.sender.clone())
-    }
-
-    /// Keeps a sender for the next request (at most one per stream in flight is ever made).
-    fn return_sender(&self, sender: SendRequest<TappedOpener, Bytes>) {
-        if let Ok(mut pool) = self.idle_senders.lock() {
-            pool.push(sender);
-        }
-    }
-
-    /// Builds the h3 request head from the shared request spec.
-    fn request_head(req: &RequestSpec) -> Result<http::Request<()>, SendError> {
-        let mut builder = http::Request::builder()
-            .method(req.method.clone())
-            .uri(req.uri.clone());
-        for (name, value) in &req.headers {
-            builder = builder.header(name, value);
-        }
-        builder
-            .body(())
-            .map_err(|_| SendError::Failed(ErrorKind::Protocol))
-    }
-
-    /// Sends the body (if any) and finishes the request side of the stream.
-    async fn send_body(&self, stream: &mut H3Stream, req: &RequestSpec) -> Result<(), SendError> {
-        let id = Some(stream.id().into_inner());
-        let sent = async {
-            if !req.body.is_empty() {
-                stream.send_data(req.body.clone()).await?;
-            }
-            stream.finish().await
-        }
-        .await;
-        match sent {
-            Ok(()) => Ok(()),
-            // The server may answer before reading the whole body, then stop our sending side
-            // with H3_NO_ERROR (RFC 9114 §4.1): the response still comes.
-            Err(e)
-                if classify::stream_failure(&e, None) == StreamFailure::StoppedEarly
-                    && self.tap.goaway_id().is_none() =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(self.failure(&e, id)),
-        }
-    }
-
-    /// Reads the response head and body of a sent request.
-    async fn read_response(
-        &self,
-        stream: &mut H3Stream,
-        start: Instant,
-    ) -> Result<ResponseInfo, SendError> {
-        let id = Some(stream.id().into_inner());
-        let response = stream
-            .recv_response()
-            .await
-            .map_err(|e| self.failure(&e, id))?;
-        let ttfb = start.elapsed();
-        let header_bytes = response
-            .headers()
-            .iter()
-            .map(|(name, value)| (name.as_str().len() + value.len()) as u64)
-            .sum::<u64>()
-            + STATUS_FIELD_BYTES;
-        let mut body_bytes = 0u64;
-        while let Some(chunk) = stream.recv_data().await.map_err(|e| self.failure(&e, id))? {
-            body_bytes += chunk.remaining() as u64;
-        }
-        Ok(ResponseInfo {
-            status: response.status().as_u16(),
-            ttfb,
-            header_bytes,
-            body_bytes,
-            close_requested: false,
-        })
     }
 }
 
 impl Connection for H3Connection {
     async fn send(&self, req: &RequestSpec) -> Result<ResponseInfo, SendError> {
-        let start = Instant::now();
-        let head = Self::request_head(req)?;
-        if self.shared.early.load(Ordering::Acquire) {
-            self.shared.early_requests.fetch_add(1, Ordering::Relaxed);
+        match &self.inner {
+            Inner::Owned(c) => c.send(req).await,
+            Inner::Reference(c) => c.send(req).await,
         }
-        let mut sender = self.idle_sender();
-        let opened = sender.send_request(head).await;
-        self.return_sender(sender);
-        let mut stream = opened.map_err(|e| self.failure(&e, None))?;
-        self.send_body(&mut stream, req).await?;
-        self.read_response(&mut stream, start).await
     }
 
     fn accepts_requests(&self) -> bool {
-        self.tap.goaway_id().is_none()
-            && self.shared.ended.get().is_none()
-            && !self.shared.closed_locally.load(Ordering::Acquire)
-            && self.quic.close_reason().is_none()
+        match &self.inner {
+            Inner::Owned(c) => c.accepts_requests(),
+            Inner::Reference(c) => c.accepts_requests(),
+        }
     }
 
     fn close_cause(&self) -> CloseCause {
-        if self.tap.goaway_id().is_some() {
-            return CloseCause::Goaway;
-        }
-        if self.shared.closed_locally.load(Ordering::Acquire) {
-            return CloseCause::Local;
-        }
-        let ended = self.shared.ended.get().copied().or_else(|| {
-            self.quic
-                .close_reason()
-                .map(|r| classify::connection_failure(&r))
-        });
-        match ended {
-            None => CloseCause::Open,
-            Some(ErrorKind::ConnectionClosed) => CloseCause::Fin,
-            Some(_) => CloseCause::Reset,
+        match &self.inner {
+            Inner::Owned(c) => c.close_cause(),
+            Inner::Reference(c) => c.close_cause(),
         }
     }
 
     fn wire(&self) -> WireBytes {
-        let stats = self.quic.stats();
-        WireBytes {
-            sent: stats.udp_tx.bytes,
-            received: stats.udp_rx.bytes,
-            header_sent: self.tap.header_sent.load(Ordering::Relaxed),
-            header_received: self.tap.header_received.load(Ordering::Relaxed),
-            datagrams_sent: stats.udp_tx.datagrams,
-            datagrams_received: stats.udp_rx.datagrams,
+        match &self.inner {
+            Inner::Owned(c) => c.wire(),
+            Inner::Reference(c) => c.wire(),
         }
     }
 
     fn close(&self) {
-        self.shared.closed_locally.store(true, Ordering::Release);
-        self.quic
-            .close(quinn::VarInt::from_u32(H3_NO_ERROR as u32), b"");
+        match &self.inner {
+            Inner::Owned(c) => c.close(),
+            Inner::Reference(c) => c.close(),
+        }
     }
 
     fn quic_stats(&self) -> Option<QuicStats> {
-        let stats = self.quic.stats();
-        Some(QuicStats {
-            datagrams_sent: stats.udp_tx.datagrams,
-            datagrams_received: stats.udp_rx.datagrams,
-            udp_bytes_sent: stats.udp_tx.bytes,
-            udp_bytes_received: stats.udp_rx.bytes,
-            // Our own packets only: a receiver cannot tell a lost packet from one never sent, and
-            // quinn does not expose received packet-number gaps. Server-to-client loss is the
-            // server's to count (or the emulated link's, whose counters the report carries).
-            packets_lost: stats.path.lost_packets,
-            // quinn does not count retransmissions; it requeues the frames of every lost packet
-            // except MTU probes, so this is the number of lost packets whose data was resent.
-            retransmits: stats
-                .path
-                .lost_packets
-                .saturating_sub(stats.path.lost_plpmtud_probes),
-            smoothed_rtt: stats.path.rtt,
-            min_rtt: stats.path.min_rtt,
-            cwnd: stats.path.cwnd,
-            early_requests: self.shared.early_requests.load(Ordering::Relaxed),
-        })
+        match &self.inner {
+            Inner::Owned(c) => c.quic_stats(),
+            Inner::Reference(c) => c.quic_stats(),
+        }
     }
 }
 
-impl Drop for H3Connection {
-    fn drop(&mut self) {
-        // Closing here (not only when the last SendRequest drops) sends CONNECTION_CLOSE at once.
-        self.quic
-            .close(quinn::VarInt::from_u32(H3_NO_ERROR as u32), b"");
-        self.driver.abort();
+/// The report's close cause for a connection that ended as `ended` (after GOAWAY and local close
+/// have been ruled out).
+pub(super) fn close_cause_of(ended: Option<ErrorKind>) -> CloseCause {
+    match ended {
+        None => CloseCause::Open,
+        Some(ErrorKind::ConnectionClosed) => CloseCause::Fin,
+        Some(_) => CloseCause::Reset,
+    }
+}
+
+/// Wire bytes from quinn's UDP counters plus the QPACK header bytes the client counted.
+pub(super) fn wire_of(
+    quic: &quinn::Connection,
+    header_sent: u64,
+    header_received: u64,
+) -> WireBytes {
+    let stats = quic.stats();
+    WireBytes {
+        sent: stats.udp_tx.bytes,
+        received: stats.udp_rx.bytes,
+        header_sent,
+        header_received,
+        datagrams_sent: stats.udp_tx.datagrams,
+        datagrams_received: stats.udp_rx.datagrams,
+    }
+}
+
+/// The report's QUIC section for one connection, from quinn's statistics.
+pub(super) fn quic_stats_of(quic: &quinn::Connection, early_requests: u64) -> QuicStats {
+    let stats = quic.stats();
+    QuicStats {
+        datagrams_sent: stats.udp_tx.datagrams,
+        datagrams_received: stats.udp_rx.datagrams,
+        udp_bytes_sent: stats.udp_tx.bytes,
+        udp_bytes_received: stats.udp_rx.bytes,
+        // Our own packets only: a receiver cannot tell a lost packet from one never sent, and
+        // quinn does not expose received packet-number gaps. Server-to-client loss is the
+        // server's to count (or the emulated link's, whose counters the report carries).
+        packets_lost: stats.path.lost_packets,
+        // quinn does not count retransmissions; it requeues the frames of every lost packet
+        // except MTU probes, so this is the number of lost packets whose data was resent.
+        retransmits: stats
+            .path
+            .lost_packets
+            .saturating_sub(stats.path.lost_plpmtud_probes),
+        smoothed_rtt: stats.path.rtt,
+        min_rtt: stats.path.min_rtt,
+        cwnd: stats.path.cwnd,
+        early_requests,
     }
 }

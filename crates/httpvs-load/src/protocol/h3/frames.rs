@@ -10,8 +10,32 @@
 pub const FRAME_HEADERS: u64 = 0x01;
 /// HTTP/3 frame type GOAWAY.
 pub const FRAME_GOAWAY: u64 = 0x07;
+/// HTTP/3 frame type DATA.
+pub const FRAME_DATA: u64 = 0x00;
+/// HTTP/3 frame type SETTINGS.
+pub const FRAME_SETTINGS: u64 = 0x04;
+/// HTTP/3 frame type PUSH_PROMISE.
+pub const FRAME_PUSH_PROMISE: u64 = 0x05;
 /// Unidirectional stream type of the control stream.
 pub const STREAM_TYPE_CONTROL: u64 = 0x00;
+
+/// Appends `value` as a QUIC variable-length integer (RFC 9000 §16); values must be < 2^62.
+pub fn put_varint(out: &mut Vec<u8>, value: u64) {
+    match value {
+        0..=63 => out.push(value as u8),
+        64..=16_383 => out.extend_from_slice(&((value as u16) | 0x4000).to_be_bytes()),
+        16_384..=1_073_741_823 => {
+            out.extend_from_slice(&((value as u32) | 0x8000_0000).to_be_bytes())
+        }
+        _ => out.extend_from_slice(&(value | 0xc000_0000_0000_0000).to_be_bytes()),
+    }
+}
+
+/// Appends a frame header: type and payload length.
+pub fn put_frame_header(out: &mut Vec<u8>, ty: u64, len: u64) {
+    put_varint(out, ty);
+    put_varint(out, len);
+}
 
 /// What the scanner found in the bytes fed so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,15 +53,20 @@ pub enum FrameEvent {
 
 /// One QUIC variable-length integer being read across chunk boundaries (RFC 9000 §16).
 #[derive(Debug, Clone, Copy, Default)]
-struct PartialVarint {
+pub struct PartialVarint {
     value: u64,
     have: u8,
     need: u8,
 }
 
 impl PartialVarint {
+    /// Whether some bytes of a varint have been read but not all.
+    pub fn is_partial(&self) -> bool {
+        self.have > 0
+    }
+
     /// Consumes bytes from `input` until the varint completes; returns it and the bytes used.
-    fn push(&mut self, input: &[u8]) -> (Option<u64>, usize) {
+    pub fn push(&mut self, input: &[u8]) -> (Option<u64>, usize) {
         let mut used = 0;
         for &byte in input {
             used += 1;
@@ -97,6 +126,11 @@ impl FrameScanner {
             state: State::StreamType,
             varint: PartialVarint::default(),
         }
+    }
+
+    /// Whether this is the peer's control stream (its type byte has been read).
+    pub fn is_control_stream(&self) -> bool {
+        !matches!(self.state, State::StreamType | State::Ignore)
     }
 
     /// Feeds the next chunk of stream bytes, reporting each frame header (and GOAWAY id) found.

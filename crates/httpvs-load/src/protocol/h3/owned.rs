@@ -1,0 +1,350 @@
+//! The owned HTTP/3 client connection (RFC 9114) straight over quinn streams: each request is one
+//! bidirectional stream carrying a head encoded once per distinct request, the body and FIN; the
+//! response is read chunk by chunk through [`ResponseReader`], with no task or channel per request.
+//!
+//! Around the requests: our control stream (SETTINGS, with a QPACK table capacity of 0 so the
+//! server's field sections need no decoder state), and one background task per connection that
+//! accepts the server's unidirectional streams, reads GOAWAY ids from its control stream, drains
+//! the QPACK streams, and re-opens our control stream if the server refuses 0-RTT.
+
+use super::classify::{self, StreamFailure, H3_NO_ERROR};
+use super::frames::{FrameEvent, FrameScanner, FRAME_SETTINGS, STREAM_TYPE_CONTROL};
+use super::reference::STATUS_FIELD_BYTES;
+use super::request_head::HeadCache;
+use super::response::{DecodeScratch, ResponseReader, ResponseViolation, H3_MESSAGE_ERROR};
+use crate::error::ErrorKind;
+use crate::protocol::{
+    CloseCause, Connection, QuicStats, RequestSpec, ResponseInfo, SendError, WireBytes,
+};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+/// Our control stream's first bytes: its type, then an empty SETTINGS frame (every setting at
+/// its default: no dynamic QPACK table, no blocked streams, no field section limit).
+const CONTROL_PREFACE: [u8; 3] = [STREAM_TYPE_CONTROL as u8, FRAME_SETTINGS as u8, 0];
+
+/// H3_CLOSED_CRITICAL_STREAM: the server's control stream ended.
+const H3_CLOSED_CRITICAL_STREAM: u64 = 0x104;
+
+/// What the connection's background task and the request streams share.
+#[derive(Debug)]
+struct ConnState {
+    /// The lowest GOAWAY stream id received; `u64::MAX` while none.
+    goaway: AtomicU64,
+    /// How the connection ended, once it did (as its background task or a request saw it).
+    ended: OnceLock<ErrorKind>,
+    /// We closed it (end of run).
+    closed_locally: AtomicBool,
+    /// Still in 0-RTT: the handshake has not confirmed yet.
+    early: AtomicBool,
+    /// 0-RTT was attempted and the server refused it.
+    early_rejected: AtomicBool,
+}
+
+impl ConnState {
+    fn goaway_id(&self) -> Option<u64> {
+        match self.goaway.load(Ordering::Acquire) {
+            u64::MAX => None,
+            id => Some(id),
+        }
+    }
+}
+
+/// An open HTTP/3 connection on the owned client.
+pub struct OwnedConnection {
+    quic: quinn::Connection,
+    state: Arc<ConnState>,
+    heads: RefCell<HeadCache>,
+    scratch: RefCell<DecodeScratch>,
+    header_sent: Cell<u64>,
+    header_received: Cell<u64>,
+    early_requests: Cell<u64>,
+    background: tokio::task::AbortHandle,
+}
+
+impl OwnedConnection {
+    /// Starts HTTP/3 on an established (or 0-RTT) QUIC connection: opens our control stream and
+    /// spawns the task that watches the server's streams.
+    ///
+    /// `zero_rtt` is quinn's acceptance future when the connection is still in 0-RTT.
+    pub async fn establish(
+        quic: quinn::Connection,
+        zero_rtt: Option<quinn::ZeroRttAccepted>,
+    ) -> Result<Self, ErrorKind> {
+        let control = open_control_stream(&quic).await?;
+        let state = Arc::new(ConnState {
+            goaway: AtomicU64::new(u64::MAX),
+            ended: OnceLock::new(),
+            closed_locally: AtomicBool::new(false),
+            early: AtomicBool::new(zero_rtt.is_some()),
+            early_rejected: AtomicBool::new(false),
+        });
+        let background = tokio::spawn(watch_connection(
+            quic.clone(),
+            state.clone(),
+            control,
+            zero_rtt,
+        ))
+        .abort_handle();
+        Ok(OwnedConnection {
+            quic,
+            state,
+            heads: RefCell::new(HeadCache::default()),
+            scratch: RefCell::new(DecodeScratch::default()),
+            header_sent: Cell::new(0),
+            header_received: Cell::new(0),
+            early_requests: Cell::new(0),
+            background,
+        })
+    }
+
+    /// Turns a stream failure into a retry or a classified failure.
+    fn failure(&self, failure: StreamFailure, stream_id: Option<u64>) -> SendError {
+        let beyond_goaway = match (self.state.goaway_id(), stream_id) {
+            (Some(goaway), Some(id)) => id >= goaway,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let early_rejected = self.state.early_rejected.load(Ordering::Acquire);
+        classify::send_error(failure, beyond_goaway, early_rejected)
+    }
+
+    /// A response that broke the protocol: a connection error closes the connection with its
+    /// code (RFC 9114 §8), a malformed message fails only its request.
+    fn violation(&self, violation: ResponseViolation, recv: &mut quinn::RecvStream) -> SendError {
+        match violation {
+            ResponseViolation::Connection(code) => {
+                let _ = self.state.ended.set(ErrorKind::H3(code));
+                self.quic
+                    .close(quinn::VarInt::from_u64(code).unwrap_or_default(), b"");
+                SendError::Failed(ErrorKind::H3(code))
+            }
+            ResponseViolation::Message => {
+                let _ = recv.stop(quinn::VarInt::from_u32(H3_MESSAGE_ERROR as u32));
+                SendError::Failed(ErrorKind::H3(H3_MESSAGE_ERROR))
+            }
+        }
+    }
+
+    /// Writes the head (and body) and finishes our side of the stream.
+    async fn write_request(
+        &self,
+        send: &mut quinn::SendStream,
+        req: &RequestSpec,
+        id: u64,
+    ) -> Result<(), SendError> {
+        let head = self.heads.borrow_mut().head(req);
+        self.header_sent
+            .set(self.header_sent.get() + head.field_section_len);
+        let written = if req.body.is_empty() {
+            send.write_chunk(head.bytes).await
+        } else {
+            send.write_all_chunks(&mut [head.bytes, req.body.clone()])
+                .await
+        };
+        match written.map_err(|e| classify::write_failure(&e)) {
+            Ok(()) => {
+                // Only fails if the stream was already reset or finished: never here.
+                let _ = send.finish();
+                Ok(())
+            }
+            // The server may answer before reading the whole body, then stop our sending side
+            // with H3_NO_ERROR (RFC 9114 §4.1): the response still comes.
+            Err(StreamFailure::StoppedEarly) if self.state.goaway_id().is_none() => Ok(()),
+            Err(failure) => Err(self.failure(failure, Some(id))),
+        }
+    }
+
+    /// Reads the response to its FIN.
+    async fn read_response(
+        &self,
+        recv: &mut quinn::RecvStream,
+        id: u64,
+        start: Instant,
+    ) -> Result<ResponseInfo, SendError> {
+        let mut reader = ResponseReader::default();
+        let mut ttfb = None;
+        loop {
+            match recv.read_chunk(usize::MAX, true).await {
+                Ok(Some(chunk)) => {
+                    let fed = reader.feed(&chunk.bytes, &mut self.scratch.borrow_mut());
+                    fed.map_err(|v| self.violation(v, recv))?;
+                    if ttfb.is_none() && reader.head().is_some() {
+                        ttfb = Some(start.elapsed());
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => return Err(self.failure(classify::read_failure(&e), Some(id))),
+            }
+        }
+        self.header_received
+            .set(self.header_received.get() + reader.encoded_header_bytes());
+        let head = reader.finish().map_err(|v| self.violation(v, recv))?;
+        Ok(ResponseInfo {
+            status: head.status,
+            ttfb: ttfb.unwrap_or_else(|| start.elapsed()),
+            header_bytes: head.field_bytes + STATUS_FIELD_BYTES,
+            body_bytes: reader.body_bytes(),
+            close_requested: false,
+        })
+    }
+}
+
+/// Opens our control stream and sends SETTINGS on it.
+async fn open_control_stream(quic: &quinn::Connection) -> Result<quinn::SendStream, ErrorKind> {
+    let mut control = quic
+        .open_uni()
+        .await
+        .map_err(|e| classify::connection_failure(&e))?;
+    control
+        .write_all(&CONTROL_PREFACE)
+        .await
+        .map_err(|e| match classify::write_failure(&e) {
+            StreamFailure::Connection(kind) | StreamFailure::Stream(kind) => kind,
+            _ => ErrorKind::Handshake,
+        })?;
+    Ok(control)
+}
+
+/// The connection's background task: holds our control stream open (closing it is a connection
+/// error), accepts the server's unidirectional streams, and follows 0-RTT's fate.
+async fn watch_connection(
+    quic: quinn::Connection,
+    state: Arc<ConnState>,
+    mut control: quinn::SendStream,
+    zero_rtt: Option<quinn::ZeroRttAccepted>,
+) {
+    let early = async {
+        let accepted = match zero_rtt {
+            Some(accepted) => accepted.await,
+            None => return std::future::pending().await,
+        };
+        state.early_rejected.store(!accepted, Ordering::Release);
+        state.early.store(false, Ordering::Release);
+        if accepted {
+            return std::future::pending().await;
+        }
+        // Streams opened in refused 0-RTT are gone, ours included: open the control stream again.
+        match open_control_stream(&quic).await {
+            Ok(reopened) => control = reopened,
+            Err(_) => std::future::pending().await,
+        }
+        std::future::pending::<()>().await
+    };
+    let accept = async {
+        loop {
+            match quic.accept_uni().await {
+                Ok(stream) => {
+                    tokio::spawn(read_server_stream(stream, quic.clone(), state.clone()));
+                }
+                Err(e) => {
+                    let _ = state.ended.set(classify::connection_failure(&e));
+                    return;
+                }
+            }
+        }
+    };
+    tokio::select! {
+        () = early => {}
+        () = accept => {}
+    }
+}
+
+/// Reads one server-initiated unidirectional stream: GOAWAY ids from the control stream; the
+/// QPACK encoder/decoder streams (and unknown types) are drained and ignored.
+async fn read_server_stream(
+    mut stream: quinn::RecvStream,
+    quic: quinn::Connection,
+    state: Arc<ConnState>,
+) {
+    let mut scanner = FrameScanner::uni_stream();
+    loop {
+        match stream.read_chunk(usize::MAX, true).await {
+            Ok(Some(chunk)) => scanner.feed(&chunk.bytes, |event| {
+                if let FrameEvent::Goaway(id) = event {
+                    // A later GOAWAY may only lower the id (RFC 9114 §5.2); keep the lowest.
+                    state.goaway.fetch_min(id, Ordering::AcqRel);
+                }
+            }),
+            Ok(None) | Err(quinn::ReadError::Reset(_)) if scanner.is_control_stream() => {
+                let _ = state.ended.set(ErrorKind::H3(H3_CLOSED_CRITICAL_STREAM));
+                quic.close(
+                    quinn::VarInt::from_u32(H3_CLOSED_CRITICAL_STREAM as u32),
+                    b"",
+                );
+                return;
+            }
+            Ok(None) | Err(_) => return,
+        }
+    }
+}
+
+impl Connection for OwnedConnection {
+    async fn send(&self, req: &RequestSpec) -> Result<ResponseInfo, SendError> {
+        let start = Instant::now();
+        if self.state.early.load(Ordering::Acquire) {
+            self.early_requests.set(self.early_requests.get() + 1);
+        }
+        let (mut send, mut recv) = self.quic.open_bi().await.map_err(|e| {
+            let kind = classify::connection_failure(&e);
+            self.failure(StreamFailure::Connection(kind), None)
+        })?;
+        let id = quinn::VarInt::from(send.id()).into_inner();
+        self.write_request(&mut send, req, id).await?;
+        self.read_response(&mut recv, id, start).await
+    }
+
+    fn accepts_requests(&self) -> bool {
+        self.state.goaway_id().is_none()
+            && self.state.ended.get().is_none()
+            && !self.state.closed_locally.load(Ordering::Acquire)
+            && self.quic.close_reason().is_none()
+    }
+
+    fn close_cause(&self) -> CloseCause {
+        if self.state.goaway_id().is_some() {
+            return CloseCause::Goaway;
+        }
+        if self.state.closed_locally.load(Ordering::Acquire) {
+            return CloseCause::Local;
+        }
+        let ended = self.state.ended.get().copied().or_else(|| {
+            self.quic
+                .close_reason()
+                .map(|r| classify::connection_failure(&r))
+        });
+        super::connection::close_cause_of(ended)
+    }
+
+    fn wire(&self) -> WireBytes {
+        super::connection::wire_of(
+            &self.quic,
+            self.header_sent.get(),
+            self.header_received.get(),
+        )
+    }
+
+    fn close(&self) {
+        self.state.closed_locally.store(true, Ordering::Release);
+        self.quic
+            .close(quinn::VarInt::from_u32(H3_NO_ERROR as u32), b"");
+    }
+
+    fn quic_stats(&self) -> Option<QuicStats> {
+        Some(super::connection::quic_stats_of(
+            &self.quic,
+            self.early_requests.get(),
+        ))
+    }
+}
+
+impl Drop for OwnedConnection {
+    fn drop(&mut self) {
+        // Closing here sends CONNECTION_CLOSE at once rather than at the idle timeout.
+        self.quic
+            .close(quinn::VarInt::from_u32(H3_NO_ERROR as u32), b"");
+        self.background.abort();
+    }
+}
