@@ -2,6 +2,7 @@
 //! up to `-m` requests deep. Heads are serialized once per request and responses parsed with
 //! httparse from a reused buffer.
 
+mod batch_wake;
 mod connection;
 mod fast_head;
 mod read_ahead;

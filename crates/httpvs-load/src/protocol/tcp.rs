@@ -37,6 +37,16 @@ impl Transport {
         }
     }
 
+    /// The socket of a plain (not TLS, not traced) transport, for socket options set
+    /// while it runs; it stays open as long as the transport.
+    pub fn plain_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        match self {
+            Transport::Plain(s) => Some(s.get_ref().as_raw_fd()),
+            Transport::Tls(_) | Transport::Tapped(_) => None,
+        }
+    }
+
     /// This transport with its plaintext shown to a tap from `taps`, when tracing.
     pub fn tapped(self, taps: Option<&PlaintextTaps>) -> Transport {
         match taps {
@@ -105,6 +115,36 @@ pub fn tls_for(
     }
     let base = options.tls.as_ref().ok_or(ErrorKind::Tls)?;
     Ok(Some(configs.get(base, alpn)))
+}
+
+/// Sets `SO_RCVLOWAT` on the open socket `fd`: the kernel wakes its reader once `bytes` are
+/// queued (or at FIN, RST or memory pressure). Linux only; elsewhere it reports `Unsupported`.
+pub fn set_recv_lowat(fd: std::os::fd::RawFd, bytes: usize) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        // SAFETY: the caller keeps `fd` open across the call; `value` lives across it and
+        // the length given is its size.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVLOWAT,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (fd, bytes);
+        Err(io::ErrorKind::Unsupported.into())
+    }
 }
 
 /// Classifies a TCP connect failure.

@@ -6,6 +6,7 @@
 //! that is dropped half-way (a request timeout) leaves the byte stream unusable, so a guard
 //! retires the connection.
 
+use super::batch_wake::BatchWake;
 use super::read_ahead::{whole_response, Ready, ReadyResponses};
 use super::response::{parse_head, BodyFraming, ChunkedBody, ResponseHead};
 use super::turn_wakers::TurnWakers;
@@ -55,6 +56,33 @@ struct ReadSide {
     buf: BytesMut,
     /// Bytes to ask for next: doubles (up to `READ_CHUNK`) while reads fill what they ask.
     want: usize,
+    /// Pipelined plain TCP: wakes for whole write batches of responses, not each one.
+    batch: Option<BatchWake>,
+}
+
+impl ReadSide {
+    /// About to wait for a response head; `due` responses of its write batch are unread.
+    fn head_wait(&mut self, due: u64) {
+        if let Some(batch) = self.batch.as_mut() {
+            batch.before_head_wait(due, self.buf.len());
+        }
+    }
+
+    /// About to wait for more of a body.
+    fn body_wait(&mut self) {
+        if let Some(batch) = self.batch.as_mut() {
+            batch.before_body_wait();
+        }
+    }
+
+    /// A whole response of `bytes` was read (`None`: one whose size says nothing of the next).
+    fn response_seen(&mut self, bytes: Option<usize>) {
+        match (self.batch.as_mut(), bytes) {
+            (Some(batch), Some(bytes)) => batch.response_seen(bytes),
+            (Some(batch), None) => batch.turn_off(),
+            (None, _) => {}
+        }
+    }
 }
 
 /// Why reading a response stopped early, and what that says about the connection.
@@ -70,6 +98,11 @@ impl Http1Connection {
         keepalive: bool,
         depth: u32,
     ) -> Self {
+        // Pipelined plain TCP only: see `batch_wake` for why TLS is left out.
+        let batch = transport
+            .plain_fd()
+            .filter(|_| depth > 1)
+            .map(BatchWake::new);
         let (read, write) = tokio::io::split(transport);
         Http1Connection {
             writes: WriteBatch::new(write, depth),
@@ -77,6 +110,7 @@ impl Http1Connection {
                 io: read,
                 buf: BytesMut::new(),
                 want: FIRST_READ,
+                batch,
             })),
             turn: TurnWakers::default(),
             ready: ReadyResponses::default(),
@@ -126,7 +160,8 @@ impl Http1Connection {
             return Err(RETRY);
         };
         let is_head = req.method == http::Method::HEAD;
-        let result = read_response(&mut side, is_head, start, ticket > 0).await;
+        let due = self.writes.responses_due(ticket);
+        let result = read_response(&mut side, is_head, start, ticket > 0, due).await;
         in_flight.ticket = None;
         match result {
             Ok((head, info)) => {
@@ -177,6 +212,7 @@ impl Http1Connection {
                 break;
             };
             side.buf.advance(used);
+            side.response_seen(Some(used));
             last += 1;
             self.counter.add_header_received(info.header_bytes);
             let arrived = *arrived.get_or_insert_with(Instant::now);
@@ -292,22 +328,34 @@ impl Drop for PartialWrite<'_> {
 }
 
 async fn fill(side: &mut ReadSide) -> io::Result<usize> {
-    side.buf.reserve(side.want);
-    let room = side.buf.capacity() - side.buf.len();
-    let n = side.io.read_buf(&mut side.buf).await?;
+    let ReadSide {
+        io,
+        buf,
+        want,
+        batch,
+    } = side;
+    // Room for the whole batch the kernel waits for, so one read takes it.
+    buf.reserve((*want).max(batch.as_ref().map_or(0, BatchWake::read_size)));
+    let room = buf.capacity() - buf.len();
+    let n = match batch {
+        Some(batch) => batch.read(io, buf).await?,
+        None => io.read_buf(buf).await?,
+    };
     if n == room {
-        side.want = (side.want * 2).min(READ_CHUNK);
+        *want = (*want * 2).min(READ_CHUNK);
     }
     Ok(n)
 }
 
 /// Reads one whole response. `reused`: earlier requests went out on this connection, so an
 /// end before any byte of this response means the server closed it first (retry, not failure).
+/// `due`: responses of its write batch still unread, it included.
 async fn read_response(
     side: &mut ReadSide,
     is_head: bool,
     start: Instant,
     reused: bool,
+    due: u64,
 ) -> Result<(ResponseHead, ResponseInfo), ReadFailure> {
     let mut ttfb = None;
     let mut interim_bytes = 0u64;
@@ -324,6 +372,7 @@ async fn read_response(
                 None => {}
             }
         }
+        side.head_wait(due);
         let read = fill(side).await;
         let before_response = ttfb.is_none() && reused;
         match read {
@@ -350,6 +399,11 @@ async fn read_response(
         BodyFraming::Chunked => read_chunked_body(side).await?,
         BodyFraming::UntilClose => read_body_until_close(side).await?,
     };
+    let sized = matches!(head.framing, BodyFraming::Empty | BodyFraming::Length(_));
+    let size = usize::try_from(body_bytes)
+        .ok()
+        .map(|body| head.head_len + body);
+    side.response_seen(size.filter(|_| sized && interim_bytes == 0));
     let info = ResponseInfo {
         status: head.status,
         ttfb: ttfb.unwrap_or_default(),
@@ -393,6 +447,7 @@ async fn read_body_until_close(side: &mut ReadSide) -> Result<u64, ReadFailure> 
     loop {
         total += side.buf.len() as u64;
         side.buf.clear();
+        side.body_wait();
         match fill(side).await {
             Ok(0) => return Ok(total),
             Ok(_) => {}
@@ -403,6 +458,7 @@ async fn read_body_until_close(side: &mut ReadSide) -> Result<u64, ReadFailure> 
 
 /// Reads more of a body whose end is known; the connection ending first truncates it.
 async fn read_more_body(side: &mut ReadSide) -> Result<(), ReadFailure> {
+    side.body_wait();
     match fill(side).await {
         Ok(0) => Err(closed_failure(SendError::Failed(ErrorKind::TruncatedBody))),
         Ok(_) => Ok(()),

@@ -6,6 +6,7 @@ use super::request_head::HeadCache;
 use crate::protocol::tcp::Transport;
 use crate::protocol::RequestSpec;
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::io;
 use tokio::io::{AsyncWriteExt, WriteHalf};
 
@@ -26,6 +27,9 @@ pub struct WriteBatch {
     head_queued: Cell<bool>,
     /// Whether other sends may queue behind a flusher (pipelining depth > 1).
     batches: bool,
+    /// Where each write that may still have responses due ended (its `written_through`),
+    /// oldest first; at most one per request in flight (pipelining only).
+    batch_ends: RefCell<VecDeque<u64>>,
 }
 
 /// A flush that failed: requests from `first_unwritten` on never (fully) left.
@@ -49,6 +53,7 @@ impl WriteBatch {
             flushing: Cell::new(false),
             head_queued: Cell::new(false),
             batches: depth > 1,
+            batch_ends: RefCell::new(VecDeque::new()),
         }
     }
 
@@ -86,6 +91,16 @@ impl WriteBatch {
         self.written_through.get()
     }
 
+    /// How many responses are due from the write that carried `ticket`, it included (1 if it
+    /// is not written yet). Tickets must be asked in order: earlier writes are forgotten.
+    pub fn responses_due(&self, ticket: u64) -> u64 {
+        let mut ends = self.batch_ends.borrow_mut();
+        while ends.front().is_some_and(|&end| end <= ticket) {
+            ends.pop_front();
+        }
+        ends.front().map_or(1, |&end| end - ticket)
+    }
+
     /// Writes everything queued, including what other sends queue while it writes.
     pub async fn flush(&self) -> Result<(), WriteFailure> {
         self.flushing.set(true);
@@ -115,6 +130,9 @@ impl WriteBatch {
                 return Err(self.failure(error));
             }
             self.written_through.set(through);
+            if self.batches {
+                self.batch_ends.borrow_mut().push_back(through);
+            }
         }
         self.io.replace(Some(io));
         self.flushing.set(false);
