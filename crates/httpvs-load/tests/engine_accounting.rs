@@ -372,3 +372,37 @@ fn a_server_that_processes_nothing_fails_requests_instead_of_looping() {
     assert_eq!(r.requests.retried.refused, 20 * 8);
     assert!(r.requests.identity_holds);
 }
+
+#[test]
+fn a_request_past_its_timeout_fails_as_a_timeout_and_the_others_succeed() {
+    // The slot's one timer watches every stream's deadline (engine/request_timer.rs): the
+    // stalled request times out while the other streams of its slot go on completing.
+    let b = Behaviour {
+        delay: Duration::from_millis(1),
+        first_stall: Duration::from_secs(5),
+        ..Behaviour::default()
+    };
+    let mut c = config().shape(2, 3).threads(1).requests(300);
+    c.timeout = Some(Duration::from_millis(300));
+    let r = run(&c, b).unwrap();
+    assert_eq!(r.requests.started, 300);
+    assert_eq!(r.requests.failed, 1, "{:?}", r.errors);
+    assert_eq!(r.errors[0].kind, "request_timeout");
+    assert_eq!(r.requests.succeeded, 299);
+    assert!(r.requests.identity_holds);
+}
+
+#[test]
+fn every_stream_of_a_stalled_server_times_out_once_per_request() {
+    let b = Behaviour {
+        delay: Duration::from_secs(5),
+        ..Behaviour::default()
+    };
+    let mut c = config().shape(2, 4).threads(2).requests(16);
+    c.timeout = Some(Duration::from_millis(200));
+    let r = run(&c, b).unwrap();
+    assert_eq!(r.requests.started, 16);
+    assert_eq!(r.requests.failed, 16, "{:?}", r.errors);
+    assert_eq!(r.errors[0].kind, "request_timeout");
+    assert!(r.requests.identity_holds);
+}

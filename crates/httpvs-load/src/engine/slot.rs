@@ -6,11 +6,14 @@
 //! A connection is counted (close cause, requests carried, wire bytes) when its last user drops it.
 
 use super::context::WorkerCtx;
+use super::request_timer::RequestDeadlines;
 use crate::error::ErrorKind;
 use crate::protocol::{ConnectInfo, Connection, Protocol, WireBytes};
 use std::cell::Cell;
 use std::cell::RefCell;
+use std::future::poll_fn;
 use std::rc::Rc;
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 /// First wait after a failed connect in duration runs; doubles up to [`MAX_BACKOFF`].
@@ -111,8 +114,13 @@ fn subtract(a: WireBytes, b: WireBytes) -> WireBytes {
 pub struct Slot<P: Protocol> {
     /// The worker this slot belongs to.
     pub ctx: Rc<WorkerCtx<P>>,
+    /// The request deadlines of its streams (`--timeout`).
+    pub deadlines: RequestDeadlines,
     current: RefCell<Option<Rc<LiveConn<P>>>>,
-    connecting: tokio::sync::Mutex<()>,
+    /// A stream is opening a connection; the others wait for its turn to end.
+    connecting: Cell<bool>,
+    /// Streams waiting for the connecting stream's turn to end.
+    turn_waiters: RefCell<Vec<Waker>>,
     /// Connect attempts made (a generation number: waiters learn whether one happened).
     attempts: Cell<u64>,
     /// The last attempt's failure, if it failed.
@@ -121,12 +129,15 @@ pub struct Slot<P: Protocol> {
 }
 
 impl<P: Protocol> Slot<P> {
-    /// A slot with no connection yet.
-    pub fn new(ctx: Rc<WorkerCtx<P>>) -> Slot<P> {
+    /// A slot with no connection yet, for `streams` streams.
+    pub fn new(ctx: Rc<WorkerCtx<P>>, streams: usize) -> Slot<P> {
+        let timed = ctx.shared.timeout.is_some();
         Slot {
             ctx,
+            deadlines: RequestDeadlines::new(if timed { streams } else { 0 }),
             current: RefCell::new(None),
-            connecting: tokio::sync::Mutex::new(()),
+            connecting: Cell::new(false),
+            turn_waiters: RefCell::new(Vec::new()),
             attempts: Cell::new(0),
             last_failure: Cell::new(None),
             consecutive_failures: Cell::new(0),
@@ -141,7 +152,7 @@ impl<P: Protocol> Slot<P> {
         }
         let seen = self.attempts.get();
         // Waiting for the turn is small; only the stream whose turn it is builds the connect.
-        let _turn = self.connecting.lock().await;
+        let _turn = self.connect_turn().await;
         if let Some(c) = self.usable() {
             return Ok(c);
         }
@@ -164,9 +175,18 @@ impl<P: Protocol> Slot<P> {
         self.open().await
     }
 
-    /// Whether a connection is open and takes requests now (`connection` will not wait).
-    pub fn is_ready(&self) -> bool {
-        self.usable().is_some()
+    /// Waits until no other stream is connecting, then takes the turn. A waiting stream holds
+    /// only a reference (no lock queue node), since all `-m` streams wait at once on a new slot.
+    async fn connect_turn(&self) -> ConnectTurn<'_, P> {
+        poll_fn(|cx| {
+            if self.connecting.get() {
+                self.turn_waiters.borrow_mut().push(cx.waker().clone());
+                return Poll::Pending;
+            }
+            self.connecting.set(true);
+            Poll::Ready(ConnectTurn { slot: self })
+        })
+        .await
     }
 
     /// Drops the current connection (end of run); it is counted as closed by us.
@@ -174,7 +194,8 @@ impl<P: Protocol> Slot<P> {
         self.current.borrow_mut().take();
     }
 
-    fn usable(&self) -> Option<Rc<LiveConn<P>>> {
+    /// The connection to send on if one is open and takes requests now (no waiting).
+    pub fn usable(&self) -> Option<Rc<LiveConn<P>>> {
         let current = self.current.borrow();
         let live = current.as_ref()?;
         let keepalive_ok = self.ctx.shared.options.keepalive || live.uses.get() == 0;
@@ -229,6 +250,22 @@ impl<P: Protocol> Slot<P> {
                     .set(self.consecutive_failures.get().saturating_add(1));
                 Err(kind)
             }
+        }
+    }
+}
+
+/// One stream's turn to open the slot's connection; ending it (done, failed or dropped with
+/// its stream) lets the waiting streams look again.
+struct ConnectTurn<'a, P: Protocol> {
+    slot: &'a Slot<P>,
+}
+
+impl<P: Protocol> Drop for ConnectTurn<'_, P> {
+    fn drop(&mut self) {
+        self.slot.connecting.set(false);
+        let waiters = std::mem::take(&mut *self.slot.turn_waiters.borrow_mut());
+        for waker in waiters {
+            waker.wake();
         }
     }
 }

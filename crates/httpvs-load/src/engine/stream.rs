@@ -3,16 +3,17 @@
 //! A slot runs `-m` of these at once on its connection. The loop allocates nothing per request:
 //! the send future lives inside this task's state, and outcomes are counter bumps.
 
-use super::request_timer::within;
-use super::slot::Slot;
+use super::context::WorkerCtx;
+use super::slot::{LiveConn, Slot};
 use crate::error::ErrorKind;
-use crate::protocol::{Connection, Protocol, RetryReason, SendError};
+use crate::protocol::{Connection, Protocol, ResponseInfo, RetryReason, SendError};
 use crate::schedule::Ticket;
 use crate::stats::{RequestTimings, WorkerRecorder};
 use std::cell::RefCell;
-use std::pin::{pin, Pin};
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::time::Sleep;
 
 /// A request refused this many times by connections that processed nothing fails instead
@@ -75,44 +76,102 @@ enum Attempt {
     Retry,
 }
 
-/// Runs one stream until the schedule has nothing more for it. When the run ends under it
-/// (deadline or interrupt) the worker drops this task: the request in flight is cut off.
-pub async fn run_stream<P: Protocol>(slot: Rc<Slot<P>>) {
-    let ctx = slot.ctx.clone();
-    // One request timer per stream, re-armed rather than rebuilt per request. The run's end
-    // is not watched here: the worker drops every stream task then (see `worker`), and a
-    // request dropped in flight counts as cut off.
-    let mut timer = pin!(tokio::time::sleep(IDLE_TIMER));
-    // Closed model: the next request is due when the last one ended (one clock read each).
-    let mut last_end = None;
-    loop {
-        if ctx.cancelled.get() {
-            break;
+/// Runs stream `index` of its slot until the schedule has nothing more for it. When the run
+/// ends under it (deadline or interrupt) the worker drops this task: the request in flight is
+/// cut off. The run's end is not watched here, and the request timeout is the slot's watcher's
+/// (`request_timer`): what this task keeps across a send is only the request's own state, so
+/// that each of the `-c x -m` tasks stays small (memory per stream in flight).
+///
+/// An `async` block rather than an `async fn`: a function's arguments would be kept twice in the
+/// task (as arguments and as the locals they move into).
+#[allow(clippy::manual_async_fn)] // on purpose: see above
+pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<Output = ()> {
+    async move {
+        // When the stream's next step became ready, known without a clock read: the closed
+        // model's next request is due when the last one ended; a retry is ready when the
+        // refusal came. One variable for both keeps the task small.
+        let mut ready: Option<Instant> = None;
+        // Open model: one timer for this stream's intended send times, made on first use.
+        let mut pacer = None;
+        loop {
+            let (mut req, closed) = {
+                let Some((ticket, dispatch)) = next_ticket(&slot, ready.take(), &mut pacer).await
+                else {
+                    break;
+                };
+                ready = Some(dispatch);
+                let req = InFlight::start(&slot.ctx.recorder, ticket, dispatch);
+                (req, ticket.intended.is_none())
+            };
+            let end = loop {
+                let ready_at = ready.take().unwrap_or_else(Instant::now);
+                let (live, send_start) = match slot.usable() {
+                    Some(live) => (live, ready_at),
+                    None => match slot.connection().await {
+                        Ok(live) => (live, Instant::now()),
+                        Err(kind) => {
+                            req.fail(kind);
+                            break Instant::now();
+                        }
+                    },
+                };
+                let reused = live.note_request(req.measured);
+                req.first_send.get_or_insert(send_start);
+                let deadline = slot.ctx.shared.timeout.map(|limit| send_start + limit);
+                let send = live.conn.send(&slot.ctx.shared.spec);
+                let result = slot
+                    .deadlines
+                    .within(index, deadline, send)
+                    .await
+                    .unwrap_or(Err(SendError::Failed(ErrorKind::RequestTimeout)));
+                let end = Instant::now();
+                let sent = Sent {
+                    live,
+                    send_start,
+                    reused,
+                    end,
+                };
+                match settle(&slot.ctx, &mut req, sent, result) {
+                    Attempt::Done => break end,
+                    Attempt::Retry => ready = Some(end),
+                }
+            };
+            ready = closed.then_some(end);
         }
-        let now = last_end.take().unwrap_or_else(Instant::now);
-        let next = ctx.schedule.borrow_mut().next(now);
-        let Some(ticket) = next else { break };
-        let dispatch = match ticket.intended {
-            Some(at) => {
-                tokio::time::sleep_until(timer_target(at).into()).await;
-                Instant::now()
-            }
-            None => now,
-        };
-        let mut req = InFlight::start(&ctx.recorder, ticket, dispatch);
-        let mut at = dispatch;
-        let end = loop {
-            match attempt(&slot, &mut req, timer.as_mut(), at).await {
-                (Attempt::Done, end) => break end,
-                (Attempt::Retry, end) => at = end,
-            }
-        };
-        last_end = ticket.intended.is_none().then_some(end);
     }
 }
 
-/// Where a stream's request timer rests before its first request.
-const IDLE_TIMER: Duration = Duration::from_secs(24 * 3600);
+/// The next ticket and when it is dispatched, once its intended time (open model) has come;
+/// `None` when the schedule is done or the run was interrupted.
+/// The pacing timer is boxed: kept in the task it would add its 112 bytes to every stream,
+/// closed model included.
+async fn next_ticket<P: Protocol>(
+    slot: &Slot<P>,
+    last_end: Option<Instant>,
+    pacer: &mut Option<Pin<Box<Sleep>>>,
+) -> Option<(Ticket, Instant)> {
+    let ctx = &slot.ctx;
+    if ctx.cancelled.get() {
+        return None;
+    }
+    let now = last_end.unwrap_or_else(Instant::now);
+    let ticket = ctx.schedule.borrow_mut().next(now)?;
+    let dispatch = match ticket.intended {
+        Some(at) => {
+            let wake = tokio::time::Instant::from_std(timer_target(at));
+            match pacer {
+                Some(timer) => timer.as_mut().reset(wake),
+                None => *pacer = Some(Box::pin(tokio::time::sleep_until(wake))),
+            }
+            if let Some(timer) = pacer {
+                timer.as_mut().await;
+            }
+            Instant::now()
+        }
+        None => now,
+    };
+    Some((ticket, dispatch))
+}
 
 /// tokio's timer has 1 ms ticks: it rounds a deadline up to the next tick and its park
 /// rounds up again, so a plain sleep wakes 1-2 ms late and every open-model send would be
@@ -125,35 +184,28 @@ fn timer_target(at: Instant) -> Instant {
 /// How early an open-model stream asks the timer to wake it.
 const TIMER_LEAD: std::time::Duration = std::time::Duration::from_millis(1);
 
-/// Sends once on the slot's connection and records the outcome; returns when it ended.
-/// `ready_at` is when the request became ready to go (the send starts then if the slot's
-/// connection is ready, saving a clock read).
-async fn attempt<P: Protocol>(
-    slot: &Slot<P>,
+/// One send that came back: on which connection, and when it started and ended.
+struct Sent<P: Protocol> {
+    live: Rc<LiveConn<P>>,
+    send_start: Instant,
+    /// Whether the connection had carried a request before this one.
+    reused: bool,
+    end: Instant,
+}
+
+/// Records what one send came to and says whether the request is resolved.
+fn settle<P: Protocol>(
+    ctx: &WorkerCtx<P>,
     req: &mut InFlight<'_>,
-    timer: Pin<&mut Sleep>,
-    ready_at: Instant,
-) -> (Attempt, Instant) {
-    let ctx = &slot.ctx;
-    let connected = slot.is_ready();
-    let live = match slot.connection().await {
-        Ok(live) => live,
-        Err(kind) => {
-            req.fail(kind);
-            return (Attempt::Done, Instant::now());
-        }
-    };
-    let reused = live.note_request(req.measured);
-    let send_start = if connected { ready_at } else { Instant::now() };
-    let first_send = *req.first_send.get_or_insert(send_start);
-    let send = live.conn.send(&ctx.shared.spec);
-    let result = match ctx.shared.timeout {
-        Some(limit) => within(timer, send_start + limit, send)
-            .await
-            .unwrap_or(Err(SendError::Failed(ErrorKind::RequestTimeout))),
-        None => send.await,
-    };
-    let end = Instant::now();
+    sent: Sent<P>,
+    result: Result<ResponseInfo, SendError>,
+) -> Attempt {
+    let Sent {
+        live,
+        send_start,
+        reused,
+        end,
+    } = sent;
     // A refusal from a connection that did serve others (a request limit reached) is bad
     // luck, not a server that processes nothing: it does not use up the retry budget.
     let mut refused_without_progress = false;
@@ -170,7 +222,7 @@ async fn attempt<P: Protocol>(
     if ctx.shared.deadline.is_some_and(|d| end > d) {
         // Finished after the end (the timer that cuts runs off has 1 ms ticks): it was in
         // flight when the run ended, so it is cut off, as the identity counts it.
-        return (Attempt::Done, end);
+        return Attempt::Done;
     }
     match result {
         Ok(info) => {
@@ -178,27 +230,27 @@ async fn attempt<P: Protocol>(
             if req.measured {
                 let timings = RequestTimings {
                     latency: end - req.origin,
-                    latency_uncorrected: end - first_send,
+                    latency_uncorrected: end - req.first_send.unwrap_or(send_start),
                     exchange: end - send_start,
                 };
                 ctx.recorder.borrow_mut().succeeded(timings, &info);
             }
-            (Attempt::Done, end)
+            Attempt::Done
         }
         Err(SendError::Retry(reason)) => {
             req.retries += u32::from(refused_without_progress);
             if req.retries > MAX_RETRIES {
                 req.fail(retry_exhausted(reason));
-                return (Attempt::Done, end);
+                return Attempt::Done;
             }
             if req.measured {
                 ctx.recorder.borrow_mut().retried(reason);
             }
-            (Attempt::Retry, end)
+            Attempt::Retry
         }
         Err(SendError::Failed(kind)) => {
             req.fail(kind);
-            (Attempt::Done, end)
+            Attempt::Done
         }
     }
 }
@@ -209,5 +261,24 @@ fn retry_exhausted(reason: RetryReason) -> ErrorKind {
         RetryReason::Goaway => ErrorKind::Goaway(0),
         RetryReason::Refused => ErrorKind::StreamReset(0x7),
         RetryReason::ConnectionClosed => ErrorKind::ConnectionClosed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::h2::Http2;
+
+    fn future_size<A, B, F: Fn(A, B) -> Fut, Fut>(_: &F) -> usize {
+        std::mem::size_of::<Fut>()
+    }
+
+    /// A stream task is tokio's task header and trailer (about 120 bytes) plus this future, in
+    /// 128-byte steps: up to 264 bytes it takes 384. With 100,000 h2 streams held, each step is
+    /// 12.8 MB (issue #7's memory goal).
+    #[test]
+    fn an_h2_stream_task_fits_in_384_bytes() {
+        let size = future_size(&run_stream::<Http2>);
+        assert!(size <= 264, "the h2 stream future grew to {size} bytes");
     }
 }

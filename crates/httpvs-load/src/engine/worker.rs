@@ -76,12 +76,23 @@ pub fn run_worker<F: ProtocolFactory>(
         // Every worker starts on the same clock, after all of them are set up.
         tokio::time::sleep_until(shared.origin.into()).await;
         let slots: Vec<Rc<Slot<F::Protocol>>> = (0..job.connections)
-            .map(|_| Rc::new(Slot::new(ctx.clone())))
+            .map(|_| Rc::new(Slot::new(ctx.clone(), job.streams as usize)))
             .collect();
+        // One request-timeout watcher per slot, not a timer per stream (`request_timer`).
+        let watchers: Vec<_> = match shared.timeout {
+            Some(_) => slots
+                .iter()
+                .map(|slot| {
+                    let slot = slot.clone();
+                    tokio::task::spawn_local(async move { slot.deadlines.watch().await })
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         let mut streams = Vec::with_capacity(slots.len() * job.streams as usize);
         for slot in &slots {
-            for _ in 0..job.streams {
-                streams.push(tokio::task::spawn_local(run_stream(slot.clone())));
+            for index in 0..job.streams as usize {
+                streams.push(tokio::task::spawn_local(run_stream(slot.clone(), index)));
             }
         }
         // Streams end by themselves when the schedule runs dry; at the deadline or on an
@@ -110,6 +121,9 @@ pub fn run_worker<F: ProtocolFactory>(
         }
         let finished_at = Instant::now();
         ticker.abort();
+        for watcher in watchers {
+            watcher.abort();
+        }
         for slot in &slots {
             slot.release();
         }
