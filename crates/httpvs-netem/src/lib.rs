@@ -65,6 +65,7 @@ pub mod core;
 mod counters;
 mod error;
 pub mod impairment;
+mod ipv6_loopback;
 mod link;
 mod preflight;
 mod relay;

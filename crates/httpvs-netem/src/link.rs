@@ -10,8 +10,8 @@ use crate::relay::{PacketWatch, Relay};
 use crate::sys::ifconfig::{self, PointToPoint};
 use crate::sys::netns::NetNs;
 use crate::sys::tun::Tun;
-use crate::{preflight, rootless, sweep};
-use std::net::Ipv4Addr;
+use crate::{ipv6_loopback, preflight, rootless, sweep};
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -114,6 +114,10 @@ pub struct LinkAddresses {
     pub client: Ipv4Addr,
     /// The server side's address on the link (reaches servers bound to 0.0.0.0).
     pub server: Ipv4Addr,
+    /// The client's IPv6 address (a unique local address of this link).
+    pub client6: Ipv6Addr,
+    /// The server side's IPv6 address, where the client's `[::1]` is sent.
+    pub server6: Ipv6Addr,
 }
 
 /// A running emulated link. Dropping it stops the relay and removes every device and namespace.
@@ -127,6 +131,8 @@ pub struct Link {
     addresses: LinkAddresses,
     host_device: Option<String>,
     seed: u64,
+    /// Why `[::1]` does not cross this link, or None when it does.
+    ipv6_unavailable: Option<String>,
 }
 
 impl Link {
@@ -153,7 +159,11 @@ impl Link {
         };
         let client_tun = client_side(&client_ns, addresses, config.mtu)?;
         let server_name = host_device.clone();
-        let server_tun = server_side(&server_ns, server_name, addresses, config.mtu)?;
+        let server_tun = server_side(&server_ns, server_name.as_deref(), addresses, config.mtu)?;
+        let ipv6_unavailable = match &server_name {
+            Some(device) => ipv6_across(&client_ns, &server_ns, device, addresses),
+            None => Some("IPv6 loopback crosses only links to this host's loopback".into()),
+        };
         let up = NetemCore::new(&config.up, config.seed);
         let down = NetemCore::new(&config.down, config.seed ^ 0x5bd1_e995_d0c5_a1f3);
         let relay = Relay::start(
@@ -162,7 +172,7 @@ impl Link {
             up,
             down,
             config.mtu,
-            host_loopback_forward(config.layout)?,
+            host_loopback_forward(config.layout, ipv6_unavailable.is_none())?,
         )
         .map_err(|e| NetemError::setup("start the relay threads", e))?;
         Ok(Link {
@@ -173,6 +183,7 @@ impl Link {
             addresses,
             host_device,
             seed: config.seed,
+            ipv6_unavailable,
         })
     }
 
@@ -223,6 +234,12 @@ impl Link {
         self.host_device.as_deref()
     }
 
+    /// Why `[::1]:PORT` does not reach this host's `[::1]:PORT` through this link (e.g. `nft`
+    /// is not installed, or the layout is [`Layout::Namespaces`]), or None when it does.
+    pub fn ipv6_unavailable(&self) -> Option<&str> {
+        self.ipv6_unavailable.as_deref()
+    }
+
     /// The seed in use, to repeat a run.
     pub fn seed(&self) -> u64 {
         self.seed
@@ -249,18 +266,44 @@ impl Link {
     }
 }
 
-/// Inside the rootless layout our namespace stands in for the host, so a host-loopback link
-/// needs the forwarder that carries its loopback destinations on to the host's.
-fn host_loopback_forward(layout: Layout) -> Result<Option<Arc<dyn PacketWatch>>, NetemError> {
-    let Some(host) = rootless::host_sockets() else {
-        return Ok(None);
-    };
+/// The forwarder a host-loopback link needs: rootless, our namespace stands in for the host and
+/// 127.0.0.1 must be carried on to the host's; and `[::1]` always needs it (see `ipv6_loopback`).
+fn host_loopback_forward(
+    layout: Layout,
+    ipv6: bool,
+) -> Result<Option<Arc<dyn PacketWatch>>, NetemError> {
     if layout != Layout::HostLoopback {
         return Ok(None);
     }
+    let host = match rootless::host_sockets() {
+        Some(helper) => helper,
+        None if ipv6 => &rootless::host_sockets::DIRECT,
+        None => return Ok(None),
+    };
     let forward = rootless::forward::shared(host)
         .map_err(|e| NetemError::setup("start the forwarder to the host's loopback", e))?;
     Ok(Some(forward))
+}
+
+/// Sets up `[::1]` across a host-loopback link; returns why it is not carried, if it is not.
+fn ipv6_across(
+    client_ns: &NetNs,
+    server_ns: &NetNs,
+    server_device: &str,
+    addresses: LinkAddresses,
+) -> Option<String> {
+    let server = server_ns
+        .run(|| ipv6_loopback::server_side(server_device, addresses.server6))
+        .and_then(|r| r);
+    if let Err(e) = server {
+        return Some(format!("IPv6 on the link: {e}"));
+    }
+    ipv6_loopback::client_side(
+        client_ns,
+        NAMESPACE_DEVICE,
+        addresses.client6,
+        addresses.server6,
+    )
 }
 
 /// The client's TUN device, in its namespace whose lo stays down: 127.0.0.0/8 is then not local
@@ -286,13 +329,13 @@ fn client_side(ns: &NetNs, addresses: LinkAddresses, mtu: u32) -> Result<Tun, Ne
 /// our own (whose lo is brought up, so its 127.0.0.1 answers).
 fn server_side(
     ns: &NetNs,
-    host_device: Option<String>,
+    host_device: Option<&str>,
     addresses: LinkAddresses,
     mtu: u32,
 ) -> Result<Tun, NetemError> {
     let own_namespace = host_device.is_none();
     let server = PointToPoint {
-        name: host_device.unwrap_or_else(|| NAMESPACE_DEVICE.into()),
+        name: host_device.unwrap_or(NAMESPACE_DEVICE).into(),
         local: addresses.server,
         peer: addresses.client,
         mtu,
@@ -333,7 +376,13 @@ fn pick_addresses(here: &NetNs, layout: Layout) -> Result<LinkAddresses, NetemEr
         let server = Ipv4Addr::from(block + 1);
         let client = Ipv4Addr::from(block + 2);
         if !in_use.contains(&server) && !in_use.contains(&client) {
-            return Ok(LinkAddresses { client, server });
+            let (client6, server6) = crate::ipv6_loopback::addresses(server);
+            return Ok(LinkAddresses {
+                client,
+                server,
+                client6,
+                server6,
+            });
         }
     }
     Err(NetemError::setup(

@@ -270,6 +270,37 @@ fn rootless_load_net_crosses_the_link_with_h1_and_h3() {
     );
 }
 
+#[test]
+fn rootless_load_net_reaches_a_server_on_ipv6_loopback() {
+    let Some(sandbox) = Sandbox::get() else {
+        return;
+    };
+    if httpvs_testkit::require_peer("nft").is_none() {
+        return;
+    }
+    let config = ServeConfig {
+        http: Some(std::net::SocketAddr::from((
+            std::net::Ipv6Addr::LOCALHOST,
+            0,
+        ))),
+        https: None,
+        h3: None,
+        ..ServeConfig::loopback_ephemeral()
+    };
+    let server = httpvs_server::start(config).expect("server on [::1]");
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let report = load_report(
+        sandbox,
+        "ipv6",
+        &["--net", "delay 5ms", "-n", "100", "-c", "2", &url],
+    );
+    assert_eq!(u64_at(&report, "/requests/succeeded"), 100, "{report:#}");
+    assert!(
+        u64_at(&report, "/network/up/packets_out") > 100,
+        "{report:#}"
+    );
+}
+
 const PLAN: &str = r#"
 name = "rootless"
 protocols = ["h1", "h3"]

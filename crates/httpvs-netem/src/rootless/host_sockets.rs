@@ -57,24 +57,31 @@ impl SocketKind {
     }
 }
 
-/// Our end of the channel to the host-side process: ask for a socket, get its fd.
+/// Where host sockets come from: the helper left in the host's namespace (rootless), or, when
+/// this process is in the host's namespace itself (root), the calling thread.
 #[derive(Debug)]
 pub struct HostSockets {
-    channel: Mutex<OwnedFd>,
+    channel: Option<Mutex<OwnedFd>>,
 }
 
+/// Sockets made directly by the calling thread, for a process in the host's namespace.
+pub static DIRECT: HostSockets = HostSockets { channel: None };
+
 impl HostSockets {
-    /// Wraps our end of the socketpair.
+    /// Wraps our end of the socketpair to the helper.
     pub fn new(channel: OwnedFd) -> HostSockets {
         HostSockets {
-            channel: Mutex::new(channel),
+            channel: Some(Mutex::new(channel)),
         }
     }
 
     /// A new socket of `kind` in the host's namespace (non-blocking, not yet bound or connected).
     pub fn open(&self, kind: SocketKind) -> io::Result<OwnedFd> {
+        let Some(channel) = &self.channel else {
+            return kind.make();
+        };
         // One request and its answer at a time: the answer carries no request id.
-        let channel = self.channel.lock().unwrap_or_else(|e| e.into_inner());
+        let channel = channel.lock().unwrap_or_else(|e| e.into_inner());
         let fd = channel.as_raw_fd();
         // SAFETY: sending one byte from a valid buffer.
         let sent = unsafe { libc::send(fd, [kind.code()].as_ptr().cast(), 1, libc::MSG_NOSIGNAL) };

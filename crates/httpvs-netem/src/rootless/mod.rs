@@ -9,7 +9,7 @@
 //! and the exit status stay the process's own, as the helper is not in their way.
 
 pub(crate) mod forward;
-mod host_sockets;
+pub(crate) mod host_sockets;
 mod userns;
 
 use crate::sys::check;

@@ -117,8 +117,9 @@ impl PointToPoint {
     /// `route_localnet` lets packets to and from 127.0.0.0/8 cross it.
     pub fn configure(&self) -> io::Result<()> {
         let sock = ControlSocket::new()?;
-        // Quiet link: no IPv6 autoconfiguration chatter in the counters.
-        write_sysctl(&format!("net/ipv6/conf/{}/disable_ipv6", self.name), "1").ok();
+        // Quiet link: IPv6 without autoconfiguration chatter (no link-local address, so no
+        // router solicitations or MLD reports; no duplicate address detection).
+        super::ipv6::quiet(&self.name);
         write_sysctl(&format!("net/ipv4/conf/{}/route_localnet", self.name), "1")?;
         write_sysctl(&format!("net/ipv4/conf/{}/rp_filter", self.name), "0")?;
         let mut req = IfReq::new(&self.name)?;
@@ -140,7 +141,7 @@ impl PointToPoint {
         {
             // The ioctl wants CAP_NET_ADMIN over the host (not granted in a user namespace);
             // netlink asks only for it over the device's namespace.
-            set_tx_queue_len_by_netlink(&self.name, TX_QUEUE_LEN)?;
+            super::netlink::set_tx_queue_len(&self.name, TX_QUEUE_LEN)?;
         } else {
             ioctl?;
         }
@@ -150,64 +151,6 @@ impl PointToPoint {
 
 /// Queue length of our devices, in packets.
 const TX_QUEUE_LEN: u32 = 4096;
-
-/// Sets interface `name`'s transmit queue length with an RTM_NEWLINK message.
-fn set_tx_queue_len_by_netlink(name: &str, len: u32) -> io::Result<()> {
-    const IFLA_TXQLEN: u16 = 13;
-    let cname = std::ffi::CString::new(name).map_err(io::Error::other)?;
-    // SAFETY: if_nametoindex reads a valid C string.
-    let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
-    if index == 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // nlmsghdr (16) + ifinfomsg (16) + one u32 attribute (8).
-    let mut msg = Vec::with_capacity(40);
-    msg.extend_from_slice(&40u32.to_ne_bytes());
-    msg.extend_from_slice(&libc::RTM_NEWLINK.to_ne_bytes());
-    let flags = (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16;
-    msg.extend_from_slice(&flags.to_ne_bytes());
-    msg.extend_from_slice(&[0; 8]); // sequence, port id
-    msg.extend_from_slice(&[libc::AF_UNSPEC as u8, 0, 0, 0]); // family, pad, type
-    msg.extend_from_slice(&(index as i32).to_ne_bytes());
-    msg.extend_from_slice(&[0; 8]); // flags, change
-    msg.extend_from_slice(&8u16.to_ne_bytes());
-    msg.extend_from_slice(&IFLA_TXQLEN.to_ne_bytes());
-    msg.extend_from_slice(&len.to_ne_bytes());
-    // SAFETY: plain socket creation; the fd is owned below.
-    let raw = check(unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::NETLINK_ROUTE,
-        )
-    })?;
-    // SAFETY: fresh fd owned by nobody else.
-    let sock = unsafe { OwnedFd::from_raw_fd(raw) };
-    // SAFETY: sending our buffer to the kernel (a zeroed sockaddr_nl is the kernel's address).
-    let sent = unsafe { libc::send(sock.as_raw_fd(), msg.as_ptr().cast(), msg.len(), 0) };
-    if sent < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let mut answer = [0u8; 128];
-    // SAFETY: receiving into our buffer.
-    let n = unsafe {
-        libc::recv(
-            sock.as_raw_fd(),
-            answer.as_mut_ptr().cast(),
-            answer.len(),
-            0,
-        )
-    };
-    if n < 20 {
-        return Err(io::Error::last_os_error());
-    }
-    // An NLMSG_ERROR answer carries the (negative) errno after the 16-byte header; 0 is the ack.
-    let errno = i32::from_ne_bytes([answer[16], answer[17], answer[18], answer[19]]);
-    if errno < 0 {
-        return Err(io::Error::from_raw_os_error(-errno));
-    }
-    Ok(())
-}
 
 /// Brings interface `name` up (e.g. `lo` in a new namespace).
 pub fn bring_up(name: &str) -> io::Result<()> {

@@ -2,6 +2,8 @@
 //! interface configuration by ioctl, and per-interface sysctls.
 
 pub mod ifconfig;
+pub mod ipv6;
+pub mod netlink;
 pub mod netns;
 pub mod tun;
 

@@ -78,7 +78,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             format!("client address {}", link.addresses().client)
         };
         eprintln!(
-            "httpvs netem: 127.0.0.1:PORT reaches this host's 127.0.0.1:PORT through the link ({via})"
+            "httpvs netem: 127.0.0.1:PORT reaches this host's 127.0.0.1:PORT through the link ({via}){}",
+            ipv6_note(&link)
         );
     }
     let started = Instant::now();
@@ -96,6 +97,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprint!("{counters}");
     }
     Ok(ExitCode::from(exit_code(status)))
+}
+
+/// What the banner says of `[::1]`: carried too, or why not.
+fn ipv6_note(link: &Link) -> String {
+    match link.ipv6_unavailable() {
+        None => "; [::1]:PORT likewise".into(),
+        Some(why) => format!("; [::1] is not carried: {why}"),
+    }
 }
 
 /// Turns the flags into the link's config: profile first, then --both, then --up/--down.

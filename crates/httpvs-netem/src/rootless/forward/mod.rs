@@ -1,19 +1,23 @@
-//! The rootless layout's bridge to the host's loopback. Our namespace stands in for the host at
-//! the far end of the link; a client's first packet to `127.0.0.1:PORT` (a TCP SYN, any UDP
-//! datagram) makes the relay bind a listener on that address in our namespace before the packet
-//! is delivered, unless something of ours already serves it there (the embedded server). The
-//! listener's connections and datagrams are then carried to the host's `127.0.0.1:PORT` over
-//! sockets the host-side process made. The impairment stays on the link; the hop from our
-//! namespace to the host is plain loopback.
+//! A bridge from the link's far end to the host's loopback, where the kernel cannot route:
+//! - rootless, our namespace stands in for the host, so `127.0.0.1:PORT` must be carried on to
+//!   the host's, over sockets the helper in the host's namespace made;
+//! - for `[::1]:PORT` (rootless or not), packets arrive for the link's server-end address,
+//!   since ::1 cannot cross a device (see `ipv6_loopback`), and are carried on to `[::1]:PORT`.
+//!
+//! A client's first packet to such a destination (a TCP SYN, any UDP datagram) makes the relay
+//! bind a listener on it before the packet is delivered, unless something already serves it
+//! there (the embedded server, a server bound to `[::]`). The impairment stays on the link; the
+//! hop from the listener to the server is plain loopback.
 
 mod tcp;
 mod udp;
 
 use super::host_sockets::HostSockets;
+use crate::ipv6_loopback::is_link_server_end;
 use crate::relay::PacketWatch;
 use std::collections::HashSet;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
@@ -35,6 +39,8 @@ enum Bound {
 /// Binds listeners as the relay sees new loopback destinations and hands them to its thread.
 #[derive(Debug)]
 pub struct LoopbackForward {
+    /// Whether IPv4 destinations are carried (rootless) or left to the kernel (root).
+    ipv4: bool,
     /// Destinations already handled (forwarded, or served in our namespace by someone else).
     seen: Mutex<HashSet<(Transport, SocketAddr)>>,
     bound: UnboundedSender<Bound>,
@@ -52,6 +58,8 @@ impl std::fmt::Debug for Bound {
 static FORWARD: Mutex<Option<Arc<LoopbackForward>>> = Mutex::new(None);
 
 /// The process's forwarder, started on first use (one thread, for every link of the process).
+/// With [`host_sockets::DIRECT`](super::host_sockets::DIRECT) the thread makes its sockets in the namespace of the thread
+/// that first calls this, which must then be the host's.
 pub fn shared(host: &'static HostSockets) -> io::Result<Arc<LoopbackForward>> {
     let mut slot = FORWARD.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(forward) = slot.as_ref() {
@@ -65,6 +73,7 @@ pub fn shared(host: &'static HostSockets) -> io::Result<Arc<LoopbackForward>> {
         .name("netem-forward".into())
         .spawn(move || runtime.block_on(serve(receiver, host)))?;
     let forward = Arc::new(LoopbackForward {
+        ipv4: super::is_inside(),
         seen: Mutex::new(HashSet::new()),
         bound: sender,
     });
@@ -94,25 +103,32 @@ impl LoopbackForward {
 impl PacketWatch for LoopbackForward {
     fn client_packet(&self, packet: &[u8]) {
         if let Some((transport, destination)) = loopback_destination(packet) {
-            self.ensure(transport, destination);
+            if destination.is_ipv6() || self.ipv4 {
+                self.ensure(transport, destination);
+            }
         }
     }
 }
 
-/// The loopback destination a packet opens: a TCP SYN or a UDP datagram to 127.0.0.0/8.
+/// The loopback destination a packet opens: a TCP SYN or a UDP datagram to 127.0.0.0/8, or to
+/// a link's IPv6 server end (where the client's ::1 was rewritten to).
 fn loopback_destination(packet: &[u8]) -> Option<(Transport, SocketAddr)> {
-    let version = packet.first()? >> 4;
-    if version != 4 {
-        return None;
-    }
-    let header_len = usize::from(packet[0] & 0x0f) * 4;
-    let protocol = *packet.get(9)?;
-    let dst: [u8; 4] = packet.get(16..20)?.try_into().ok()?;
-    let dst = Ipv4Addr::from(dst);
-    if !dst.is_loopback() {
-        return None;
-    }
-    let l4 = packet.get(header_len..)?;
+    let (protocol, dst, l4): (u8, IpAddr, &[u8]) = match packet.first()? >> 4 {
+        4 => {
+            let header_len = usize::from(packet[0] & 0x0f) * 4;
+            let dst: [u8; 4] = packet.get(16..20)?.try_into().ok()?;
+            let dst = Ipv4Addr::from(dst);
+            dst.is_loopback()
+                .then_some((*packet.get(9)?, dst.into(), packet.get(header_len..)?))?
+        }
+        6 => {
+            // Our clients send no extension headers: the transport header follows at once.
+            let dst: [u8; 16] = packet.get(24..40)?.try_into().ok()?;
+            let dst = Ipv6Addr::from(dst);
+            is_link_server_end(dst).then_some((*packet.get(6)?, dst.into(), packet.get(40..)?))?
+        }
+        _ => return None,
+    };
     let port = u16::from_be_bytes([*l4.get(2)?, *l4.get(3)?]);
     let transport = match protocol {
         6 => {
@@ -123,7 +139,16 @@ fn loopback_destination(packet: &[u8]) -> Option<(Transport, SocketAddr)> {
         17 => Transport::Udp,
         _ => return None,
     };
-    Some((transport, SocketAddr::new(IpAddr::V4(dst), port)))
+    Some((transport, SocketAddr::new(dst, port)))
+}
+
+/// Where a listener bound at `local` carries its traffic: the same IPv4 address on the host,
+/// or the host's `[::1]` for a link's IPv6 server end.
+pub fn host_target(local: SocketAddr) -> SocketAddr {
+    match local {
+        SocketAddr::V4(_) => local,
+        SocketAddr::V6(_) => SocketAddr::new(Ipv6Addr::LOCALHOST.into(), local.port()),
+    }
 }
 
 /// The forwarder's thread: serves each listener the relay binds.
@@ -175,5 +200,20 @@ mod tests {
         assert_eq!(loopback_destination(&far), None);
         assert_eq!(loopback_destination(&syn[..22]), None, "truncated");
         assert_eq!(loopback_destination(&[]), None);
+        let server_end = "fd68:7676:c612:401::1".parse::<Ipv6Addr>().unwrap();
+        let mut v6 = vec![0x60, 0, 0, 0, 0, 20, 6, 64];
+        v6.extend_from_slice(
+            &"fd68:7676:c612:401::2"
+                .parse::<Ipv6Addr>()
+                .unwrap()
+                .octets(),
+        );
+        v6.extend_from_slice(&server_end.octets());
+        v6.extend_from_slice(&tcp(8443, 0x02));
+        let expected = SocketAddr::new(server_end.into(), 8443);
+        assert_eq!(loopback_destination(&v6), Some((Transport::Tcp, expected)));
+        assert_eq!(host_target(expected), "[::1]:8443".parse().unwrap());
+        v6[24 + 15] = 7; // some other IPv6 address: not ours
+        assert_eq!(loopback_destination(&v6), None);
     }
 }

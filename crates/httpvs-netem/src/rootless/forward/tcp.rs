@@ -11,7 +11,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
 /// Accepts on `listener` (bound in our namespace) and splices each connection to the host.
 pub async fn serve(listener: std::net::TcpListener, host: &'static HostSockets) {
-    let Ok(target) = listener.local_addr() else {
+    let Ok(target) = listener.local_addr().map(super::host_target) else {
         return;
     };
     let listener = match listener

@@ -44,7 +44,7 @@ impl Flow {
 
 /// Relays datagrams arriving at `socket` (bound in our namespace) to the host and back.
 pub async fn serve(socket: std::net::UdpSocket, host: &'static HostSockets) {
-    let Ok(target) = socket.local_addr() else {
+    let Ok(target) = socket.local_addr().map(super::host_target) else {
         return;
     };
     let local = match socket

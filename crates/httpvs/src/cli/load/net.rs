@@ -3,7 +3,7 @@
 //! The CLI owns the [`Link`]; the load generator knows nothing of netem. Worker threads inherit
 //! the network namespace of the thread that starts them, so running `httpvs_load::run_until`
 //! inside the link's client namespace puts every socket of the run (TCP and QUIC) behind the
-//! link. There, `127.0.0.1:PORT` reaches this host's `127.0.0.1:PORT` through the relay, so the
+//! link. There, `127.0.0.1:PORT` and `[::1]:PORT` reach this host's through the relay, so the
 //! URL is dialled unchanged.
 
 use super::{setup_error, usage};
@@ -11,7 +11,7 @@ use anyhow::Context;
 use httpvs_load::report::{LinkDirection, Network, Report};
 use httpvs_load::{LoadConfig, Observer};
 use httpvs_netem::{DirectionCounters, Link, LinkConfig, LinkCounters, PROFILES};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +24,8 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 pub struct NetLink {
     spec: String,
     config: LinkConfig,
+    /// The target is `[::1]`, which needs the link's IPv6 loopback.
+    ipv6: bool,
 }
 
 impl NetLink {
@@ -35,10 +37,11 @@ impl NetLink {
             Some(seed) => config.with_seed(seed),
             None => config,
         };
-        check_target(url)?;
+        let ipv6 = check_target(url)?;
         Ok(NetLink {
             spec: spec.to_string(),
             config,
+            ipv6,
         })
     }
 
@@ -51,6 +54,11 @@ impl NetLink {
         stop: Arc<AtomicBool>,
     ) -> anyhow::Result<Report> {
         let link = Link::start(self.config.clone()).context("--net")?;
+        if let Some(why) = link.ipv6_unavailable().filter(|_| self.ipv6) {
+            anyhow::bail!(
+                "--net: [::1] does not cross the emulated link here: {why}; use 127.0.0.1"
+            );
+        }
         let outcome = link
             .run_in_client_ns(|| httpvs_load::run_until(config, observer, stop))
             .context("--net")?;
@@ -111,16 +119,21 @@ fn spec_error(spec: &str, e: &httpvs_netem::NetemError) -> String {
     format!("--net {spec:?}: {e}{hint}")
 }
 
-/// The link routes only 127.0.0.0/8 (IPv4) to this host: anything else would not be reached.
-fn check_target(url: &http::Uri) -> anyhow::Result<()> {
+/// The link reaches only this host's loopback (127.0.0.0/8 and [::1]): anything else would not
+/// be reached. Returns whether the target is IPv6.
+fn check_target(url: &http::Uri) -> anyhow::Result<bool> {
     let host = url.host().unwrap_or_default();
     let loopback_v4 = host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback());
     if loopback_v4 || host.eq_ignore_ascii_case("localhost") {
-        return Ok(());
+        return Ok(false);
+    }
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if bare.parse::<Ipv6Addr>().is_ok_and(|ip| ip.is_loopback()) {
+        return Ok(true);
     }
     Err(usage(format!(
-        "--net reaches only this host's 127.0.0.0/8 through the emulated link (IPv4), not {host}: \
-         run the server on 127.0.0.1 and load http(s)://127.0.0.1:PORT/"
+        "--net reaches only this host's loopback (127.0.0.0/8 and [::1]) through the emulated \
+         link, not {host}: run the server on 127.0.0.1 or [::1] and load http(s)://127.0.0.1:PORT/"
     )))
 }
 
@@ -148,11 +161,16 @@ mod tests {
         assert!(err.to_string().contains("profile: lan, wan"), "{err}");
         for far in [
             "http://10.0.0.1/",
-            "http://[::1]:80/",
+            "http://[::2]:80/",
             "https://example.com/",
         ] {
             let err = NetLink::from_flags("wan", None, &uri(far)).unwrap_err();
-            assert!(err.to_string().contains("127.0.0.0/8"), "{far}: {err}");
+            assert!(
+                err.to_string().contains("127.0.0.0/8 and [::1]"),
+                "{far}: {err}"
+            );
         }
+        let v6 = NetLink::from_flags("wan", None, &uri("http://[::1]:8080/")).unwrap();
+        assert!(v6.ipv6 && !net.ipv6);
     }
 }
