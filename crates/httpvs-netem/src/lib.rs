@@ -67,6 +67,7 @@ mod error;
 pub mod impairment;
 mod ipv6_loopback;
 mod link;
+mod loopback_forward;
 mod preflight;
 mod relay;
 pub mod rootless;

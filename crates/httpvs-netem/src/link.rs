@@ -10,7 +10,7 @@ use crate::relay::{PacketWatch, Relay};
 use crate::sys::ifconfig::{self, PointToPoint};
 use crate::sys::netns::NetNs;
 use crate::sys::tun::Tun;
-use crate::{ipv6_loopback, preflight, rootless, sweep};
+use crate::{ipv6_loopback, loopback_forward, preflight, rootless, sweep};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -280,7 +280,7 @@ fn host_loopback_forward(
         None if ipv6 => &rootless::host_sockets::DIRECT,
         None => return Ok(None),
     };
-    let forward = rootless::forward::shared(host)
+    let forward = loopback_forward::shared(host)
         .map_err(|e| NetemError::setup("start the forwarder to the host's loopback", e))?;
     Ok(Some(forward))
 }

@@ -8,7 +8,6 @@
 //! it; the helper gets SIGKILL when it dies and also ends when their channel closes. Signals
 //! and the exit status stay the process's own, as the helper is not in their way.
 
-pub(crate) mod forward;
 pub(crate) mod host_sockets;
 mod userns;
 

@@ -1,7 +1,7 @@
 //! TCP from the link to the host's loopback: each accepted connection is spliced to a new
 //! connection to the same address on the host. A refused host connection resets the client's.
 
-use super::super::host_sockets::{HostSockets, SocketKind};
+use crate::rootless::host_sockets::{HostSockets, SocketKind};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};

@@ -2,7 +2,7 @@
 //! QUIC connection, say), connected to the same address on the host; answers go back from the
 //! address the client sent to. Flows idle for a minute are dropped; their number is bounded.
 
-use super::super::host_sockets::{HostSockets, SocketKind};
+use crate::rootless::host_sockets::{HostSockets, SocketKind};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -12,9 +12,9 @@
 mod tcp;
 mod udp;
 
-use super::host_sockets::HostSockets;
 use crate::ipv6_loopback::is_link_server_end;
 use crate::relay::PacketWatch;
+use crate::rootless::host_sockets::HostSockets;
 use std::collections::HashSet;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -58,7 +58,7 @@ impl std::fmt::Debug for Bound {
 static FORWARD: Mutex<Option<Arc<LoopbackForward>>> = Mutex::new(None);
 
 /// The process's forwarder, started on first use (one thread, for every link of the process).
-/// With [`host_sockets::DIRECT`](super::host_sockets::DIRECT) the thread makes its sockets in the namespace of the thread
+/// With [`DIRECT`](crate::rootless::host_sockets::DIRECT) the thread makes its sockets in the namespace of the thread
 /// that first calls this, which must then be the host's.
 pub fn shared(host: &'static HostSockets) -> io::Result<Arc<LoopbackForward>> {
     let mut slot = FORWARD.lock().unwrap_or_else(|e| e.into_inner());
@@ -73,7 +73,7 @@ pub fn shared(host: &'static HostSockets) -> io::Result<Arc<LoopbackForward>> {
         .name("netem-forward".into())
         .spawn(move || runtime.block_on(serve(receiver, host)))?;
     let forward = Arc::new(LoopbackForward {
-        ipv4: super::is_inside(),
+        ipv4: crate::rootless::is_inside(),
         seen: Mutex::new(HashSet::new()),
         bound: sender,
     });
