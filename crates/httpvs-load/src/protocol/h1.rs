@@ -5,9 +5,11 @@
 mod batch_wake;
 mod connection;
 mod fast_head;
+mod head_memo;
 mod read_ahead;
 mod request_head;
 mod response;
+mod shared_io;
 mod turn_wakers;
 mod write_batch;
 

@@ -7,8 +7,10 @@
 //! retires the connection.
 
 use super::batch_wake::BatchWake;
+use super::head_memo::HeadMemo;
 use super::read_ahead::{whole_response, Ready, ReadyResponses};
-use super::response::{parse_head, BodyFraming, ChunkedBody, ResponseHead};
+use super::response::{BodyFraming, ChunkedBody, ResponseHead};
+use super::shared_io::{self, IoHalf};
 use super::turn_wakers::TurnWakers;
 use super::write_batch::{WriteBatch, WriteFailure};
 use crate::error::ErrorKind;
@@ -21,7 +23,7 @@ use std::io;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
-use tokio::io::{AsyncReadExt, ReadHalf};
+use tokio::io::AsyncReadExt;
 
 /// Most bytes asked of the socket per read: large reads keep syscalls per response low.
 const READ_CHUNK: usize = 64 * 1024;
@@ -52,12 +54,14 @@ pub struct Http1Connection {
 }
 
 struct ReadSide {
-    io: ReadHalf<Transport>,
+    io: IoHalf,
     buf: BytesMut,
     /// Bytes to ask for next: doubles (up to `READ_CHUNK`) while reads fill what they ask.
     want: usize,
     /// Pipelined plain TCP: wakes for whole write batches of responses, not each one.
     batch: Option<BatchWake>,
+    /// The last response head and its parse.
+    memo: HeadMemo,
 }
 
 impl ReadSide {
@@ -103,7 +107,7 @@ impl Http1Connection {
             .plain_fd()
             .filter(|_| depth > 1)
             .map(BatchWake::new);
-        let (read, write) = tokio::io::split(transport);
+        let (read, write) = shared_io::split(transport);
         Http1Connection {
             writes: WriteBatch::new(write, depth),
             reader: RefCell::new(Some(ReadSide {
@@ -111,6 +115,7 @@ impl Http1Connection {
                 buf: BytesMut::new(),
                 want: FIRST_READ,
                 batch,
+                memo: HeadMemo::default(),
             })),
             turn: TurnWakers::default(),
             ready: ReadyResponses::default(),
@@ -208,7 +213,7 @@ impl Http1Connection {
         let mut last = ticket;
         let mut arrived = None;
         while last + 1 < self.writes.queued_through() && last + 1 < self.dead_from.get() {
-            let Some((info, used)) = whole_response(&side.buf) else {
+            let Some((info, used)) = whole_response(&mut side.memo, &side.buf) else {
                 break;
             };
             side.buf.advance(used);
@@ -333,6 +338,7 @@ async fn fill(side: &mut ReadSide) -> io::Result<usize> {
         buf,
         want,
         batch,
+        ..
     } = side;
     // Room for the whole batch the kernel waits for, so one read takes it.
     buf.reserve((*want).max(batch.as_ref().map_or(0, BatchWake::read_size)));
@@ -362,7 +368,11 @@ async fn read_response(
     let head = loop {
         if !side.buf.is_empty() {
             ttfb.get_or_insert_with(|| start.elapsed());
-            match parse_head(&side.buf, is_head).map_err(protocol_failure)? {
+            match side
+                .memo
+                .parse(&side.buf, is_head)
+                .map_err(protocol_failure)?
+            {
                 Some(head) if head.is_interim() => {
                     interim_bytes += head.head_len as u64;
                     side.buf.advance(head.head_len);

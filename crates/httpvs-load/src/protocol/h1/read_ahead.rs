@@ -6,7 +6,8 @@
 //! body wholly buffered. Anything else (interim, chunked, close-delimited, HEAD requests on
 //! the connection) is left for its own send to read.
 
-use super::response::{parse_head, BodyFraming};
+use super::head_memo::HeadMemo;
+use super::response::BodyFraming;
 use crate::protocol::ResponseInfo;
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -48,8 +49,9 @@ impl ReadyResponses {
 
 /// The next response if it lies whole in `buf`: its info (ttfb zero), whether it closes the
 /// connection, and the bytes it takes. `None` when it is incomplete or not a simple one.
-pub fn whole_response(buf: &[u8]) -> Option<(ResponseInfo, usize)> {
-    let head = parse_head(buf, false).ok()??;
+/// Heads are parsed through the connection's `memo`.
+pub fn whole_response(memo: &mut HeadMemo, buf: &[u8]) -> Option<(ResponseInfo, usize)> {
+    let head = memo.parse(buf, false).ok()??;
     if head.is_interim() {
         return None;
     }
@@ -78,21 +80,22 @@ mod tests {
 
     #[test]
     fn takes_only_whole_simple_responses() {
+        let memo = &mut HeadMemo::default();
         let two = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhiHTTP/1.1 204 No Content\r\n\r\n";
-        let (first, used) = whole_response(two).unwrap();
+        let (first, used) = whole_response(memo, two).unwrap();
         assert_eq!((first.status, first.body_bytes, used), (200, 2, 40));
-        let (second, rest) = whole_response(&two[used..]).unwrap();
+        let (second, rest) = whole_response(memo, &two[used..]).unwrap();
         assert_eq!((second.status, rest), (204, two.len() - used));
         assert!(
-            whole_response(&two[..used - 1]).is_none(),
+            whole_response(memo, &two[..used - 1]).is_none(),
             "body not all here"
         );
         assert!(
-            whole_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+            whole_response(memo, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
                 .is_none()
         );
-        assert!(whole_response(b"HTTP/1.1 100 Continue\r\n\r\n").is_none());
+        assert!(whole_response(memo, b"HTTP/1.1 100 Continue\r\n\r\n").is_none());
         let close = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
-        assert!(whole_response(close).unwrap().0.close_requested);
+        assert!(whole_response(memo, close).unwrap().0.close_requested);
     }
 }

@@ -3,17 +3,17 @@
 //! requests issued in the same loop turn leave in one write instead of one syscall each.
 
 use super::request_head::HeadCache;
-use crate::protocol::tcp::Transport;
+use super::shared_io::IoHalf;
 use crate::protocol::RequestSpec;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::io;
-use tokio::io::{AsyncWriteExt, WriteHalf};
+use tokio::io::AsyncWriteExt;
 
 /// Queued request bytes and the socket half they go to.
 pub struct WriteBatch {
     /// Taken by the flusher while it writes; lost if a flush is abandoned half-way.
-    io: RefCell<Option<WriteHalf<Transport>>>,
+    io: RefCell<Option<IoHalf>>,
     queued: RefCell<Vec<u8>>,
     /// The buffer being written; swapped with `queued` so neither is reallocated.
     spare: RefCell<Vec<u8>>,
@@ -42,7 +42,7 @@ pub struct WriteFailure {
 
 impl WriteBatch {
     /// A write side for `io`; `depth` is the pipelining depth (`-m`).
-    pub fn new(io: WriteHalf<Transport>, depth: u32) -> Self {
+    pub fn new(io: IoHalf, depth: u32) -> Self {
         WriteBatch {
             io: RefCell::new(Some(io)),
             queued: RefCell::new(Vec::with_capacity(256)),
