@@ -1,0 +1,206 @@
+//! The owned HTTP/3 client against a scripted QUIC peer (quinn, in-process, port 0) that answers
+//! each request stream with exact bytes or a reset: typed H3 errors for out-of-place frames,
+//! malformed heads and dynamic QPACK references, a retry for H3_REQUEST_REJECTED, GOAWAY read
+//! from the server's control stream, and a response written a byte at a time.
+
+use bytes::Bytes;
+use httpvs_load::protocol::h3::{H3Options, Http3};
+use httpvs_load::protocol::{
+    CloseCause, ConnectOptions, Connection, Protocol, RequestSpec, RetryReason, SendError, Target,
+};
+use httpvs_load::ErrorKind;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+const TEST_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What the scripted peer does with every request stream it accepts.
+#[derive(Clone)]
+enum Answer {
+    /// Reads the request to its FIN, writes these bytes (in one-byte writes if `trickle`), FINs.
+    Bytes { bytes: Vec<u8>, trickle: bool },
+    /// Resets the stream with this code.
+    Reset(u32),
+}
+
+/// `:status 200` (static index 25) and `content-length: 2` (name ref 4), then DATA "ok".
+fn ok_response() -> Vec<u8> {
+    let mut out = vec![0x01, 0x06, 0, 0, 0xc0 | 25, 0x54, 0x01, b'2'];
+    out.extend_from_slice(&[0x00, 0x02, b'o', b'k']);
+    out
+}
+
+/// A scripted HTTP/3 peer on 127.0.0.1:0; with `goaway` it opens a control stream carrying
+/// SETTINGS and GOAWAY(id) first. Returns its address and its certificate.
+fn scripted_peer(answer: Answer, goaway: Option<u64>) -> (SocketAddr, CertificateDer<'static>) {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("rcgen");
+    let der = cert.cert.der().clone();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der()));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("TLS 1.3")
+        .with_no_client_auth()
+        .with_single_cert(vec![der.clone()], key)
+        .expect("server cert");
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
+    let config = quinn::ServerConfig::with_crypto(Arc::new(quic));
+    let endpoint =
+        quinn::Endpoint::server(config, "127.0.0.1:0".parse().expect("addr")).expect("bind");
+    let addr = endpoint.local_addr().expect("local addr");
+    tokio::spawn(async move {
+        while let Some(incoming) = endpoint.accept().await {
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let Ok(conn) = incoming.await else { return };
+                if let Some(id) = goaway {
+                    let mut control = conn.open_uni().await.expect("control stream");
+                    // Control stream, empty SETTINGS, GOAWAY(id) as a one-byte varint.
+                    let bytes = [0x00, 0x04, 0x00, 0x07, 0x01, id as u8];
+                    control.write_all(&bytes).await.expect("GOAWAY");
+                    std::mem::forget(control); // closing it would be a connection error
+                }
+                while let Ok((send, recv)) = conn.accept_bi().await {
+                    tokio::spawn(answer_stream(send, recv, answer.clone()));
+                }
+            });
+        }
+    });
+    (addr, der)
+}
+
+async fn answer_stream(mut send: quinn::SendStream, mut recv: quinn::RecvStream, answer: Answer) {
+    match answer {
+        Answer::Bytes { bytes, trickle } => {
+            let _ = recv.read_to_end(1 << 20).await;
+            if trickle {
+                for byte in bytes {
+                    let _ = send.write_all(&[byte]).await;
+                    tokio::task::yield_now().await;
+                }
+            } else {
+                let _ = send.write_all(&bytes).await;
+            }
+            let _ = send.finish();
+            let _ = send.stopped().await;
+        }
+        Answer::Reset(code) => {
+            let _ = send.reset(quinn::VarInt::from_u32(code));
+            let _ = recv.stop(quinn::VarInt::from_u32(code));
+        }
+    }
+}
+
+/// Connects the owned client to the peer and sends one GET.
+async fn one_request(answer: Answer, goaway: Option<u64>) -> (Result<u16, SendError>, CloseCause) {
+    let (addr, cert) = scripted_peer(answer, goaway);
+    let target = Target {
+        scheme: "https".into(),
+        host: "localhost".into(),
+        port: addr.port(),
+        addr,
+        dns: Duration::ZERO,
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert).expect("root");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let options = ConnectOptions {
+        connect_timeout: Duration::from_secs(5),
+        tls: Some(Arc::new(tls)),
+        streams: 4,
+        keepalive: true,
+    };
+    let run = async {
+        let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
+        let (conn, _) = h3.connect(&target, &options).await.expect("connects");
+        if goaway.is_some() {
+            while conn.accepts_requests() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        let req = RequestSpec {
+            method: http::Method::GET,
+            uri: format!("https://localhost:{}/", addr.port())
+                .parse()
+                .expect("uri"),
+            headers: Vec::new(),
+            body: Bytes::new(),
+        };
+        let result = conn.send(&req).await.map(|r| r.status);
+        (result, conn.close_cause())
+    };
+    tokio::time::timeout(TEST_TIMEOUT, run)
+        .await
+        .expect("bounded")
+}
+
+fn bytes(bytes: Vec<u8>) -> Answer {
+    Answer::Bytes {
+        bytes,
+        trickle: false,
+    }
+}
+
+#[tokio::test]
+async fn a_response_written_a_byte_at_a_time_is_read_whole() {
+    let answer = Answer::Bytes {
+        bytes: ok_response(),
+        trickle: true,
+    };
+    assert_eq!(one_request(answer, None).await.0, Ok(200));
+}
+
+#[tokio::test]
+async fn data_before_headers_is_h3_frame_unexpected_and_closes_the_connection() {
+    let (result, cause) = one_request(bytes(vec![0x00, 0x02, b'o', b'k']), None).await;
+    assert_eq!(result, Err(SendError::Failed(ErrorKind::H3(0x105))));
+    assert_eq!(cause, CloseCause::Reset);
+}
+
+#[tokio::test]
+async fn a_head_without_status_is_h3_message_error_for_that_request_only() {
+    // HEADERS with only `age: 0` (static index 2).
+    let (result, cause) = one_request(bytes(vec![0x01, 0x03, 0, 0, 0xc0 | 2]), None).await;
+    assert_eq!(result, Err(SendError::Failed(ErrorKind::H3(0x10e))));
+    assert_eq!(cause, CloseCause::Open);
+}
+
+#[tokio::test]
+async fn a_dynamic_table_reference_is_qpack_decompression_failed() {
+    let (result, _) = one_request(bytes(vec![0x01, 0x03, 0x02, 0, 0x80]), None).await;
+    assert_eq!(result, Err(SendError::Failed(ErrorKind::H3(0x200))));
+}
+
+#[tokio::test]
+async fn a_stream_ending_before_the_head_is_a_message_error() {
+    let (result, _) = one_request(bytes(Vec::new()), None).await;
+    assert_eq!(result, Err(SendError::Failed(ErrorKind::H3(0x10e))));
+}
+
+#[tokio::test]
+async fn request_rejected_is_retried_not_failed() {
+    let (result, _) = one_request(Answer::Reset(0x10b), None).await;
+    assert_eq!(result, Err(SendError::Retry(RetryReason::Refused)));
+}
+
+#[tokio::test]
+async fn another_reset_code_is_a_typed_h3_failure() {
+    let (result, _) = one_request(Answer::Reset(0x10c), None).await;
+    assert_eq!(result, Err(SendError::Failed(ErrorKind::H3(0x10c))));
+}
+
+#[tokio::test]
+async fn goaway_on_the_control_stream_stops_new_requests() {
+    // GOAWAY(0): the server will process no request stream; ours (id 0) is at the limit.
+    let (result, cause) = one_request(Answer::Reset(0x10b), Some(0)).await;
+    assert_eq!(result, Err(SendError::Retry(RetryReason::Goaway)));
+    assert_eq!(cause, CloseCause::Goaway);
+}
