@@ -52,7 +52,17 @@ mod tests {
         let a = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi";
         let b = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nhey";
         let close = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi";
-        for buf in [&a[..], a, b, a, close, &a[..20], a, b"HTTP/1.1 2x0\r\n\r\n", a] {
+        for buf in [
+            &a[..],
+            a,
+            b,
+            a,
+            close,
+            &a[..20],
+            a,
+            b"HTTP/1.1 2x0\r\n\r\n",
+            a,
+        ] {
             for is_head in [false, true] {
                 assert_eq!(
                     memo.parse(buf, is_head),

@@ -90,10 +90,11 @@ mod tests {
             whole_response(memo, &two[..used - 1]).is_none(),
             "body not all here"
         );
-        assert!(
-            whole_response(memo, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
-                .is_none()
-        );
+        assert!(whole_response(
+            memo,
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        )
+        .is_none());
         assert!(whole_response(memo, b"HTTP/1.1 100 Continue\r\n\r\n").is_none());
         let close = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
         assert!(whole_response(memo, close).unwrap().0.close_requested);
