@@ -87,7 +87,9 @@ impl Protocol for Http2 {
     ) -> Result<(Http2Connection, ConnectInfo), ErrorKind> {
         let deadline = Instant::now() + options.connect_timeout;
         let (transport, mut info, counter) = open_transport(target, options, &self.tls).await?;
-        let core = Arc::new(Mutex::new(ConnCore::new(counter.clone())));
+        let mut core = ConnCore::new(counter.clone());
+        core.reserve_streams(options.streams as usize);
+        let core = Arc::new(Mutex::new(core));
         let io = transport.tapped(self.trace.as_ref());
         let driver = tokio::spawn(driver::drive(io, core.clone()));
         let conn = Http2Connection::new(core.clone(), counter, driver);

@@ -14,7 +14,7 @@ use crate::error::ErrorKind;
 use crate::protocol::hpack::decoder::DEFAULT_TABLE_SIZE;
 use crate::protocol::hpack::Decoder;
 use crate::protocol::wire::WireCounter;
-use crate::protocol::{CloseCause, ResponseInfo, RetryReason, SendError};
+use crate::protocol::{CloseCause, RetryReason, SendError};
 use std::sync::Arc;
 use std::task::Waker;
 use std::time::Instant;
@@ -55,8 +55,8 @@ pub struct ConnCore {
     driver_waker: Option<Waker>,
     driver_woken: bool,
     streams: StreamTable,
-    /// Slots whose request body waits for flow-control window, oldest first.
-    bodies: Vec<usize>,
+    /// Request bodies still being sent (waiting for flow-control window), oldest first.
+    bodies: Vec<PendingBody>,
     hpack: Decoder,
     heads: HeadBlocks,
     next_stream_id: u32,
@@ -117,6 +117,12 @@ impl ConnCore {
             connect_waker: None,
             counter,
         }
+    }
+
+    /// Makes room for `streams` requests at once (the engine's `-m`), so the stream table is
+    /// sized once instead of doubling past it.
+    pub fn reserve_streams(&mut self, streams: usize) {
+        self.streams.reserve(streams);
     }
 
     // ----- the driver's side -----
@@ -470,19 +476,18 @@ impl ConnCore {
         let Some(stream) = self.streams.get_mut(slot) else {
             return;
         };
-        let info = ResponseInfo {
-            status: stream.status,
-            ttfb: stream.ttfb,
-            header_bytes: stream.header_bytes,
-            body_bytes: stream.body_bytes,
-            close_requested: false,
-        };
-        if stream.body_pending() {
+        let id = stream.id;
+        if let Some(pending) = self
+            .bodies
+            .iter()
+            .position(|b| b.slot == slot && b.id == id)
+        {
             // The server answered before taking the whole body: stop sending it.
-            write::rst_stream(&mut self.out, stream.id, code::CANCEL);
+            self.bodies.remove(pending);
+            write::rst_stream(&mut self.out, id, code::CANCEL);
             self.wake_driver();
         }
-        self.streams.finish(slot, Ok(info));
+        self.streams.finish(slot, Ok(()));
         self.stream_closed();
     }
 
@@ -507,26 +512,28 @@ impl ConnCore {
         let mut wrote = false;
         let mut i = 0;
         while i < self.bodies.len() {
-            let slot = self.bodies[i];
-            let Some(stream) = self.streams.get_mut(slot) else {
+            let pending = &mut self.bodies[i];
+            // A slot is reused once freed: the id tells whether it is still this body's stream.
+            let stream = self.streams.get_mut(pending.slot);
+            let Some(stream) = stream.filter(|s| s.id == pending.id && s.outcome.is_none()) else {
                 self.bodies.remove(i);
                 continue;
             };
-            while stream.body_pending() && stream.outcome.is_none() {
-                let left = stream.body.len() - stream.body_sent;
+            while pending.sent < pending.body.len() {
+                let left = pending.body.len() - pending.sent;
                 let window = self.send_window.min(stream.send_window).max(0) as usize;
                 let n = left.min(window).min(self.peer_max_frame);
                 if n == 0 {
                     break;
                 }
-                let chunk = &stream.body[stream.body_sent..stream.body_sent + n];
+                let chunk = &pending.body[pending.sent..pending.sent + n];
                 write::data(&mut self.out, stream.id, chunk, n == left);
-                stream.body_sent += n;
+                pending.sent += n;
                 stream.send_window -= n as i64;
                 self.send_window -= n as i64;
                 wrote = true;
             }
-            if stream.body_pending() && stream.outcome.is_none() {
+            if pending.sent < pending.body.len() {
                 i += 1;
             } else {
                 self.bodies.remove(i);
@@ -536,6 +543,15 @@ impl ConnCore {
             self.wake_driver();
         }
     }
+}
+
+/// A request body being sent on stream `id` (in `slot`), `sent` bytes so far.
+#[derive(Debug)]
+struct PendingBody {
+    slot: usize,
+    id: u32,
+    body: bytes::Bytes,
+    sent: usize,
 }
 
 /// The payload of a DATA or HEADERS frame without its padding (RFC 9113 §6.1).

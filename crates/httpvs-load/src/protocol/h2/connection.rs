@@ -5,8 +5,10 @@ use super::conn_core::ConnCore;
 use super::driver::lock;
 use crate::protocol::wire::WireCounter;
 use crate::protocol::{CloseCause, RequestSpec, ResponseInfo, SendError, WireBytes};
-use std::future::poll_fn;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Instant;
 use tokio::task::JoinHandle;
 
@@ -29,33 +31,49 @@ impl Http2Connection {
             driver,
         }
     }
+}
 
-    async fn send_request(&self, req: &RequestSpec) -> Result<ResponseInfo, SendError> {
-        let started = Instant::now();
-        let slot = poll_fn(|cx| lock(&self.core).poll_open(req, started, cx)).await?;
-        let mut stream = OpenStream {
-            core: &self.core,
-            slot,
-            done: false,
+/// One request on the connection: opens its stream through the core, then collects the
+/// stream's outcome. Written out rather than as an `async fn` so that it is a few words (it
+/// sits in every stream task of the engine for the whole exchange); dropped early (a request
+/// timeout, the end of the run), it cancels the stream so the server stops and the slot is
+/// reused.
+pub struct SendRequest<'a, 'b> {
+    core: &'a Mutex<ConnCore>,
+    req: &'b RequestSpec,
+    /// When the send started (its first poll), for the time to first byte.
+    started: Option<Instant>,
+    /// The stream's slot in the core, once opened.
+    slot: Option<usize>,
+}
+
+impl Future for SendRequest<'_, '_> {
+    type Output = Result<ResponseInfo, SendError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let mut core = lock(this.core);
+        let slot = match this.slot {
+            Some(slot) => slot,
+            None => {
+                let started = *this.started.get_or_insert_with(Instant::now);
+                match core.poll_open(this.req, started, cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Err(refused)) => return Poll::Ready(Err(refused)),
+                    Poll::Ready(Ok(slot)) => *this.slot.insert(slot),
+                }
+            }
         };
-        let outcome = poll_fn(|cx| lock(&self.core).poll_outcome(slot, cx)).await;
-        stream.done = true;
-        outcome
+        let outcome = std::task::ready!(core.poll_outcome(slot, cx));
+        this.slot = None;
+        Poll::Ready(outcome)
     }
 }
 
-/// A sent stream whose outcome is not collected yet; dropped early (a request timeout), it
-/// cancels the stream so the server stops and the slot is reused.
-struct OpenStream<'a> {
-    core: &'a Mutex<ConnCore>,
-    slot: usize,
-    done: bool,
-}
-
-impl Drop for OpenStream<'_> {
+impl Drop for SendRequest<'_, '_> {
     fn drop(&mut self) {
-        if !self.done {
-            lock(self.core).abandon(self.slot);
+        if let Some(slot) = self.slot {
+            lock(self.core).abandon(slot);
         }
     }
 }
@@ -68,11 +86,16 @@ impl Drop for Http2Connection {
 }
 
 impl crate::protocol::Connection for Http2Connection {
-    fn send(
-        &self,
-        req: &RequestSpec,
-    ) -> impl std::future::Future<Output = Result<ResponseInfo, SendError>> {
-        self.send_request(req)
+    fn send<'a, 'b>(
+        &'a self,
+        req: &'b RequestSpec,
+    ) -> impl Future<Output = Result<ResponseInfo, SendError>> + use<'a, 'b> {
+        SendRequest {
+            core: &self.core,
+            req,
+            started: None,
+            slot: None,
+        }
     }
 
     fn accepts_requests(&self) -> bool {

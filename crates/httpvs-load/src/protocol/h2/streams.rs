@@ -1,8 +1,11 @@
 //! The streams of one owned HTTP/2 connection: slots reused from a free list and found by
 //! stream id through a small map, so a request allocates nothing once the table has grown.
+//!
+//! A stream record is what one request in flight costs the connection, so it holds only what
+//! every stream needs (about 100 bytes): a request body waits in the core's list of pending
+//! bodies, and the response's figures become a `ResponseInfo` only when collected.
 
 use crate::protocol::{ResponseInfo, SendError};
-use bytes::Bytes;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::task::Waker;
@@ -36,8 +39,8 @@ pub struct Stream {
     pub id: u32,
     /// When its send started (for the time to first byte).
     pub started: Instant,
-    /// The outcome, once known.
-    pub outcome: Option<Result<ResponseInfo, SendError>>,
+    /// The outcome, once known (a success's figures are the fields below).
+    pub outcome: Option<Result<(), SendError>>,
     /// Woken when the outcome is set.
     pub waker: Option<Waker>,
     /// Final status (0 until the final response head arrives).
@@ -50,18 +53,20 @@ pub struct Stream {
     pub body_bytes: u64,
     /// What the server lets us send on this stream.
     pub send_window: i64,
-    /// The request body and how much of it has been sent.
-    pub body: Bytes,
-    /// Bytes of `body` already sent.
-    pub body_sent: usize,
     /// DATA bytes received since our last stream WINDOW_UPDATE.
     pub recv_unacked: u32,
 }
 
 impl Stream {
-    /// Whether request body bytes remain to be sent.
-    pub fn body_pending(&self) -> bool {
-        self.body_sent < self.body.len()
+    /// The response's figures, for a stream that succeeded.
+    pub fn response_info(&self) -> ResponseInfo {
+        ResponseInfo {
+            status: self.status,
+            ttfb: self.ttfb,
+            header_bytes: self.header_bytes,
+            body_bytes: self.body_bytes,
+            close_requested: false,
+        }
     }
 }
 
@@ -76,6 +81,16 @@ pub struct StreamTable {
 }
 
 impl StreamTable {
+    /// Makes room for `streams` streams at once, so the table does not grow by doubling past
+    /// what the connection will use (memory per stream in flight).
+    pub fn reserve(&mut self, streams: usize) {
+        self.slots
+            .reserve_exact(streams.saturating_sub(self.slots.len()));
+        self.free
+            .reserve_exact(streams.saturating_sub(self.free.len()));
+        self.by_id.reserve(streams.saturating_sub(self.by_id.len()));
+    }
+
     /// Adds an open stream; returns its slot.
     pub fn insert(&mut self, stream: Stream) -> usize {
         let id = stream.id;
@@ -110,7 +125,7 @@ impl StreamTable {
     }
 
     /// Sets the outcome of an open stream and wakes its sender; later frames for it are ignored.
-    pub fn finish(&mut self, slot: usize, outcome: Result<ResponseInfo, SendError>) {
+    pub fn finish(&mut self, slot: usize, outcome: Result<(), SendError>) {
         let Some(stream) = self.slots.get_mut(slot).and_then(Option::as_mut) else {
             return;
         };

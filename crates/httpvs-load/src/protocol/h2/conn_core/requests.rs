@@ -3,7 +3,7 @@
 
 use super::super::frame_write::{self as write, code};
 use super::super::streams::Stream;
-use super::{ConnCore, MAX_STREAM_ID};
+use super::{ConnCore, PendingBody, MAX_STREAM_ID};
 use crate::error::ErrorKind;
 use crate::protocol::{CloseCause, RequestSpec, ResponseInfo, RetryReason, SendError};
 use std::task::{Context, Poll};
@@ -54,12 +54,15 @@ impl ConnCore {
             header_bytes: 0,
             body_bytes: 0,
             send_window: self.peer_initial_window,
-            body: req.body.clone(),
-            body_sent: 0,
             recv_unacked: 0,
         });
         if !end_stream {
-            self.bodies.push(slot);
+            self.bodies.push(PendingBody {
+                slot,
+                id,
+                body: req.body.clone(),
+                sent: 0,
+            });
             self.push_bodies();
         }
         self.wake_driver();
@@ -93,7 +96,10 @@ impl ConnCore {
             }
             return Poll::Pending;
         }
-        let outcome = self.streams.free(slot).and_then(|s| s.outcome);
+        let outcome = self.streams.free(slot).and_then(|s| {
+            let info = s.response_info();
+            s.outcome.map(|o| o.map(|()| info))
+        });
         Poll::Ready(outcome.unwrap_or(Err(SendError::Failed(ErrorKind::ConnectionClosed))))
     }
 
@@ -108,7 +114,7 @@ impl ConnCore {
             self.stream_closed();
         }
         self.streams.free(slot);
-        self.bodies.retain(|&s| s != slot);
+        self.bodies.retain(|b| b.slot != slot);
     }
 
     /// The server's first SETTINGS: its stream limit, or why the connection ended first.
