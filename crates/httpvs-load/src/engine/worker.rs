@@ -7,7 +7,7 @@ use super::context::{RunShared, WorkerCtx};
 use super::factory::ProtocolFactory;
 use super::setup::LoadError;
 use super::slot::Slot;
-use super::stream::run_stream;
+use super::stream::run_slot;
 use crate::schedule::WorkerSchedule;
 use crate::stats::{IntervalStats, WorkerRecorder, WorkerStats};
 use std::cell::{Cell, RefCell};
@@ -78,7 +78,8 @@ pub fn run_worker<F: ProtocolFactory>(
         let slots: Vec<Rc<Slot<F::Protocol>>> = (0..job.connections)
             .map(|_| Rc::new(Slot::new(ctx.clone(), job.streams as usize)))
             .collect();
-        // One request-timeout watcher per slot, not a timer per stream (`request_timer`).
+        // One request-timeout watcher per slot, not a timer per stream (`request_timer`); in a
+        // task of its own, so the streams' task does not poll its timer on every wake.
         let watchers: Vec<_> = match shared.timeout {
             Some(_) => slots
                 .iter()
@@ -89,19 +90,18 @@ pub fn run_worker<F: ProtocolFactory>(
                 .collect(),
             None => Vec::new(),
         };
-        let mut streams = Vec::with_capacity(slots.len() * job.streams as usize);
-        for slot in &slots {
-            for index in 0..job.streams as usize {
-                streams.push(tokio::task::spawn_local(run_stream(slot.clone(), index)));
-            }
-        }
+        // One task per slot runs its `-m` streams (see `stream::run_slot`).
+        let streams: Vec<_> = slots
+            .iter()
+            .map(|slot| tokio::task::spawn_local(run_slot(slot.clone(), job.streams as usize)))
+            .collect();
         // Streams end by themselves when the schedule runs dry; at the deadline or on an
         // interrupt they are dropped here instead, which cuts off their requests in flight.
         // Popped only once awaited: a handle must not be awaited twice.
         let mut streams = std::collections::VecDeque::from(streams);
         let all_done = async {
             while let Some(stream) = streams.front_mut() {
-                // A panicking stream is a bug; the others still finish and are counted.
+                // A panicking slot is a bug; the other slots still finish and are counted.
                 let _ = stream.await;
                 streams.pop_front();
             }
