@@ -33,9 +33,15 @@ impl NetemError {
     /// A set-up error; lack of permission becomes `Unavailable` with a fix.
     pub(crate) fn setup(step: &'static str, source: io::Error) -> NetemError {
         if source.kind() == io::ErrorKind::PermissionDenied {
+            let fix = if crate::rootless::is_inside() {
+                "the rootless layout's user namespace was refused it (a security module may \
+                 restrict user namespaces); run as root (sudo)"
+            } else {
+                "run as root, or in a container with CAP_NET_ADMIN and CAP_SYS_ADMIN (e.g. docker run --cap-add NET_ADMIN --cap-add SYS_ADMIN --device /dev/net/tun)"
+            };
             return NetemError::Unavailable {
                 why: format!("{step}: {source}"),
-                fix: "run as root, or in a container with CAP_NET_ADMIN and CAP_SYS_ADMIN (e.g. docker run --cap-add NET_ADMIN --cap-add SYS_ADMIN --device /dev/net/tun)".into(),
+                fix: fix.into(),
             };
         }
         NetemError::Setup { step, source }

@@ -21,7 +21,10 @@
 //! [`Layout::Namespaces`] it is a second namespace where the server must be started
 //! ([`Link::run_in_server_ns`]). The server sees connections from
 //! [`LinkAddresses::client`]; the server side's link address [`LinkAddresses::server`] also
-//! works, for servers bound to `0.0.0.0`. Nothing else is routed: no DNS, no internet. IPv4 only.
+//! works, for servers bound to `0.0.0.0`. `[::1]:PORT` reaches the host's `[::1]:PORT` too (on
+//! host-loopback links, where `nft` is installed; see [`Link::ipv6_unavailable`]), through a
+//! forwarder at the server end, as Linux lets no ::1 packet cross a device. Nothing else is
+//! routed: no DNS, no internet.
 //!
 //! # Without root
 //! [`rootless::enter`], called first thing in `main`, moves a non-root process into a user

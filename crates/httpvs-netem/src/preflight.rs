@@ -38,8 +38,10 @@ pub fn check() -> Result<(), NetemError> {
         )
     } else if !user_namespaces_allowed() {
         (
-            "you are not root and unprivileged user namespaces are disabled".into(),
-            "run as root (sudo), or allow them (sysctl user.max_user_namespaces=10000 kernel.unprivileged_userns_clone=1)".into(),
+            "you are not root and unprivileged user namespaces are disabled or restricted".into(),
+            "run as root (sudo), or allow them (sysctl user.max_user_namespaces=10000 \
+             kernel.unprivileged_userns_clone=1 kernel.apparmor_restrict_unprivileged_userns=0)"
+                .into(),
         )
     } else if let Some(failure) = crate::rootless::failure() {
         (
@@ -80,5 +82,8 @@ pub fn user_namespaces_allowed() -> bool {
     let max_ok = read("/proc/sys/user/max_user_namespaces").is_none_or(|v| v != "0");
     let clone_ok = !Path::new("/proc/sys/kernel/unprivileged_userns_clone").exists()
         || read("/proc/sys/kernel/unprivileged_userns_clone").is_some_and(|v| v != "0");
-    max_ok && clone_ok
+    // Ubuntu 23.10+: AppArmor lets the namespace be made but keeps its capabilities from us.
+    let apparmor_ok =
+        read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").is_none_or(|v| v != "1");
+    max_ok && clone_ok && apparmor_ok
 }
