@@ -11,7 +11,7 @@ use std::time::Instant;
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "Inside the emulated network, 127.0.0.1:PORT reaches this host's 127.0.0.1:PORT \
-through the link, so `httpvs netem --both \"delay 50ms\" -- curl http://127.0.0.1:8080/` \
+through the link ([::1]:PORT too, with nft installed), so `httpvs netem --both \"delay 50ms\" -- curl http://127.0.0.1:8080/` \
 sees a 100 ms round trip. Needs root, or (rootless) unprivileged user namespaces and a usable \
 /dev/net/tun. Options use netem's syntax (man tc-netem)."
 )]
