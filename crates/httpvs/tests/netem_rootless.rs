@@ -5,8 +5,6 @@
 //! SIGKILL leaves nothing, and without a usable TUN the error is one line naming the fix.
 //! Setting up the mount namespace needs root (CI runs as root).
 
-mod support;
-
 use httpvs_server::{RunningServer, ServeConfig};
 use serde_json::Value;
 use std::io::Read;
@@ -49,20 +47,13 @@ impl Sandbox {
         Some(SANDBOX.get_or_init(Sandbox::create))
     }
 
+    /// A fresh directory under the system's temp dir (open to all users, unlike target/ may be).
     fn create() -> Sandbox {
-        let dir = support::scratch_dir("netem-rootless");
+        remove_stale_sandboxes();
+        let dir = httpvs_testkit::caddy::unique_temp_dir(SANDBOX_PREFIX).unwrap();
         let mode = |path: &Path, mode| {
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
         };
-        // nobody must reach the directory through its parents.
-        let mut parent = dir.parent();
-        while let Some(p) = parent {
-            let m = std::fs::metadata(p).unwrap().permissions().mode();
-            if m & 0o001 == 0 {
-                mode(p, m | 0o001);
-            }
-            parent = p.parent();
-        }
         mode(&dir, 0o755);
         std::fs::create_dir(dir.join("dev")).unwrap();
         std::fs::create_dir(dir.join("work")).unwrap();
@@ -92,6 +83,26 @@ impl Sandbox {
     /// Runs `httpvs ARGS` as nobody with a usable TUN device, within the deadline.
     fn run(&self, args: &[&str]) -> Output {
         run_bounded(self.httpvs("666", args))
+    }
+}
+
+/// Sandboxes are named `httpvs-netem-rootless-<pid>-...` (see `unique_temp_dir`).
+const SANDBOX_PREFIX: &str = "netem-rootless";
+
+/// Removes the sandboxes (each holds a copy of the binary) of earlier test runs that are over.
+fn remove_stale_sandboxes() {
+    let prefix = format!("httpvs-{SANDBOX_PREFIX}-");
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.split('-').next());
+        if pid.is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 
