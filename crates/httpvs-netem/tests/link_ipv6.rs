@@ -82,6 +82,19 @@ fn udp_to_ipv6_loopback_crosses_the_link_and_answers_come_from_it() {
 }
 
 #[test]
+fn a_closed_ipv6_loopback_port_is_refused_not_accepted_and_reset() {
+    let Some(link) = link(Layout::HostLoopback) else {
+        return;
+    };
+    let closed = TcpListener::bind("[::1]:0").unwrap().local_addr().unwrap();
+    let attempt = link
+        .run_in_client_ns(|| TcpStream::connect_timeout(&closed, Duration::from_secs(5)))
+        .unwrap();
+    let err = attempt.expect_err("nothing listens there");
+    assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused, "{err}");
+}
+
+#[test]
 fn a_namespaces_link_says_ipv6_loopback_is_not_carried() {
     let Some(link) = link(Layout::Namespaces) else {
         return;

@@ -220,6 +220,35 @@ fn rootless_netem_puts_curl_behind_the_link_to_the_hosts_loopback() {
     );
 }
 
+#[test]
+fn rootless_closed_ports_are_refused_so_localhost_falls_back_to_ipv4() {
+    let Some(sandbox) = Sandbox::get() else {
+        return;
+    };
+    let Some(_curl) = httpvs_testkit::require_peer("curl") else {
+        return;
+    };
+    let server = serve(); // 127.0.0.1 only: `localhost` tries [::1] first and must be refused
+    let port = server.http_addr().unwrap().port();
+    let script = format!(
+        "curl -sS -o /dev/null -w '%{{http_code}}\\n' http://localhost:{port}/; \
+         curl -sS -o /dev/null http://127.0.0.1:1/; echo \"closed $?\""
+    );
+    let out = sandbox.run(&[
+        "netem",
+        "-q",
+        "--both",
+        "delay 5ms",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_ok(&out, "curl localhost as nobody");
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout, "200\nclosed 7\n", "{}", text(&out.stderr));
+}
+
 /// Runs `load --net ARGS -o work/NAME.json` as nobody and returns the report.
 fn load_report(sandbox: &Sandbox, name: &str, args: &[&str]) -> Value {
     let file = format!("{name}.json");

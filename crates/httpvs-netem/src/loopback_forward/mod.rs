@@ -9,12 +9,14 @@
 //! there (the embedded server, a server bound to `[::]`). The impairment stays on the link; the
 //! hop from the listener to the server is plain loopback.
 
+mod listening;
 mod tcp;
 mod udp;
 
 use crate::ipv6_loopback::is_link_server_end;
 use crate::relay::PacketWatch;
-use crate::rootless::host_sockets::HostSockets;
+use crate::rootless::host_sockets::{HostSockets, SocketKind};
+use listening::ListenerProbe;
 use std::collections::HashSet;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -43,6 +45,8 @@ pub struct LoopbackForward {
     ipv4: bool,
     /// Destinations already handled (forwarded, or served in our namespace by someone else).
     seen: Mutex<HashSet<(Transport, SocketAddr)>>,
+    /// Asks the host which TCP ports listen.
+    host_listeners: ListenerProbe,
     bound: UnboundedSender<Bound>,
 }
 
@@ -65,6 +69,7 @@ pub fn shared(host: &'static HostSockets) -> io::Result<Arc<LoopbackForward>> {
     if let Some(forward) = slot.as_ref() {
         return Ok(forward.clone());
     }
+    let host_listeners = ListenerProbe::new(host.open(SocketKind::ListenerDiag)?);
     let (sender, receiver) = unbounded_channel();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -75,6 +80,7 @@ pub fn shared(host: &'static HostSockets) -> io::Result<Arc<LoopbackForward>> {
     let forward = Arc::new(LoopbackForward {
         ipv4: crate::rootless::is_inside(),
         seen: Mutex::new(HashSet::new()),
+        host_listeners,
         bound: sender,
     });
     *slot = Some(forward.clone());
@@ -82,21 +88,33 @@ pub fn shared(host: &'static HostSockets) -> io::Result<Arc<LoopbackForward>> {
 }
 
 impl LoopbackForward {
-    /// Makes sure `destination` in our namespace answers: binds a forwarding listener there
-    /// unless it is already served (then the bind fails with "address in use" and it is left alone).
+    /// Makes sure `destination` in our namespace answers: binds a forwarding listener there,
+    /// unless it is already served (the bind fails with "address in use": left alone) or, for
+    /// TCP, nothing on the host listens at the target (the client's SYN is then refused, as
+    /// without emulation, and the next SYN asks again).
     fn ensure(&self, transport: Transport, destination: SocketAddr) {
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        if !seen.insert((transport, destination)) {
+        if seen.contains(&(transport, destination)) {
             return;
         }
         let bound = match transport {
             Transport::Tcp => std::net::TcpListener::bind(destination).map(Bound::Tcp),
             Transport::Udp => std::net::UdpSocket::bind(destination).map(Bound::Udp),
         };
-        // On failure (address in use: served here already) the packet goes to whoever serves it.
-        if let Ok(bound) = bound {
-            let _ = self.bound.send(bound);
+        let bound = match bound {
+            Ok(bound) => bound,
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                seen.insert((transport, destination));
+                return;
+            }
+            Err(_) => return,
+        };
+        let target = host_target(destination);
+        if transport == Transport::Tcp && !self.host_listeners.accepts(target) {
+            return; // dropping the listener: the SYN meets no one and is refused
         }
+        seen.insert((transport, destination));
+        let _ = self.bound.send(bound);
     }
 }
 

@@ -18,6 +18,8 @@ pub enum SocketKind {
     TcpV6,
     /// UDP over IPv6.
     UdpV6,
+    /// A blocking NETLINK_SOCK_DIAG socket, to ask which TCP ports listen.
+    ListenerDiag,
 }
 
 impl SocketKind {
@@ -27,6 +29,7 @@ impl SocketKind {
             SocketKind::UdpV4 => 2,
             SocketKind::TcpV6 => 3,
             SocketKind::UdpV6 => 4,
+            SocketKind::ListenerDiag => 5,
         }
     }
 
@@ -36,6 +39,7 @@ impl SocketKind {
             SocketKind::UdpV4,
             SocketKind::TcpV6,
             SocketKind::UdpV6,
+            SocketKind::ListenerDiag,
         ]
         .into_iter()
         .find(|k| k.code() == code)
@@ -43,15 +47,20 @@ impl SocketKind {
 
     /// A fresh non-blocking, close-on-exec socket of this kind in the caller's namespace.
     fn make(self) -> io::Result<OwnedFd> {
-        let (domain, kind) = match self {
-            SocketKind::TcpV4 => (libc::AF_INET, libc::SOCK_STREAM),
-            SocketKind::UdpV4 => (libc::AF_INET, libc::SOCK_DGRAM),
-            SocketKind::TcpV6 => (libc::AF_INET6, libc::SOCK_STREAM),
-            SocketKind::UdpV6 => (libc::AF_INET6, libc::SOCK_DGRAM),
+        let nonblocking = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        let (domain, kind, protocol) = match self {
+            SocketKind::TcpV4 => (libc::AF_INET, libc::SOCK_STREAM | nonblocking, 0),
+            SocketKind::UdpV4 => (libc::AF_INET, libc::SOCK_DGRAM | nonblocking, 0),
+            SocketKind::TcpV6 => (libc::AF_INET6, libc::SOCK_STREAM | nonblocking, 0),
+            SocketKind::UdpV6 => (libc::AF_INET6, libc::SOCK_DGRAM | nonblocking, 0),
+            SocketKind::ListenerDiag => (
+                libc::AF_NETLINK,
+                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+                libc::NETLINK_SOCK_DIAG,
+            ),
         };
-        let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
         // SAFETY: plain socket creation; the fd is owned below.
-        let raw = check(unsafe { libc::socket(domain, kind | flags, 0) })?;
+        let raw = check(unsafe { libc::socket(domain, kind, protocol) })?;
         // SAFETY: fresh fd owned by nobody else.
         Ok(unsafe { OwnedFd::from_raw_fd(raw) })
     }
