@@ -77,15 +77,33 @@ enum Attempt {
     Retry,
 }
 
-/// Runs the `streams` streams of one slot in one task until the schedule has nothing more for them (the worker drops the task when the run
+/// Runs the `streams` streams of one slot, and the watcher of their request deadlines, in one
+/// task until the schedule has nothing more for them (the worker drops the task when the run
 /// ends under them). A task per slot rather than per stream: a tokio task adds about 120 bytes
 /// to its future and rounds up to 128-byte steps, while a stream in this set costs its future
-/// and one small node (memory per stream in flight, issue #7).
+/// and one small node (memory per stream in flight, issue #7). A lone stream (h1, `-m 1`) runs
+/// without the set, which would cost it a second future-sized node.
 pub async fn run_slot<P: Protocol>(slot: Rc<Slot<P>>, streams: usize) {
-    let mut set: FuturesUnordered<_> = (0..streams)
-        .map(|index| run_stream(slot.clone(), index))
-        .collect();
-    while set.next().await.is_some() {}
+    let all_done = async {
+        if streams == 1 {
+            return run_stream(slot.clone(), 0).await;
+        }
+        let mut set: FuturesUnordered<_> = (0..streams)
+            .map(|index| run_stream(slot.clone(), index))
+            .collect();
+        while set.next().await.is_some() {}
+    };
+    match slot.ctx.shared.timeout {
+        // The watcher never ends by itself: the slot is done when its streams are.
+        Some(_) => {
+            tokio::select! {
+                biased;
+                () = all_done => {}
+                () = slot.deadlines.watch() => {}
+            }
+        }
+        None => all_done.await,
+    }
 }
 
 /// Runs stream `index` of its slot until the schedule has nothing more for it. When the run

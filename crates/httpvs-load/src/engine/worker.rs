@@ -78,18 +78,6 @@ pub fn run_worker<F: ProtocolFactory>(
         let slots: Vec<Rc<Slot<F::Protocol>>> = (0..job.connections)
             .map(|_| Rc::new(Slot::new(ctx.clone(), job.streams as usize)))
             .collect();
-        // One request-timeout watcher per slot, not a timer per stream (`request_timer`); in a
-        // task of its own, so the streams' task does not poll its timer on every wake.
-        let watchers: Vec<_> = match shared.timeout {
-            Some(_) => slots
-                .iter()
-                .map(|slot| {
-                    let slot = slot.clone();
-                    tokio::task::spawn_local(async move { slot.deadlines.watch().await })
-                })
-                .collect(),
-            None => Vec::new(),
-        };
         // One task per slot runs its `-m` streams (see `stream::run_slot`).
         let streams: Vec<_> = slots
             .iter()
@@ -121,9 +109,6 @@ pub fn run_worker<F: ProtocolFactory>(
         }
         let finished_at = Instant::now();
         ticker.abort();
-        for watcher in watchers {
-            watcher.abort();
-        }
         for slot in &slots {
             slot.release();
         }
