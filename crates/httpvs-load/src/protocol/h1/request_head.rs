@@ -1,7 +1,6 @@
 //! HTTP/1.1 request heads, serialized once per distinct request and reused for every send.
 
 use crate::protocol::{RequestSpec, USER_AGENT};
-use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING, USER_AGENT as UA};
 use http::Method;
 
@@ -11,7 +10,7 @@ const CACHED_HEADS: usize = 8;
 /// Serialized request heads of one connection, keyed by the request they came from.
 #[derive(Debug, Default)]
 pub struct HeadCache {
-    entries: Vec<(HeadKey, Bytes)>,
+    entries: Vec<(HeadKey, Vec<u8>)>,
     next_evict: usize,
 }
 
@@ -58,12 +57,22 @@ fn same_str(a: Option<&str>, b: Option<&str>) -> bool {
 }
 
 impl HeadCache {
-    /// The serialized head for `req`, built on first use.
-    pub fn head(&mut self, req: &RequestSpec, keepalive: bool) -> Bytes {
-        if let Some((_, head)) = self.entries.iter().find(|(k, _)| k.matches(req, keepalive)) {
-            return head.clone();
-        }
-        let head = Bytes::from(serialize_head(req, keepalive));
+    /// The serialized head for `req`, built on first use. Borrowed, not a `Bytes` clone:
+    /// a clone and its drop are two atomic reference-count updates per request.
+    pub fn head(&mut self, req: &RequestSpec, keepalive: bool) -> &[u8] {
+        let at = match self
+            .entries
+            .iter()
+            .position(|(k, _)| k.matches(req, keepalive))
+        {
+            Some(at) => at,
+            None => self.insert(req, keepalive),
+        };
+        &self.entries[at].1
+    }
+
+    fn insert(&mut self, req: &RequestSpec, keepalive: bool) -> usize {
+        let head = serialize_head(req, keepalive);
         let key = HeadKey {
             method: req.method.clone(),
             uri: req.uri.clone(),
@@ -72,12 +81,14 @@ impl HeadCache {
             keepalive,
         };
         if self.entries.len() < CACHED_HEADS {
-            self.entries.push((key, head.clone()));
+            self.entries.push((key, head));
+            self.entries.len() - 1
         } else {
-            self.entries[self.next_evict] = (key, head.clone());
-            self.next_evict = (self.next_evict + 1) % CACHED_HEADS;
+            let at = self.next_evict;
+            self.entries[at] = (key, head);
+            self.next_evict = (at + 1) % CACHED_HEADS;
+            at
         }
-        head
     }
 }
 
@@ -136,7 +147,7 @@ mod tests {
             method,
             uri: uri.parse().unwrap(),
             headers: vec![],
-            body: Bytes::from_static(body),
+            body: bytes::Bytes::from_static(body),
         }
     }
 
@@ -173,14 +184,14 @@ mod tests {
     fn cache_reuses_heads_per_request() {
         let mut cache = HeadCache::default();
         let req = spec(Method::GET, "http://h/x", b"");
-        let a = cache.head(&req, true);
-        let b = cache.head(&req, true);
-        assert_eq!(a.as_ptr(), b.as_ptr());
-        let c = cache.head(&req, false);
+        let a = cache.head(&req, true).to_vec();
+        let a_at = cache.head(&req, true).as_ptr();
+        assert_eq!(cache.head(&req, true).as_ptr(), a_at);
+        let c = cache.head(&req, false).to_vec();
         assert_ne!(a, c);
         let same_text = spec(Method::GET, "http://h/x", b"");
-        assert_eq!(cache.head(&same_text, true).as_ptr(), a.as_ptr());
+        assert_eq!(cache.head(&same_text, true).as_ptr(), a_at);
         let other = spec(Method::GET, "http://h/y", b"");
-        assert_ne!(cache.head(&other, true), a);
+        assert_ne!(cache.head(&other, true), &a[..]);
     }
 }

@@ -59,9 +59,10 @@ impl WriteBatch {
 
     /// Queues `req`; returns its ticket and the length of its head.
     pub fn queue(&self, req: &RequestSpec, keepalive: bool) -> (u64, usize) {
-        let head = self.heads.borrow_mut().head(req, keepalive);
+        let mut heads = self.heads.borrow_mut();
+        let head = heads.head(req, keepalive);
         let mut queued = self.queued.borrow_mut();
-        queued.extend_from_slice(&head);
+        queued.extend_from_slice(head);
         queued.extend_from_slice(&req.body);
         let ticket = self.next_ticket.get();
         self.next_ticket.set(ticket + 1);
