@@ -1,10 +1,10 @@
-//! A sans-IO scanner of HTTP/3 frame headers (RFC 9114 §7.1): finds HEADERS sizes and GOAWAY ids
-//! in the bytes h3 reads, without buffering payloads.
+//! HTTP/3 frame headers (RFC 9114 §7.1): varint and frame-header writers, and a sans-IO scanner
+//! that finds HEADERS sizes and GOAWAY ids in a stream's bytes without buffering payloads.
 //!
-//! The h3 crate does not expose the QPACK-encoded header sizes nor the GOAWAY stream id, yet the
-//! report needs both (header-compression savings; which requests to retry after GOAWAY). The tap
-//! in `tap.rs` feeds every received chunk through a [`FrameScanner`]; it only decodes frame type and
-//! length varints (and a GOAWAY payload), so its cost is a few byte reads per frame.
+//! The owned client reads the server's control stream through a [`FrameScanner`] (GOAWAY ids).
+//! The h3 crate exposes neither QPACK-encoded header sizes nor the GOAWAY stream id, so for the
+//! reference client the tap in `tap.rs` feeds every received chunk through scanners too. A scanner
+//! only decodes frame type and length varints (and a GOAWAY payload): a few byte reads per frame.
 
 /// HTTP/3 frame type HEADERS.
 pub const FRAME_HEADERS: u64 = 0x01;

@@ -19,7 +19,7 @@ use crate::protocol::{
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Our control stream's first bytes: its type, then an empty SETTINGS frame (every setting at
 /// its default: no dynamic QPACK table, no blocked streams, no field section limit).
@@ -165,6 +165,29 @@ impl OwnedConnection {
         start: Instant,
     ) -> Result<ResponseInfo, SendError> {
         let mut reader = ResponseReader::default();
+        let read = self.read_frames(recv, &mut reader, id, start).await;
+        // Counted whether or not the response completes: these bytes did cross the wire.
+        self.header_received
+            .set(self.header_received.get() + reader.encoded_header_bytes());
+        let ttfb = read?;
+        let head = reader.finish().map_err(|v| self.violation(v, recv))?;
+        Ok(ResponseInfo {
+            status: head.status,
+            ttfb: ttfb.unwrap_or_else(|| start.elapsed()),
+            header_bytes: head.field_bytes + STATUS_FIELD_BYTES,
+            body_bytes: reader.body_bytes(),
+            close_requested: false,
+        })
+    }
+
+    /// Feeds the stream's chunks to `reader` until FIN; returns the time to the final head.
+    async fn read_frames(
+        &self,
+        recv: &mut quinn::RecvStream,
+        reader: &mut ResponseReader,
+        id: u64,
+        start: Instant,
+    ) -> Result<Option<Duration>, SendError> {
         let mut ttfb = None;
         loop {
             match recv.read_chunk(usize::MAX, true).await {
@@ -175,20 +198,10 @@ impl OwnedConnection {
                         ttfb = Some(start.elapsed());
                     }
                 }
-                Ok(None) => break,
+                Ok(None) => return Ok(ttfb),
                 Err(e) => return Err(self.failure(classify::read_failure(&e), Some(id))),
             }
         }
-        self.header_received
-            .set(self.header_received.get() + reader.encoded_header_bytes());
-        let head = reader.finish().map_err(|v| self.violation(v, recv))?;
-        Ok(ResponseInfo {
-            status: head.status,
-            ttfb: ttfb.unwrap_or_else(|| start.elapsed()),
-            header_bytes: head.field_bytes + STATUS_FIELD_BYTES,
-            body_bytes: reader.body_bytes(),
-            close_requested: false,
-        })
     }
 }
 
