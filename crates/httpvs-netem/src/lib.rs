@@ -32,8 +32,9 @@
 //! Its new network namespace then stands in for the host, and links are built there as for root.
 //! For [`Layout::HostLoopback`] a forwarder at the link's far end carries TCP connections and UDP
 //! flows on to the host's loopback, with sockets a helper left in the host's namespace makes: the
-//! impairment stays on the link, the server sees connections from 127.0.0.1, and a TCP
-//! connection to a port where nothing listens is reset rather than refused.
+//! impairment stays on the link and the server sees connections from 127.0.0.1. The forwarder
+//! asks the host's kernel (sock_diag) whether a TCP port listens before it stands in for it, so a
+//! closed port is refused as it would be without emulation.
 //!
 //! # Putting a load generator behind the link
 //! A thread can enter a namespace, create sockets and leave: the sockets stay in it. So a
