@@ -93,7 +93,7 @@ pub struct ConnectOptions {
 /// What opening a connection cost, phase by phase.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectInfo {
-    /// TCP connect time (zero for QUIC).
+    /// TCP connect time (zero for QUIC: then not recorded).
     pub tcp_connect: Duration,
     /// TLS handshake time, or the QUIC handshake time for h3.
     pub handshake: Duration,

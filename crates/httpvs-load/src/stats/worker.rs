@@ -154,7 +154,10 @@ impl WorkerRecorder {
     pub fn connection_opened(&mut self, info: &ConnectInfo) {
         self.total.connections.opened += 1;
         self.interval.connections_opened += 1;
-        self.total.tcp_connect.record(info.tcp_connect);
+        // Zero for QUIC, which has no TCP connect: its row would read 0µs.
+        if !info.tcp_connect.is_zero() {
+            self.total.tcp_connect.record(info.tcp_connect);
+        }
         if !info.handshake.is_zero() {
             self.total.handshake.record(info.handshake);
         }
