@@ -16,6 +16,7 @@ use crate::error::ErrorKind;
 use crate::protocol::{
     CloseCause, Connection, QuicStats, RequestSpec, ResponseInfo, SendError, WireBytes,
 };
+use bytes::Bytes;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -24,6 +25,10 @@ use std::time::{Duration, Instant};
 /// Our control stream's first bytes: its type, then an empty SETTINGS frame (every setting at
 /// its default: no dynamic QPACK table, no blocked streams, no field section limit).
 const CONTROL_PREFACE: [u8; 3] = [STREAM_TYPE_CONTROL as u8, FRAME_SETTINGS as u8, 0];
+
+/// Chunks taken from quinn per read: a response that came in a few STREAM frames is read, FIN
+/// included, in one call.
+const READ_CHUNKS: usize = 4;
 
 /// H3_CLOSED_CRITICAL_STREAM: the server's control stream ended.
 const H3_CLOSED_CRITICAL_STREAM: u64 = 0x104;
@@ -129,9 +134,12 @@ impl OwnedConnection {
     }
 
     /// Writes the head (and body) and finishes our side of the stream.
+    ///
+    /// Takes the stream: dropping it finishes it (quinn's drop calls `finish`), which saves the
+    /// connection lock that an explicit `finish` and a later drop would each take.
     async fn write_request(
         &self,
-        send: &mut quinn::SendStream,
+        mut send: quinn::SendStream,
         req: &RequestSpec,
         id: u64,
     ) -> Result<(), SendError> {
@@ -145,11 +153,7 @@ impl OwnedConnection {
                 .await
         };
         match written.map_err(|e| classify::write_failure(&e)) {
-            Ok(()) => {
-                // Only fails if the stream was already reset or finished: never here.
-                let _ = send.finish();
-                Ok(())
-            }
+            Ok(()) => Ok(()),
             // The server may answer before reading the whole body, then stop our sending side
             // with H3_NO_ERROR (RFC 9114 §4.1): the response still comes.
             Err(StreamFailure::StoppedEarly) if self.state.goaway_id().is_none() => Ok(()),
@@ -181,6 +185,10 @@ impl OwnedConnection {
     }
 
     /// Feeds the stream's chunks to `reader` until FIN; returns the time to the final head.
+    ///
+    /// `read_chunks` rather than `read_chunk`: when the chunks in hand end at the FIN, quinn
+    /// says so in the same call, so a response that arrived whole takes one locked read, not a
+    /// second one to learn the stream ended.
     async fn read_frames(
         &self,
         recv: &mut quinn::RecvStream,
@@ -189,11 +197,15 @@ impl OwnedConnection {
         start: Instant,
     ) -> Result<Option<Duration>, SendError> {
         let mut ttfb = None;
+        let mut chunks: [Bytes; READ_CHUNKS] = Default::default();
         loop {
-            match recv.read_chunk(usize::MAX, true).await {
-                Ok(Some(chunk)) => {
-                    let fed = reader.feed(&chunk.bytes, &mut self.scratch.borrow_mut());
-                    fed.map_err(|v| self.violation(v, recv))?;
+            match recv.read_chunks(&mut chunks).await {
+                Ok(Some(n)) => {
+                    for chunk in &mut chunks[..n] {
+                        let chunk = std::mem::take(chunk);
+                        let fed = reader.feed(&chunk, &mut self.scratch.borrow_mut());
+                        fed.map_err(|v| self.violation(v, recv))?;
+                    }
                     if ttfb.is_none() && reader.head().is_some() {
                         ttfb = Some(start.elapsed());
                     }
@@ -300,12 +312,12 @@ impl Connection for OwnedConnection {
         if self.state.early.load(Ordering::Acquire) {
             self.early_requests.set(self.early_requests.get() + 1);
         }
-        let (mut send, mut recv) = self.quic.open_bi().await.map_err(|e| {
+        let (send, mut recv) = self.quic.open_bi().await.map_err(|e| {
             let kind = classify::connection_failure(&e);
             self.failure(StreamFailure::Connection(kind), None)
         })?;
         let id = quinn::VarInt::from(send.id()).into_inner();
-        self.write_request(&mut send, req, id).await?;
+        self.write_request(send, req, id).await?;
         self.read_response(&mut recv, id, start).await
     }
 

@@ -8,7 +8,7 @@
 use super::frames::{
     PartialVarint, FRAME_DATA, FRAME_GOAWAY, FRAME_HEADERS, FRAME_PUSH_PROMISE, FRAME_SETTINGS,
 };
-use super::qpack::{decode_field_section, QpackError, MAX_FIELD_SECTION};
+use super::qpack::{decode_field_section, DecodedSection, QpackError, MAX_FIELD_SECTION};
 
 /// H3_FRAME_UNEXPECTED.
 pub const H3_FRAME_UNEXPECTED: u64 = 0x105;
@@ -86,12 +86,38 @@ impl Default for ResponseReader {
     }
 }
 
-/// Huffman scratch space for field sections, reused across responses.
+/// Huffman scratch space for field sections, reused across responses, and the last section
+/// decoded: a server answering the same request sends the same bytes, so a repeat costs a
+/// compare instead of a decode.
 #[derive(Debug, Default)]
 pub struct DecodeScratch {
     names: Vec<u8>,
     values: Vec<u8>,
+    last_block: Vec<u8>,
+    last_section: Option<DecodedSection>,
 }
+
+impl DecodeScratch {
+    /// Decodes `block`, or answers from the memo when it repeats the last block decoded.
+    fn decode(&mut self, block: &[u8]) -> Result<DecodedSection, QpackError> {
+        if let Some(section) = self.last_section {
+            if self.last_block == block {
+                return Ok(section);
+            }
+        }
+        let section = decode_field_section(block, &mut self.names, &mut self.values)?;
+        if block.len() <= MEMO_BLOCK_LIMIT {
+            self.last_block.clear();
+            self.last_block.extend_from_slice(block);
+            self.last_section = Some(section);
+        }
+        Ok(section)
+    }
+}
+
+/// Field sections longer than this are not kept for the memo (a copy per response would cost
+/// more than it saves when they differ).
+const MEMO_BLOCK_LIMIT: usize = 256;
 
 impl ResponseReader {
     /// The final head, once read.
@@ -228,7 +254,7 @@ impl ResponseReader {
         scratch: &mut DecodeScratch,
     ) -> Result<(), ResponseViolation> {
         self.state = State::FrameType;
-        let section = decode_field_section(block, &mut scratch.names, &mut scratch.values)?;
+        let section = scratch.decode(block)?;
         if self.head.is_some() {
             // Trailers carry no pseudo-headers (RFC 9114 §4.3).
             if section.status.is_some() || section.malformed {
@@ -348,6 +374,33 @@ mod tests {
             read_in_chunks(&dynamic, 100),
             Err(ResponseViolation::Connection(0x200))
         );
+    }
+
+    #[test]
+    fn a_repeated_head_is_answered_by_the_memo_and_a_new_one_decoded() {
+        let mut scratch = DecodeScratch::default();
+        let ok = frame(FRAME_HEADERS, &head(25, b"3"));
+        let not_found = frame(FRAME_HEADERS, &head(27, b"12")); // :status 404
+        for (bytes, status, field_bytes) in [
+            (&ok, 200, 15),
+            (&ok, 200, 15),
+            (&not_found, 404, 16),
+            (&ok, 200, 15),
+        ] {
+            let mut reader = ResponseReader::default();
+            reader.feed(bytes, &mut scratch).expect("head");
+            let got = reader.finish().expect("final head");
+            assert_eq!((got.status, got.field_bytes), (status, field_bytes));
+        }
+        // A malformed section is reported again when it repeats.
+        let late_status = frame(FRAME_HEADERS, &[0, 0, 0xc0 | 2, 0xc0 | 25]);
+        for _ in 0..2 {
+            let mut reader = ResponseReader::default();
+            assert_eq!(
+                reader.feed(&late_status, &mut scratch),
+                Err(ResponseViolation::Message)
+            );
+        }
     }
 
     #[test]
