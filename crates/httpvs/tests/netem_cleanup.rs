@@ -20,7 +20,7 @@ fn start_netem(sleep_arg: &str) -> (Child, String) {
         std::thread::sleep(Duration::from_millis(20));
     }
     // And until the command runs, so its fate is checked too.
-    while processes_with(&format!("sleep {sleep_arg}")).is_empty() {
+    while processes_with(sleep_arg).is_empty() {
         assert!(Instant::now() < deadline, "the command never started");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -34,13 +34,16 @@ fn command_output(program: &str, args: &[&str]) -> String {
     }
 }
 
-/// Processes whose command line contains `needle`.
-fn processes_with(needle: &str) -> Vec<String> {
+/// Processes whose command line starts with `sleep SLEEP_ARG` (not httpvs itself, whose command
+/// line holds the same words: waiting for it instead would let a signal arrive before httpvs
+/// installed its handlers).
+fn processes_with(sleep_arg: &str) -> Vec<String> {
+    let needle = format!("sleep {sleep_arg}");
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
             let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if cmdline.contains(needle) {
+            if cmdline.starts_with(&needle) {
                 found.push(cmdline);
             }
         }
