@@ -147,6 +147,39 @@ pub fn set_recv_lowat(fd: std::os::fd::RawFd, bytes: usize) -> io::Result<()> {
     }
 }
 
+/// Writes what the socket `fd` takes of `bytes` now, without waiting: the count written, 0 if
+/// its send buffer is full (or elsewhere than Linux). A write that bypasses tokio's readiness
+/// is safe: a full buffer shows up in the next write through tokio, which then waits for room.
+#[cfg(target_os = "linux")]
+pub fn send_now(fd: std::os::fd::RawFd, bytes: &[u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: the caller keeps `fd` open across the call; `bytes` is valid for its length.
+        let n = unsafe {
+            libc::send(
+                fd,
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+            )
+        };
+        if let Ok(n) = usize::try_from(n) {
+            return Ok(n);
+        }
+        let error = io::Error::last_os_error();
+        match error.kind() {
+            io::ErrorKind::Interrupted => {}
+            io::ErrorKind::WouldBlock => return Ok(0),
+            _ => return Err(error),
+        }
+    }
+}
+
+/// Elsewhere than Linux every write goes through tokio.
+#[cfg(not(target_os = "linux"))]
+pub fn send_now(_fd: std::os::fd::RawFd, _bytes: &[u8]) -> io::Result<usize> {
+    Ok(0)
+}
+
 /// Classifies a TCP connect failure.
 pub fn connect_error_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {

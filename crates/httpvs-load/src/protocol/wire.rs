@@ -86,6 +86,11 @@ impl WireCounter {
         add(&self.header_sent, n);
     }
 
+    /// Adds bytes written to the socket past the counting wrapper (h1's direct writes).
+    pub fn add_sent(&self, n: u64) {
+        add(&self.sent, n);
+    }
+
     /// Adds encoded response header bytes.
     pub fn add_header_received(&self, n: u64) {
         add(&self.header_received, n);

@@ -107,9 +107,10 @@ impl Http1Connection {
             .plain_fd()
             .filter(|_| depth > 1)
             .map(BatchWake::new);
+        let direct = transport.plain_fd().map(|fd| (fd, counter.clone()));
         let (read, write) = shared_io::split(transport);
         Http1Connection {
-            writes: WriteBatch::new(write, depth),
+            writes: WriteBatch::new(write, depth, direct),
             reader: RefCell::new(Some(ReadSide {
                 io: read,
                 buf: BytesMut::new(),
