@@ -246,6 +246,9 @@ fn transport_config(options: &H3Options) -> quinn::TransportConfig {
     // The server may not open request streams towards a client (RFC 9114 §6.1).
     transport.max_concurrent_bidi_streams(quinn::VarInt::from_u32(0));
     transport.congestion_controller_factory(options.congestion.factory());
+    // Streams go out in the order they were written, not round-robin: a request stream carries
+    // one head (and maybe a body), so fair queuing only costs a priority-queue push per stream.
+    transport.send_fairness(false);
     transport
 }
 

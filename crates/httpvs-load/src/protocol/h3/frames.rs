@@ -67,6 +67,12 @@ impl PartialVarint {
 
     /// Consumes bytes from `input` until the varint completes; returns it and the bytes used.
     pub fn push(&mut self, input: &[u8]) -> (Option<u64>, usize) {
+        // The common case: a varint whole in the chunk, read without the byte-wise state.
+        if self.have == 0 {
+            if let Some((value, used)) = read_varint(input) {
+                return (Some(value), used);
+            }
+        }
         let mut used = 0;
         for &byte in input {
             used += 1;
