@@ -180,6 +180,26 @@ pub fn send_now(_fd: std::os::fd::RawFd, _bytes: &[u8]) -> io::Result<usize> {
     Ok(0)
 }
 
+/// Reads what the non-blocking socket `fd` holds into `room`, without waiting: the count read
+/// (0 at end of stream), or a `WouldBlock` error when nothing is there.
+pub fn recv_now(
+    fd: std::os::fd::RawFd,
+    room: &mut [std::mem::MaybeUninit<u8>],
+) -> io::Result<usize> {
+    loop {
+        // SAFETY: the caller keeps `fd` open across the call; the kernel writes at most
+        // `room.len()` bytes into `room`, which is valid (if uninitialized) memory.
+        let n = unsafe { libc::recv(fd, room.as_mut_ptr().cast(), room.len(), 0) };
+        if let Ok(n) = usize::try_from(n) {
+            return Ok(n);
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
 /// Classifies a TCP connect failure.
 pub fn connect_error_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {

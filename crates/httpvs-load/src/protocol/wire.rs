@@ -91,6 +91,11 @@ impl WireCounter {
         add(&self.sent, n);
     }
 
+    /// Adds bytes read from the socket past the counting wrapper (h1's direct reads).
+    pub fn add_received(&self, n: u64) {
+        add(&self.received, n);
+    }
+
     /// Adds encoded response header bytes.
     pub fn add_header_received(&self, n: u64) {
         add(&self.header_received, n);

@@ -55,13 +55,13 @@ pub struct Http1Connection {
 
 struct ReadSide {
     io: IoHalf,
+    /// Plain TCP: reads go straight to the socket (`IoHalf::poll_read_plain`).
+    plain: bool,
     buf: BytesMut,
     /// Bytes to ask for next: doubles (up to `READ_CHUNK`) while reads fill what they ask.
     want: usize,
     /// Pipelined plain TCP: wakes for whole write batches of responses, not each one.
     batch: Option<BatchWake>,
-    /// The last response head and its parse.
-    memo: HeadMemo,
 }
 
 impl ReadSide {
@@ -112,11 +112,11 @@ impl Http1Connection {
         Http1Connection {
             writes: WriteBatch::new(write, depth, direct),
             reader: RefCell::new(Some(ReadSide {
+                plain: read.is_plain(),
                 io: read,
                 buf: BytesMut::new(),
                 want: FIRST_READ,
                 batch,
-                memo: HeadMemo::default(),
             })),
             turn: TurnWakers::default(),
             ready: ReadyResponses::default(),
@@ -214,7 +214,8 @@ impl Http1Connection {
         let mut last = ticket;
         let mut arrived = None;
         while last + 1 < self.writes.queued_through() && last + 1 < self.dead_from.get() {
-            let Some((info, used)) = whole_response(&mut side.memo, &side.buf) else {
+            let Some((info, used)) = HeadMemo::with_shared(|memo| whole_response(memo, &side.buf))
+            else {
                 break;
             };
             side.buf.advance(used);
@@ -336,6 +337,7 @@ impl Drop for PartialWrite<'_> {
 async fn fill(side: &mut ReadSide) -> io::Result<usize> {
     let ReadSide {
         io,
+        plain,
         buf,
         want,
         batch,
@@ -346,6 +348,7 @@ async fn fill(side: &mut ReadSide) -> io::Result<usize> {
     let room = buf.capacity() - buf.len();
     let n = match batch {
         Some(batch) => batch.read(io, buf).await?,
+        None if *plain => std::future::poll_fn(|cx| io.poll_read_plain(cx, buf)).await?,
         None => io.read_buf(buf).await?,
     };
     if n == room {
@@ -369,9 +372,7 @@ async fn read_response(
     let head = loop {
         if !side.buf.is_empty() {
             ttfb.get_or_insert_with(|| start.elapsed());
-            match side
-                .memo
-                .parse(&side.buf, is_head)
+            match HeadMemo::with_shared(|memo| memo.parse(&side.buf, is_head))
                 .map_err(protocol_failure)?
             {
                 Some(head) if head.is_interim() => {

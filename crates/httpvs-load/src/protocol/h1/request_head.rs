@@ -1,13 +1,18 @@
 //! HTTP/1.1 request heads, serialized once per distinct request and reused for every send.
+//!
+//! The cache is shared by the connections of a worker thread ([`HeadCache::with_shared`]): they
+//! send the same request, so its entry stays warm, where a cache per connection cost a few
+//! cache misses a request (and a copy of every head per connection).
 
 use crate::protocol::{RequestSpec, USER_AGENT};
 use http::header::{CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING, USER_AGENT as UA};
 use http::Method;
+use std::cell::RefCell;
 
 /// A run uses one request (or a handful); more distinct ones than this are re-serialized.
 const CACHED_HEADS: usize = 8;
 
-/// Serialized request heads of one connection, keyed by the request they came from.
+/// Serialized request heads, keyed by the request they came from.
 #[derive(Debug, Default)]
 pub struct HeadCache {
     entries: Vec<(HeadKey, Vec<u8>)>,
@@ -56,7 +61,24 @@ fn same_str(a: Option<&str>, b: Option<&str>) -> bool {
     }
 }
 
+thread_local! {
+    static SHARED: RefCell<HeadCache> = const { RefCell::new(HeadCache::new()) };
+}
+
 impl HeadCache {
+    /// An empty cache.
+    pub const fn new() -> Self {
+        HeadCache {
+            entries: Vec::new(),
+            next_evict: 0,
+        }
+    }
+
+    /// Runs `f` with this thread's cache, shared by its connections.
+    pub fn with_shared<R>(f: impl FnOnce(&mut HeadCache) -> R) -> R {
+        SHARED.with(|heads| f(&mut heads.borrow_mut()))
+    }
+
     /// The serialized head for `req`, built on first use. Borrowed, not a `Bytes` clone:
     /// a clone and its drop are two atomic reference-count updates per request.
     pub fn head(&mut self, req: &RequestSpec, keepalive: bool) -> &[u8] {

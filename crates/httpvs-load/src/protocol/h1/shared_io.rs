@@ -1,14 +1,20 @@
 //! The read and write halves of one connection's transport, for a connection that never
 //! leaves its worker thread: an `Rc<RefCell<_>>` where tokio's `split` takes a mutex (two
 //! atomic operations) on every read, write and flush poll.
+//!
+//! On plain TCP the read half can also read straight from the socket once tokio reports it
+//! readable ([`IoHalf::poll_read_plain`]), past the read future, the transport's layers and
+//! the counting wrapper.
 
-use crate::protocol::tcp::Transport;
+use crate::protocol::tcp::{recv_now, Transport};
+use bytes::{BufMut, BytesMut};
 use std::cell::RefCell;
 use std::io::{self, IoSlice};
+use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use std::task::{ready, Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 
 /// One half of a transport; both halves reach the same stream. A poll borrows the stream
 /// only for its own duration, and the halves are polled on one thread, never re-entrantly.
@@ -19,6 +25,57 @@ pub struct IoHalf(Rc<RefCell<Transport>>);
 pub fn split(transport: Transport) -> (IoHalf, IoHalf) {
     let shared = Rc::new(RefCell::new(transport));
     (IoHalf(shared.clone()), IoHalf(shared))
+}
+
+impl IoHalf {
+    /// Whether the transport is plain TCP (reads may use [`IoHalf::poll_read_plain`]).
+    pub fn is_plain(&self) -> bool {
+        matches!(*self.0.borrow(), Transport::Plain(_))
+    }
+
+    /// Plain TCP: reads into the spare room of `buf` (which must have some), counting the
+    /// bytes; 0 at end of stream. A read that does not fill the room drained the socket, so it
+    /// clears tokio's readiness as tokio's own read does, and the next read waits for an event
+    /// instead of trying a read that would find nothing.
+    pub fn poll_read_plain(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+    ) -> Poll<io::Result<usize>> {
+        let transport = self.0.borrow();
+        let Transport::Plain(tap) = &*transport else {
+            return Poll::Ready(Err(io::ErrorKind::Unsupported.into()));
+        };
+        let tcp = tap.get_ref();
+        loop {
+            ready!(tcp.poll_read_ready(cx))?;
+            let room = buf.spare_capacity_mut();
+            let len = room.len();
+            let mut drained = None;
+            let read = tcp.try_io(Interest::READABLE, || {
+                let n = recv_now(tcp.as_raw_fd(), room)?;
+                if n > 0 && n < len {
+                    // Reported as WouldBlock only so that tokio clears the readiness.
+                    drained = Some(n);
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                Ok(n)
+            });
+            let n = match read {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => match drained {
+                    Some(n) => n,
+                    // Nothing there: readiness is cleared, and the next poll waits.
+                    None => continue,
+                },
+                Err(e) => return Poll::Ready(Err(e)),
+            };
+            // SAFETY: `recv` initialized the first `n` bytes of the spare room.
+            unsafe { buf.advance_mut(n) };
+            tap.tap().0.add_received(n as u64);
+            return Poll::Ready(Ok(n));
+        }
+    }
 }
 
 impl AsyncRead for IoHalf {

@@ -29,7 +29,6 @@ pub struct WriteBatch {
     queued: RefCell<Vec<u8>>,
     /// The buffer being written; swapped with `queued` so neither is reallocated.
     spare: RefCell<Vec<u8>>,
-    heads: RefCell<HeadCache>,
     next_ticket: Cell<u64>,
     /// Tickets below this are on the socket.
     written_through: Cell<u64>,
@@ -61,7 +60,6 @@ impl WriteBatch {
             direct,
             queued: RefCell::new(Vec::with_capacity(256)),
             spare: RefCell::new(Vec::with_capacity(256)),
-            heads: RefCell::new(HeadCache::default()),
             next_ticket: Cell::new(0),
             written_through: Cell::new(0),
             flushing: Cell::new(false),
@@ -73,17 +71,19 @@ impl WriteBatch {
 
     /// Queues `req`; returns its ticket and the length of its head.
     pub fn queue(&self, req: &RequestSpec, keepalive: bool) -> (u64, usize) {
-        let mut heads = self.heads.borrow_mut();
-        let head = heads.head(req, keepalive);
         let mut queued = self.queued.borrow_mut();
-        queued.extend_from_slice(head);
+        let head_len = HeadCache::with_shared(|heads| {
+            let head = heads.head(req, keepalive);
+            queued.extend_from_slice(head);
+            head.len()
+        });
         queued.extend_from_slice(&req.body);
         let ticket = self.next_ticket.get();
         self.next_ticket.set(ticket + 1);
         if req.method == http::Method::HEAD {
             self.head_queued.set(true);
         }
-        (ticket, head.len())
+        (ticket, head_len)
     }
 
     /// Tickets below this have been queued (their responses may be on the way).
