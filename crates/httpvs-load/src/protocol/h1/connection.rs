@@ -34,23 +34,27 @@ const FIRST_READ: usize = 1024;
 const RETRY: SendError = SendError::Retry(RetryReason::ConnectionClosed);
 
 /// An open HTTP/1.1 connection (plain or TLS).
+///
+/// `repr(C)` with the fields in the order a request touches them, as in `WriteBatch`: cold
+/// state costs a cache miss per line a request touches.
+#[repr(C)]
 pub struct Http1Connection {
     writes: WriteBatch,
+    counter: Arc<WireCounter>,
+    next_turn: Cell<u64>,
+    /// Responses from this ticket on will never be read (close, EOF, error, abandoned send);
+    /// `u64::MAX` while healthy. Earlier pipelined responses still complete.
+    dead_from: Cell<u64>,
+    cause: Cell<CloseCause>,
+    keepalive: bool,
+    /// Why requests from `WriteBatch::written_through` on could not be written, if so.
+    write_error: Cell<Option<ErrorKind>>,
     /// Taken by the send whose turn it is to read, and put back after its response.
     reader: RefCell<Option<ReadSide>>,
     /// Wakes the send whose turn to read has come.
     turn: TurnWakers,
     /// Responses read ahead of their turn, waiting for their sends.
     ready: ReadyResponses,
-    next_turn: Cell<u64>,
-    /// Responses from this ticket on will never be read (close, EOF, error, abandoned send);
-    /// `u64::MAX` while healthy. Earlier pipelined responses still complete.
-    dead_from: Cell<u64>,
-    /// Why requests from `WriteBatch::written_through` on could not be written, if so.
-    write_error: Cell<Option<ErrorKind>>,
-    cause: Cell<CloseCause>,
-    counter: Arc<WireCounter>,
-    keepalive: bool,
 }
 
 struct ReadSide {
