@@ -49,6 +49,22 @@ pub struct WriteBatch {
     batch_ends: RefCell<VecDeque<u64>>,
 }
 
+/// Returns once, after the futures already woken in this task (the other streams of the slot,
+/// which are polled in wake order) had their turn. Not `tokio::task::yield_now`: that defers
+/// the task until the runtime has polled its I/O driver, one more `epoll_wait` per write batch
+/// (measured: 2 a batch instead of 1 at -m 16).
+fn let_siblings_run() -> impl std::future::Future<Output = ()> {
+    let mut yielded = false;
+    std::future::poll_fn(move |cx| {
+        if yielded {
+            return std::task::Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+}
+
 /// A flush that failed: requests from `first_unwritten` on never (fully) left.
 pub struct WriteFailure {
     /// First ticket not known to be written.
@@ -131,7 +147,7 @@ impl WriteBatch {
         self.flushing.set(true);
         if self.batches {
             // Sends that are ready in this same loop turn queue behind us first.
-            tokio::task::yield_now().await;
+            let_siblings_run().await;
         }
         if self.send_direct()? {
             self.flushing.set(false);
