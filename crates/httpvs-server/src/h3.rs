@@ -7,6 +7,7 @@ use crate::respond::{self, Answer, Decision, RequestView};
 use crate::totals::{Event, Proto};
 use crate::worker::{ConnSlot, WorkerCtx};
 use bytes::{Buf, Bytes};
+use futures_util::FutureExt;
 use h3::server::{Connection, RequestStream};
 use http::{Method, Response};
 use std::sync::Arc;
@@ -163,6 +164,10 @@ async fn answer(
     };
     let close = answer.close;
     let _ = send(&mut stream, answer, head_only).await;
+    // A request answered without reading its body (GET, HEAD) usually has its FIN here already:
+    // take it, so dropping the stream does not send STOP_SENDING (a frame per request that both
+    // sides pay for). A client still sending gets STOP_SENDING as before.
+    let _ = stream.recv_data().now_or_never();
     if close {
         let _ = close_tx.send(());
     }
