@@ -133,3 +133,29 @@ fn a_run_prints_the_report_and_fail_on_sets_the_exit_code() {
     assert_eq!(json["requests"]["succeeded"], 100);
     assert_eq!(json["thresholds"][0]["breached"], true);
 }
+
+#[test]
+fn probe_connections_are_reported_apart_from_the_runs_own() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let probes = |args: &[&str]| -> (u64, u64) {
+        let out = httpvs(&[args, &["-n", "40", "-c", "2", "-t", "1", "--json"]].concat());
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let c = &json["connections"];
+        (c["opened"].as_u64().unwrap(), c["probes"].as_u64().unwrap())
+    };
+    let http = format!("http://{}/", server.http_addr().unwrap());
+    let https = format!("https://{}/", server.https_addr().unwrap());
+    // The engine's own check of the target; over TLS, -p auto adds an ALPN handshake.
+    assert_eq!(probes(&["-p", "h1", &http]), (2, 1));
+    assert_eq!(probes(&["-k", &https]), (2, 2));
+    let text = httpvs(&["-p", "h1", "-n", "10", "-c", "1", &http]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("Connections  opened 1 (+1 probe before the run),"),
+        "{text}"
+    );
+    // Over TLS every probe completes a handshake, so the server counts opened + probes.
+    let totals = server.shutdown(std::time::Duration::from_secs(1));
+    assert_eq!(totals.connections.h2, 2 + 2, "{:?}", totals.connections);
+}

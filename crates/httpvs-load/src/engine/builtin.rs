@@ -24,17 +24,28 @@ pub fn run_builtin(
     config.validate()?;
     let mut target = resolve_target(&config.url)?;
     let https = target.scheme.eq_ignore_ascii_case("https");
+    // Connections opened here to choose the protocol, reported next to the engine's own probe.
+    let mut probes = 0;
     let kind = match config.protocol {
         ProtocolChoice::Fixed(kind) => kind,
-        ProtocolChoice::Auto if https && config.alt_svc => match alt_svc_probe(config, &target)? {
-            // The origin (URL, :authority) stays; only the UDP port comes from Alt-Svc.
-            Some(port) => {
-                target.addr.set_port(port);
-                ProtocolKind::H3
+        ProtocolChoice::Auto if https && config.alt_svc => {
+            probes += 1;
+            match alt_svc_probe(config, &target)? {
+                // The origin (URL, :authority) stays; only the UDP port comes from Alt-Svc.
+                Some(port) => {
+                    target.addr.set_port(port);
+                    ProtocolKind::H3
+                }
+                None => {
+                    probes += 1;
+                    alpn_probe(config, &target)?
+                }
             }
-            None => alpn_probe(config, &target)?,
-        },
-        ProtocolChoice::Auto if https => alpn_probe(config, &target)?,
+        }
+        ProtocolChoice::Auto if https => {
+            probes += 1;
+            alpn_probe(config, &target)?
+        }
         ProtocolChoice::Auto => ProtocolKind::H1,
     };
     let tls = if https {
@@ -42,7 +53,7 @@ pub fn run_builtin(
     } else {
         None
     };
-    match kind {
+    let report = match kind {
         ProtocolKind::H1 => run_with_protocol(config, &target, Http1Factory, tls, observer, stop),
         ProtocolKind::H3 => {
             let factory = Http3Factory {
@@ -57,7 +68,11 @@ pub fn run_builtin(
             let factory = Http2Factory { kind };
             run_with_protocol(config, &target, factory, tls, observer, stop)
         }
-    }
+    };
+    report.map(|mut report| {
+        report.connections.probes += probes;
+        report
+    })
 }
 
 fn alpn_for(kind: ProtocolKind) -> &'static [&'static [u8]] {

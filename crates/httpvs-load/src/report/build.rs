@@ -233,6 +233,8 @@ fn connections(config: &LoadConfig, stats: &WorkerStats) -> Connections {
             max: c.requests_max,
         },
         diagnosis: churn_diagnosis(config, stats),
+        // The engine's own; the caller adds any it opened to choose the protocol.
+        probes: 1,
     }
 }
 

@@ -307,6 +307,11 @@ pub struct Connections {
     pub requests_per_connection: PerConnection,
     /// Why more connections were opened than asked for, when it happened.
     pub diagnosis: Option<String>,
+    /// Connections opened before the run and closed at once, not in `opened`: one to check the
+    /// target and learn its limits, plus one more for `-p auto` over TLS (ALPN) and one for
+    /// `--alt-svc`. A server's own count includes them.
+    #[serde(default)]
+    pub probes: u64,
 }
 
 /// QUIC totals over all connections (h3).

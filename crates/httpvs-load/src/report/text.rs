@@ -313,8 +313,13 @@ fn connections(out: &mut String, r: &Report) {
     let s = &c.closed_by_server;
     let _ = writeln!(
         out,
-        "\nConnections  opened {}, failed to open {}, reused for {} requests",
+        "\nConnections  opened {}{}, failed to open {}, reused for {} requests",
         group(c.opened),
+        match c.probes {
+            0 => String::new(),
+            1 => " (+1 probe before the run)".to_string(),
+            n => format!(" (+{n} probes before the run)"),
+        },
         group(c.failed_to_open),
         group(c.reused_requests)
     );
