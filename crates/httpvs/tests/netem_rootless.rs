@@ -180,12 +180,16 @@ fn assert_ok(out: &Output, what: &str) {
     );
 }
 
+/// The sandbox, when curl is installed too (else None, with the reason printed).
+fn sandbox_with_curl() -> Option<&'static Sandbox> {
+    let sandbox = Sandbox::get()?;
+    httpvs_testkit::require_peer("curl")?;
+    Some(sandbox)
+}
+
 #[test]
 fn rootless_netem_puts_curl_behind_the_link_to_the_hosts_loopback() {
-    let Some(sandbox) = Sandbox::get() else {
-        return;
-    };
-    let Some(_curl) = httpvs_testkit::require_peer("curl") else {
+    let Some(sandbox) = sandbox_with_curl() else {
         return;
     };
     let server = serve();
@@ -222,10 +226,7 @@ fn rootless_netem_puts_curl_behind_the_link_to_the_hosts_loopback() {
 
 #[test]
 fn rootless_closed_ports_are_refused_so_localhost_falls_back_to_ipv4() {
-    let Some(sandbox) = Sandbox::get() else {
-        return;
-    };
-    let Some(_curl) = httpvs_testkit::require_peer("curl") else {
+    let Some(sandbox) = sandbox_with_curl() else {
         return;
     };
     let server = serve(); // 127.0.0.1 only: `localhost` tries [::1] first and must be refused
