@@ -72,6 +72,9 @@ fn listeners(fd: i32, family: u8) -> io::Result<Vec<SocketAddr>> {
     loop {
         // SAFETY: receiving into our buffer.
         let n = check(unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) } as i32)?;
+        if n == 0 {
+            return Ok(found); // the kernel ended the dump without NLMSG_DONE
+        }
         let mut at = 0;
         while at + 16 <= n as usize {
             let len = u32::from_ne_bytes(buf[at..at + 4].try_into().unwrap_or_default()) as usize;
