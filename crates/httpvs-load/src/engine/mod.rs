@@ -131,6 +131,8 @@ pub fn run_with_protocol<F: ProtocolFactory>(
         threads: workers,
         duration,
         series,
+        // `probe` above; the caller adds any it opened to choose the protocol.
+        probes: 1,
     };
     Ok(build_report(facts, &stats))
 }

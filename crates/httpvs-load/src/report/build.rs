@@ -31,6 +31,8 @@ pub struct RunFacts<'a> {
     pub duration: Duration,
     /// Per-second series.
     pub series: Vec<SeriesPoint>,
+    /// Connections opened and closed before the run (not in `opened`).
+    pub probes: u64,
 }
 
 /// The report of a run.
@@ -106,7 +108,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
             })
             .collect(),
         wire: wire(stats, completed),
-        connections: connections(config, stats),
+        connections: connections(config, stats, facts.probes),
         quic: quic(stats),
         network: None,
         series: facts.series,
@@ -209,7 +211,7 @@ fn wire(stats: &WorkerStats, completed: u64) -> Wire {
     }
 }
 
-fn connections(config: &LoadConfig, stats: &WorkerStats) -> Connections {
+fn connections(config: &LoadConfig, stats: &WorkerStats, probes: u64) -> Connections {
     let c = &stats.connections;
     Connections {
         opened: c.opened,
@@ -233,8 +235,7 @@ fn connections(config: &LoadConfig, stats: &WorkerStats) -> Connections {
             max: c.requests_max,
         },
         diagnosis: churn_diagnosis(config, stats),
-        // The engine's own; the caller adds any it opened to choose the protocol.
-        probes: 1,
+        probes,
     }
 }
 
