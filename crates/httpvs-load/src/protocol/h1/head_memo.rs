@@ -16,10 +16,10 @@ use super::response::{parse_head, ResponseHead};
 use crate::error::ErrorKind;
 use std::cell::RefCell;
 
-/// Heads longer than this are parsed every time (they are rare, and the copy is per connection).
+/// Heads longer than this are parsed every time (they are rare, and not worth the copy).
 const MAX_MEMO: usize = 1024;
 
-/// One connection's last response head and its parse.
+/// The last response head seen (by a connection, or by a worker thread's connections) and its parse.
 #[derive(Debug, Default)]
 pub struct HeadMemo {
     bytes: Vec<u8>,
