@@ -2,7 +2,8 @@
 """Reads one client's output and prints "SUCCEEDED REQ_PER_S" (bench/run).
 
 Usage: count.py TOOL FILE [SECONDS]
-TOOL is httpvs (--json report), h2load, wrk or oha (--output-format json). For oha the rate is
+TOOL is httpvs (--json report), h2load, wrk, oha (--output-format json) or floor
+(bench/floor/h1-floor). For oha the rate is
 SUCCEEDED / SECONDS: its h3 mode lingers ~30 s after the run (oha#835), so its own figure is off.
 """
 import json
@@ -30,6 +31,13 @@ def wrk(text, _):
     return ok, rps * ok / total if total else 0.0
 
 
+def floor(text, _):
+    m = re.search(r"(\d+) requests in [\d.]+ s, ([\d.]+) req/s, (\d+) non-2xx", text)
+    total, bad = int(m.group(1)), int(m.group(3))
+    rps = float(m.group(2))
+    return total - bad, rps * (total - bad) / total if total else 0.0
+
+
 def oha(text, seconds):
     codes = json.loads(text).get("statusCodeDistribution", {})
     ok = sum(v for k, v in codes.items() if k.startswith("2"))
@@ -42,7 +50,7 @@ def main():
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read()
     try:
-        ok, rps = {"httpvs": httpvs, "h2load": h2load, "wrk": wrk, "oha": oha}[tool](text, seconds)
+        ok, rps = {"httpvs": httpvs, "h2load": h2load, "wrk": wrk, "oha": oha, "floor": floor}[tool](text, seconds)
     except (AttributeError, KeyError, ValueError):
         ok, rps = 0, 0.0
     print(ok, f"{rps:.0f}")

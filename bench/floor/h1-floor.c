@@ -1,0 +1,133 @@
+/* bench/floor/h1-floor.c: the least CPU an epoll HTTP/1.1 client can spend per request.
+ *
+ * Usage: h1-floor PORT CONNECTIONS SECONDS   (127.0.0.1 only; GET /, keep-alive)
+ *
+ * A reference for bench/run, not a load generator: one thread, one epoll loop, CONNECTIONS
+ * keep-alive connections each with one request in flight, and nothing else. Per request it
+ * makes one send and one recv, plus its share of one epoll_wait; it keeps no histogram, reads
+ * the clock once per loop turn, not per request, parses only the status code and Content-Length, and has no timeouts,
+ * retries or reconnects (any error ends it). Whatever CPU it spends per request is the
+ * kernel's TCP work plus the least user work a client can do, so it shows how far below wrk
+ * any client can get on this machine. Prints "N requests in S s, R req/s, E non-2xx".
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUF 16384
+
+struct conn {
+  int fd;
+  size_t fill;
+  char buf[BUF];
+};
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void die(const char *what) {
+  perror(what);
+  exit(1);
+}
+
+/* Length of the whole response at the start of buf, 0 if not all there yet, -1 if unusable. */
+static long response_len(const char *buf, size_t fill, int *status) {
+  const char *end = memmem(buf, fill, "\r\n\r\n", 4);
+  if (!end) return fill >= BUF ? -1 : 0;
+  size_t head = (size_t)(end - buf) + 4;
+  if (fill < 12) return -1;
+  *status = atoi(buf + 9);
+  long body = -1;
+  for (const char *p = buf; p && p < end;) {
+    const char *line = memchr(p, '\n', (size_t)(end - p));
+    if (!line) break;
+    line++;
+    if (strncasecmp(line, "content-length:", 15) == 0) body = atol(line + 15);
+    p = line;
+  }
+  if (body < 0) return -1; /* chunked or close-delimited: not for this reference */
+  return fill >= head + (size_t)body ? (long)(head + (size_t)body) : 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: h1-floor PORT CONNECTIONS SECONDS\n");
+    return 2;
+  }
+  int port = atoi(argv[1]), n = atoi(argv[2]);
+  double seconds = atof(argv[3]);
+  if (port <= 0 || n <= 0 || seconds <= 0) {
+    fprintf(stderr, "h1-floor: bad arguments\n");
+    return 2;
+  }
+  char req[128];
+  int req_len = snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", port);
+  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((unsigned short)port)};
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int ep = epoll_create1(0);
+  if (ep < 0) die("epoll_create1");
+  struct conn *conns = calloc((size_t)n, sizeof *conns);
+  if (!conns) die("calloc");
+  for (int i = 0; i < n; i++) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    if (fd < 0) die("socket");
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) die("connect");
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0) die("fcntl");
+    conns[i].fd = fd;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = &conns[i]};
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) die("epoll_ctl");
+  }
+  long done = 0, non2xx = 0;
+  double start = now(), deadline = start + seconds, end = start;
+  for (int i = 0; i < n; i++)
+    if (send(conns[i].fd, req, (size_t)req_len, 0) != req_len) die("send");
+  struct epoll_event evs[256];
+  int running = 1;
+  while (running) {
+    int k = epoll_wait(ep, evs, 256, 100);
+    if (k < 0 && errno != EINTR) die("epoll_wait");
+    for (int e = 0; e < k; e++) {
+      struct conn *c = evs[e].data.ptr;
+      for (;;) {
+        ssize_t r = recv(c->fd, c->buf + c->fill, BUF - c->fill, 0);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (r <= 0) die("recv (the server closed or failed)");
+        c->fill += (size_t)r;
+        int status = 0;
+        long used = response_len(c->buf, c->fill, &status);
+        if (used < 0) {
+          fprintf(stderr, "h1-floor: a response without Content-Length or over %d bytes\n", BUF);
+          return 1;
+        }
+        if (used == 0) continue;
+        done++;
+        if (status < 200 || status > 299) non2xx++;
+        memmove(c->buf, c->buf + used, c->fill - (size_t)used);
+        c->fill -= (size_t)used;
+        if (send(c->fd, req, (size_t)req_len, 0) != req_len) die("send");
+        break; /* the next response comes after the next request: a new edge */
+      }
+    }
+    end = now(); /* once per loop turn, which serves a batch of responses */
+    if (end >= deadline) running = 0;
+  }
+  double elapsed = end - start;
+  printf("%ld requests in %.3f s, %.0f req/s, %ld non-2xx\n", done, elapsed, done / elapsed,
+         non2xx);
+  return 0;
+}
