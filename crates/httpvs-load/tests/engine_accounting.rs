@@ -57,7 +57,11 @@ struct FakeConn {
 }
 
 impl Connection for FakeConn {
-    async fn send(&self, _req: &RequestSpec) -> Result<ResponseInfo, SendError> {
+    async fn send(
+        &self,
+        _req: &RequestSpec,
+        _start: std::time::Instant,
+    ) -> Result<ResponseInfo, SendError> {
         let n = self.sent.get() + 1;
         self.sent.set(n);
         if self.b.refuse_every_request {
@@ -91,6 +95,7 @@ impl Connection for FakeConn {
             header_bytes: 40,
             body_bytes: 50,
             close_requested: false,
+            done_at: None,
         })
     }
     fn accepts_requests(&self) -> bool {

@@ -23,7 +23,7 @@ async fn keep_alive_reuses_one_connection() {
     assert!(info.alpn.is_none());
     let req = get(&target, "/");
     for _ in 0..5 {
-        let resp = conn.send(&req).await.unwrap();
+        let resp = conn.send(&req, std::time::Instant::now()).await.unwrap();
         assert_eq!(resp.status, 200);
         assert_eq!(resp.body_bytes, NGINX_BODY.len() as u64);
         assert!(!resp.close_requested);
@@ -55,12 +55,17 @@ async fn no_keepalive_uses_a_connection_once() {
     let mut opts = options(1, None);
     opts.keepalive = false;
     let (conn, _) = Http1::default().connect(&target, &opts).await.unwrap();
-    let resp = conn.send(&get(&target, "/")).await.unwrap();
+    let resp = conn
+        .send(&get(&target, "/"), std::time::Instant::now())
+        .await
+        .unwrap();
     assert_eq!(resp.status, 200);
     assert!(resp.close_requested, "nginx echoes Connection: close");
     assert_eq!(conn.close_cause(), CloseCause::Local);
     assert!(!conn.accepts_requests());
-    let again = conn.send(&get(&target, "/")).await;
+    let again = conn
+        .send(&get(&target, "/"), std::time::Instant::now())
+        .await;
     assert_eq!(
         again.unwrap_err(),
         SendError::Retry(RetryReason::ConnectionClosed)
@@ -88,7 +93,7 @@ async fn pipelined_requests_answer_in_order() {
         "/status/404",
     ];
     let reqs: Vec<_> = paths.iter().map(|p| get(&target, p)).collect();
-    let results = join_all(reqs.iter().map(|r| conn.send(r))).await;
+    let results = join_all(reqs.iter().map(|r| conn.send(r, std::time::Instant::now()))).await;
     for (path, result) in paths.iter().zip(results) {
         let resp = result.unwrap();
         let (status, len) = match *path {
@@ -117,10 +122,13 @@ async fn head_requests_have_no_body() {
         .await
         .unwrap();
     let head = request(&target, http::Method::HEAD, "/big", bytes::Bytes::new());
-    let resp = conn.send(&head).await.unwrap();
+    let resp = conn.send(&head, std::time::Instant::now()).await.unwrap();
     assert_eq!((resp.status, resp.body_bytes), (200, 0));
     // The connection is still in sync: the next response parses.
-    let resp = conn.send(&get(&target, "/")).await.unwrap();
+    let resp = conn
+        .send(&get(&target, "/"), std::time::Instant::now())
+        .await
+        .unwrap();
     assert_eq!(resp.body_bytes, NGINX_BODY.len() as u64);
 }
 
@@ -135,7 +143,7 @@ async fn connection_close_retires_and_retries_the_pipeline() {
         .await
         .unwrap();
     let reqs = [get(&target, "/close"), get(&target, "/"), get(&target, "/")];
-    let results = join_all(reqs.iter().map(|r| conn.send(r))).await;
+    let results = join_all(reqs.iter().map(|r| conn.send(r, std::time::Instant::now()))).await;
     let first = results[0].as_ref().unwrap();
     assert!(first.close_requested);
     for later in &results[1..] {
@@ -165,7 +173,8 @@ async fn keepalive_requests_limit_costs_retries_not_failures() {
         let (conn, _) = protocol.connect(&target, &opts).await.unwrap();
         connections += 1;
         while conn.accepts_requests() && done < 50 {
-            for result in join_all((0..4).map(|_| conn.send(&req))).await {
+            for result in join_all((0..4).map(|_| conn.send(&req, std::time::Instant::now()))).await
+            {
                 match result {
                     Ok(resp) => {
                         assert_eq!(resp.status, 200);
@@ -198,7 +207,9 @@ async fn dropped_connections_fail_first_requests_and_retry_reused_ones() {
     let target = target("http", nginx.h1_addr());
     let protocol = Http1::default();
     let (conn, _) = protocol.connect(&target, &options(1, None)).await.unwrap();
-    let first = conn.send(&get(&target, "/drop")).await;
+    let first = conn
+        .send(&get(&target, "/drop"), std::time::Instant::now())
+        .await;
     assert_eq!(
         first.err(),
         Some(SendError::Failed(ErrorKind::ConnectionClosed))
@@ -206,8 +217,12 @@ async fn dropped_connections_fail_first_requests_and_retry_reused_ones() {
     assert_eq!(conn.close_cause(), CloseCause::Fin);
 
     let (conn, _) = protocol.connect(&target, &options(1, None)).await.unwrap();
-    conn.send(&get(&target, "/")).await.unwrap();
-    let reused = conn.send(&get(&target, "/drop")).await;
+    conn.send(&get(&target, "/"), std::time::Instant::now())
+        .await
+        .unwrap();
+    let reused = conn
+        .send(&get(&target, "/drop"), std::time::Instant::now())
+        .await;
     assert_eq!(
         reused.err(),
         Some(SendError::Retry(RetryReason::ConnectionClosed))
@@ -224,7 +239,10 @@ async fn tls_negotiates_http11() {
     let (conn, info) = Http1::default().connect(&target, &opts).await.unwrap();
     assert_eq!(info.alpn.as_deref(), Some(&b"http/1.1"[..]));
     assert!(info.handshake > std::time::Duration::ZERO);
-    let resp = conn.send(&get(&target, "/chunked")).await.unwrap();
+    let resp = conn
+        .send(&get(&target, "/chunked"), std::time::Instant::now())
+        .await
+        .unwrap();
     assert_eq!(resp.body_bytes, CHUNKED_BODY_LEN as u64);
     let wire = conn.wire();
     // TLS records cost more than the plaintext they carry.

@@ -76,7 +76,8 @@ async fn responses_that_change_size_or_framing_arrive_whole() {
     let req = get(&target, "/");
     let mut n = 0;
     for _ in 0..12 {
-        let results = join_all((0..depth).map(|_| conn.send(&req))).await;
+        let results =
+            join_all((0..depth).map(|_| conn.send(&req, std::time::Instant::now()))).await;
         for result in results {
             let resp = result.unwrap();
             assert_eq!(resp.body_bytes, reply(n).0 as u64, "response {n}");

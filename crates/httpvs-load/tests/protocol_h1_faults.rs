@@ -21,7 +21,9 @@ async fn one_exchange(
         .connect(&target, &options(1, None))
         .await
         .unwrap();
-    let result = conn.send(&get(&target, "/")).await;
+    let result = conn
+        .send(&get(&target, "/"), std::time::Instant::now())
+        .await;
     (result, conn.close_cause())
 }
 
@@ -79,4 +81,51 @@ async fn interim_responses_are_skipped() {
     let (result, cause) = one_exchange(reply, Ending::Fin).await;
     assert_eq!(result.unwrap().status, 204);
     assert_eq!(cause, CloseCause::Open);
+}
+
+/// The completion time the connection reports (the engine's latency end): the read that
+/// brought the head when the body came with it, and no time at all (the engine reads its
+/// clock) when the body came later, so a slow body is never measured as fast.
+#[tokio::test(flavor = "current_thread")]
+async fn completion_time_covers_a_body_that_comes_later() {
+    use std::time::{Duration, Instant};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 1024];
+        // First request: the whole response at once.
+        let _ = sock.read(&mut buf).await.unwrap();
+        sock.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nwhol")
+            .await
+            .unwrap();
+        // Second: the head now, the body 100 ms later.
+        let _ = sock.read(&mut buf).await.unwrap();
+        sock.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        sock.write_all(b"late").await.unwrap();
+        let _ = sock.read(&mut buf).await;
+    });
+    let target = target("http", addr);
+    let (conn, _) = Http1::default()
+        .connect(&target, &options(1, None))
+        .await
+        .unwrap();
+    let start = Instant::now();
+    let whole = conn.send(&get(&target, "/"), start).await.unwrap();
+    let done = whole
+        .done_at
+        .expect("a whole response has its completion time");
+    assert!(done >= start && done - start == whole.ttfb, "{whole:?}");
+    let start = Instant::now();
+    let split = conn.send(&get(&target, "/"), start).await.unwrap();
+    assert_eq!(split.body_bytes, 4);
+    assert!(split.ttfb < Duration::from_millis(100), "{split:?}");
+    assert!(split.done_at.is_none(), "{split:?}");
+    conn.close();
+    drop(conn);
+    server.await.unwrap();
 }

@@ -25,7 +25,7 @@ async fn h2c_multiplexes_requests_on_one_connection() {
     assert!(info.alpn.is_none());
     let paths = ["/", "/chunked", "/big", "/status/404"];
     let reqs: Vec<_> = (0..16).map(|i| get(&target, paths[i % 4])).collect();
-    let results = join_all(reqs.iter().map(|r| conn.send(r))).await;
+    let results = join_all(reqs.iter().map(|r| conn.send(r, std::time::Instant::now()))).await;
     for (i, result) in results.into_iter().enumerate() {
         let resp = result.unwrap();
         let (status, len) = match paths[i % 4] {
@@ -59,13 +59,16 @@ async fn h2_over_tls_negotiates_alpn_h2() {
     let post = request(&target, http::Method::POST, "/", body);
     // nginx answers a POST to a `return` location at once and stops the upload with
     // RST_STREAM(NO_ERROR), which ends the exchange normally.
-    let resp = conn.send(&post).await.unwrap();
+    let resp = conn.send(&post, std::time::Instant::now()).await.unwrap();
     assert_eq!(resp.status, 200);
     assert!(
         conn.wire().sent > 16_384,
         "at least one full DATA frame left"
     );
-    let resp = conn.send(&get(&target, "/big")).await.unwrap();
+    let resp = conn
+        .send(&get(&target, "/big"), std::time::Instant::now())
+        .await
+        .unwrap();
     assert_eq!(resp.body_bytes, BIG_BODY_LEN as u64);
 }
 
@@ -84,7 +87,7 @@ async fn server_stream_limit_is_reported_and_honoured() {
         .unwrap();
     assert_eq!(info.server_max_streams, Some(2));
     let req = get(&target, "/chunked");
-    for result in join_all((0..8).map(|_| conn.send(&req))).await {
+    for result in join_all((0..8).map(|_| conn.send(&req, std::time::Instant::now()))).await {
         assert_eq!(result.unwrap().body_bytes, CHUNKED_BODY_LEN as u64);
     }
 }
@@ -106,7 +109,8 @@ async fn goaway_after_keepalive_requests_retries_the_rest() {
         let (conn, _) = protocol.connect(&target, &opts).await.unwrap();
         connections += 1;
         while conn.accepts_requests() && done < 50 {
-            for result in join_all((0..4).map(|_| conn.send(&req))).await {
+            for result in join_all((0..4).map(|_| conn.send(&req, std::time::Instant::now()))).await
+            {
                 match result {
                     Ok(resp) => {
                         assert_eq!(resp.status, 200);
@@ -144,13 +148,19 @@ async fn stream_reset_is_a_classified_failure() {
         .await
         .unwrap();
     // nginx's 444 ("close without a response") resets the stream on h2.
-    let err = conn.send(&get(&target, "/drop")).await.err();
+    let err = conn
+        .send(&get(&target, "/drop"), std::time::Instant::now())
+        .await
+        .err();
     match err {
         Some(SendError::Failed(ErrorKind::StreamReset(_))) => {}
         other => panic!("expected RST_STREAM, got {other:?}"),
     }
     // The connection survives a stream reset.
-    assert!(conn.send(&get(&target, "/")).await.is_ok());
+    assert!(conn
+        .send(&get(&target, "/"), std::time::Instant::now())
+        .await
+        .is_ok());
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -171,8 +181,14 @@ async fn hpack_makes_repeated_heads_smaller_than_http11() {
         .unwrap();
     let mut decoded = 0;
     for _ in 0..N {
-        h1.send(&get(&h1_target, "/")).await.unwrap();
-        decoded += h2.send(&get(&h2_target, "/")).await.unwrap().header_bytes;
+        h1.send(&get(&h1_target, "/"), std::time::Instant::now())
+            .await
+            .unwrap();
+        decoded += h2
+            .send(&get(&h2_target, "/"), std::time::Instant::now())
+            .await
+            .unwrap()
+            .header_bytes;
     }
     let (w1, w2) = (h1.wire(), h2.wire());
     assert!(w2.header_sent < w1.header_sent / 2, "h1 {w1:?} h2 {w2:?}");

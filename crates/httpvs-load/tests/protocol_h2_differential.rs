@@ -42,7 +42,12 @@ async fn run<P: Protocol>(
         let (conn, _) = protocol.connect(target, &opts).await.expect("connects");
         while conn.accepts_requests() && !todo.is_empty() {
             let batch: Vec<&RequestSpec> = (0..depth).filter_map(|_| todo.pop()).collect();
-            let results = join_all(batch.iter().map(|r| conn.send(r))).await;
+            let results = join_all(
+                batch
+                    .iter()
+                    .map(|r| conn.send(r, std::time::Instant::now())),
+            )
+            .await;
             for (req, result) in batch.into_iter().zip(results) {
                 match result {
                     Ok(resp) => {

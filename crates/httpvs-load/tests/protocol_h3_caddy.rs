@@ -97,7 +97,7 @@ async fn h3_requests_to_caddy_negotiate_h3_and_succeed() {
 
         // Four requests at once on one connection, then a 404.
         let req = get(&caddy.url());
-        let sends = (0..4).map(|_| conn.send(&req));
+        let sends = (0..4).map(|_| conn.send(&req, std::time::Instant::now()));
         for response in futures_util::future::join_all(sends).await {
             let response = response.expect("200 from caddy");
             assert_eq!(response.status, 200);
@@ -105,7 +105,10 @@ async fn h3_requests_to_caddy_negotiate_h3_and_succeed() {
             assert!(response.header_bytes > 0);
         }
         let missing = conn
-            .send(&get(&format!("{}status/404", caddy.url())))
+            .send(
+                &get(&format!("{}status/404", caddy.url())),
+                std::time::Instant::now(),
+            )
             .await
             .expect("404 is a response");
         assert_eq!(missing.status, 404);
@@ -214,11 +217,17 @@ async fn zero_rtt_sends_early_on_a_resumed_connection_when_asked() {
         let req = get(&caddy.url());
         // The first connection does a full handshake and receives a session ticket.
         let (first, _) = h3.connect(&target, &options).await.expect("connects");
-        first.send(&req).await.expect("first response");
+        first
+            .send(&req, std::time::Instant::now())
+            .await
+            .expect("first response");
         assert_eq!(first.quic_stats().map(|q| q.early_requests), Some(0));
         first.close();
         let (second, _) = h3.connect(&target, &options).await.expect("resumes");
-        let response = second.send(&req).await.expect("early response");
+        let response = second
+            .send(&req, std::time::Instant::now())
+            .await
+            .expect("early response");
         assert_eq!(response.status, 200);
         let early = second.quic_stats().map(|q| q.early_requests);
         assert_eq!(

@@ -48,7 +48,12 @@ async fn run(
         assert_eq!(conn.engine(), engine);
         while conn.accepts_requests() && !todo.is_empty() {
             let batch: Vec<&RequestSpec> = (0..depth).filter_map(|_| todo.pop()).collect();
-            let results = join_all(batch.iter().map(|r| conn.send(r))).await;
+            let results = join_all(
+                batch
+                    .iter()
+                    .map(|r| conn.send(r, std::time::Instant::now())),
+            )
+            .await;
             for (req, result) in batch.into_iter().zip(results) {
                 match result {
                     Ok(resp) => {

@@ -134,7 +134,10 @@ async fn one_request(answer: Answer, goaway: Option<u64>) -> (Result<u16, SendEr
             headers: Vec::new(),
             body: Bytes::new(),
         };
-        let result = conn.send(&req).await.map(|r| r.status);
+        let result = conn
+            .send(&req, std::time::Instant::now())
+            .await
+            .map(|r| r.status);
         (result, conn.close_cause())
     };
     tokio::time::timeout(TEST_TIMEOUT, run)

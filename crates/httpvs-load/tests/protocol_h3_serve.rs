@@ -108,19 +108,31 @@ async fn every_response_kind_over_h3() {
     let client = Client::new(&server, H3Options::default());
     bounded(async {
         let conn = client.connect().await;
-        let root = conn.send(&client.get("/")).await.expect("/");
+        let root = conn
+            .send(&client.get("/"), std::time::Instant::now())
+            .await
+            .expect("/");
         assert_eq!(root.status, 200);
         assert!(root.body_bytes > 0 && root.header_bytes > 0);
 
-        let sized = conn.send(&client.get("/?size=100000")).await.expect("size");
+        let sized = conn
+            .send(&client.get("/?size=100000"), std::time::Instant::now())
+            .await
+            .expect("size");
         assert_eq!((sized.status, sized.body_bytes), (200, 100_000));
 
-        let status = conn.send(&client.get("/?status=503")).await.expect("503");
+        let status = conn
+            .send(&client.get("/?status=503"), std::time::Instant::now())
+            .await
+            .expect("503");
         assert_eq!(status.status, 503);
 
         let body = Bytes::from(vec![b'x'; 50_000]);
         let echo = client.request(http::Method::POST, "/echo", body);
-        let echoed = conn.send(&echo).await.expect("echo");
+        let echoed = conn
+            .send(&echo, std::time::Instant::now())
+            .await
+            .expect("echo");
         assert_eq!((echoed.status, echoed.body_bytes), (200, 50_000));
 
         assert!(conn.accepts_requests());
@@ -147,11 +159,14 @@ async fn close_1_is_a_goaway_after_the_response() {
     let client = Client::new(&server, H3Options::default());
     bounded(async {
         let conn = client.connect().await;
-        let answered = conn.send(&client.get("/?close=1")).await.expect("answered");
+        let answered = conn
+            .send(&client.get("/?close=1"), std::time::Instant::now())
+            .await
+            .expect("answered");
         assert_eq!(answered.status, 200);
         until_goaway(&conn).await;
         assert_eq!(conn.close_cause(), CloseCause::Goaway);
-        let after = conn.send(&client.get("/")).await;
+        let after = conn.send(&client.get("/"), std::time::Instant::now()).await;
         assert_eq!(after.err(), Some(SendError::Retry(RetryReason::Goaway)));
     })
     .await;
@@ -174,7 +189,7 @@ async fn goaway_after_n_requests_retries_the_rest_on_new_connections() {
             let conn = client.connect().await;
             connections += 1;
             // Everything still to do goes out at once, as `-m` streams on one connection.
-            let sends = (0..TOTAL - done).map(|_| conn.send(&req));
+            let sends = (0..TOTAL - done).map(|_| conn.send(&req, std::time::Instant::now()));
             let mut served_here = 0;
             for result in futures_util::future::join_all(sends).await {
                 match result {
@@ -209,7 +224,9 @@ async fn a_server_killed_mid_request_is_a_classified_failure_not_a_hang() {
     bounded(async {
         let conn = client.connect().await;
         let slow = client.get("/?delay=20s");
-        let sends = futures_util::future::join_all((0..3).map(|_| conn.send(&slow)));
+        let sends = futures_util::future::join_all(
+            (0..3).map(|_| conn.send(&slow, std::time::Instant::now())),
+        );
         let kill = async {
             tokio::time::sleep(Duration::from_millis(300)).await;
             drop(server);

@@ -35,7 +35,9 @@ async fn run_to_completion<P: Protocol>(
         let (conn, _) = protocol.connect(target, &opts).await.expect("connects");
         connections += 1;
         while conn.accepts_requests() && done < total {
-            for result in join_all((0..depth).map(|_| conn.send(req))).await {
+            for result in
+                join_all((0..depth).map(|_| conn.send(req, std::time::Instant::now()))).await
+            {
                 match result {
                     Ok(resp) => {
                         assert_eq!(resp.status, 200);
@@ -59,10 +61,13 @@ async fn h1_pipelines_sized_bodies() {
         .await
         .unwrap();
     let req = get(&target, "/?size=3000");
-    for result in join_all((0..8).map(|_| conn.send(&req))).await {
+    for result in join_all((0..8).map(|_| conn.send(&req, std::time::Instant::now()))).await {
         assert_eq!(result.unwrap().body_bytes, 3000);
     }
-    let resp = conn.send(&get(&target, "/?status=503")).await.unwrap();
+    let resp = conn
+        .send(&get(&target, "/?status=503"), std::time::Instant::now())
+        .await
+        .unwrap();
     assert_eq!(resp.status, 503);
     assert!(conn.accepts_requests());
 }
@@ -77,11 +82,16 @@ async fn h1_close_query_closes_and_the_next_request_retries() {
         .unwrap();
     // Not pipelined: httpvs serve drops a request pipelined behind `close=1` unanswered
     // (nginx answers it; see protocol_h1's pipeline test).
-    let resp = conn.send(&get(&target, "/?close=1")).await.unwrap();
+    let resp = conn
+        .send(&get(&target, "/?close=1"), std::time::Instant::now())
+        .await
+        .unwrap();
     assert!(resp.close_requested);
     assert_eq!(conn.close_cause(), CloseCause::ConnectionClose);
     assert!(!conn.accepts_requests());
-    let next = conn.send(&get(&target, "/")).await;
+    let next = conn
+        .send(&get(&target, "/"), std::time::Instant::now())
+        .await;
     assert_eq!(
         next.err(),
         Some(SendError::Retry(RetryReason::ConnectionClosed))
@@ -130,7 +140,10 @@ async fn h2_close_query_sends_goaway() {
         .await
         .unwrap();
     assert_eq!(info.server_max_streams, Some(128));
-    let resp = conn.send(&get(&target, "/?close=1")).await.unwrap();
+    let resp = conn
+        .send(&get(&target, "/?close=1"), std::time::Instant::now())
+        .await
+        .unwrap();
     assert_eq!(resp.status, 200);
     // The GOAWAY may trail the response by a moment.
     for _ in 0..100 {
@@ -140,7 +153,9 @@ async fn h2_close_query_sends_goaway() {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     assert_eq!(conn.close_cause(), CloseCause::Goaway);
-    let next = conn.send(&get(&target, "/")).await;
+    let next = conn
+        .send(&get(&target, "/"), std::time::Instant::now())
+        .await;
     assert_eq!(next.err(), Some(SendError::Retry(RetryReason::Goaway)));
 }
 
@@ -158,7 +173,7 @@ async fn h2_over_tls_trusts_the_servers_certificate() {
         .unwrap();
     assert_eq!(info.alpn.as_deref(), Some(&b"h2"[..]));
     let req = get(&target, "/?size=200000");
-    for result in join_all((0..4).map(|_| conn.send(&req))).await {
+    for result in join_all((0..4).map(|_| conn.send(&req, std::time::Instant::now()))).await {
         assert_eq!(result.unwrap().body_bytes, 200_000);
     }
     let (h1, info) = Http1::default()
@@ -166,6 +181,12 @@ async fn h2_over_tls_trusts_the_servers_certificate() {
         .await
         .unwrap();
     assert_eq!(info.alpn.as_deref(), Some(&b"http/1.1"[..]));
-    assert_eq!(h1.send(&req).await.unwrap().body_bytes, 200_000);
+    assert_eq!(
+        h1.send(&req, std::time::Instant::now())
+            .await
+            .unwrap()
+            .body_bytes,
+        200_000
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -148,13 +148,17 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
                 let reused = live.note_request(req.measured);
                 req.first_send.get_or_insert(send_start);
                 let deadline = slot.ctx.shared.timeout.map(|limit| send_start + limit);
-                let send = live.conn.send(&slot.ctx.shared.spec);
+                let send = live.conn.send(&slot.ctx.shared.spec, send_start);
                 let result = slot
                     .deadlines
                     .within(index, deadline, send)
                     .await
                     .unwrap_or(Err(SendError::Failed(ErrorKind::RequestTimeout)));
-                let end = Instant::now();
+                // The protocol's own clock read as the response completed, when it made one.
+                let end = match &result {
+                    Ok(info) => info.done_at.unwrap_or_else(Instant::now),
+                    Err(_) => Instant::now(),
+                };
                 let sent = Sent {
                     live,
                     send_start,

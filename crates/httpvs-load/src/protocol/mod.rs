@@ -18,7 +18,7 @@ use bytes::Bytes;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The User-Agent every protocol sends unless `-H` sets one.
 pub const USER_AGENT: &str = concat!("httpvs/", env!("CARGO_PKG_VERSION"));
@@ -116,6 +116,9 @@ pub struct ResponseInfo {
     pub body_bytes: u64,
     /// The response asked to close the connection (h1 `Connection: close`).
     pub close_requested: bool,
+    /// When the response was complete, where the protocol read the clock as its last bytes
+    /// came (the engine reads it otherwise): one clock read a request fewer.
+    pub done_at: Option<Instant>,
 }
 
 /// Why a send did not produce a response.
@@ -203,8 +206,13 @@ pub struct QuicStats {
 /// One open connection. `send` takes `&self` so up to `-m` sends may run at once on it.
 /// Futures need not be `Send`: each worker runs its connections on one thread.
 pub trait Connection: 'static {
-    /// Sends one request and reads the whole response.
-    fn send(&self, req: &RequestSpec) -> impl Future<Output = Result<ResponseInfo, SendError>>;
+    /// Sends one request and reads the whole response. `start` is when the engine started the
+    /// send (it has read the clock already): the base of the time to first byte.
+    fn send(
+        &self,
+        req: &RequestSpec,
+        start: Instant,
+    ) -> impl Future<Output = Result<ResponseInfo, SendError>>;
     /// Whether new requests may still be sent here; false after GOAWAY, close, or an error.
     fn accepts_requests(&self) -> bool;
     /// Why the connection stopped accepting requests ([`CloseCause::Open`] while it accepts).

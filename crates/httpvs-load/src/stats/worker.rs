@@ -204,6 +204,7 @@ mod tests {
             header_bytes: 20,
             body_bytes: 100,
             close_requested: false,
+            done_at: None,
         }
     }
 

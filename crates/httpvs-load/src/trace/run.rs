@@ -23,7 +23,7 @@ use crate::protocol::{
     SendError, Target, WireBytes,
 };
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What to trace, validated by the CLI.
 #[derive(Debug, Clone)]
@@ -232,7 +232,11 @@ impl Session<'_> {
 
     /// Sends request `n`; records its outcome. Returns why it failed, if it did.
     async fn send_one<C: Connection>(&self, conn: &C, n: u32) -> Option<String> {
-        let sent = tokio::time::timeout(self.config.timeout, conn.send(&self.config.request)).await;
+        let sent = tokio::time::timeout(
+            self.config.timeout,
+            conn.send(&self.config.request, Instant::now()),
+        )
+        .await;
         let outcome = match sent {
             Ok(Ok(info)) => EventKind::Response {
                 request: n,

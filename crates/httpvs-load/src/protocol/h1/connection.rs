@@ -22,7 +22,7 @@ use std::cell::{Cell, RefCell};
 use std::io;
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 
 /// Most bytes asked of the socket per read: large reads keep syscalls per response low.
@@ -151,8 +151,11 @@ impl Http1Connection {
         self.turn.wake_from(self.dead_from.get());
     }
 
-    async fn send_request(&self, req: &RequestSpec) -> Result<ResponseInfo, SendError> {
-        let start = Instant::now();
+    async fn send_request(
+        &self,
+        req: &RequestSpec,
+        start: Instant,
+    ) -> Result<ResponseInfo, SendError> {
         let mut in_flight = InFlight {
             conn: self,
             ticket: None,
@@ -163,6 +166,8 @@ impl Http1Connection {
         if let Some(Ready { mut info, arrived }) = self.ready.take(ticket) {
             in_flight.ticket = None;
             info.ttfb = arrived.saturating_duration_since(start);
+            // Read ahead only when whole: it arrived complete.
+            info.done_at = Some(arrived);
             return Ok(info);
         }
         let Some(mut side) = self.reader.borrow_mut().take() else {
@@ -371,11 +376,15 @@ async fn read_response(
     reused: bool,
     due: u64,
 ) -> Result<(ResponseHead, ResponseInfo), ReadFailure> {
-    let mut ttfb = None;
+    // When the response's first bytes were seen: the time to first byte, and the time it was
+    // complete if its body came with them (no clock read of its own after the last read).
+    let mut seen = None;
+    // The head took more than the read that brought its first bytes.
+    let mut head_split = false;
     let mut interim_bytes = 0u64;
     let head = loop {
         if !side.buf.is_empty() {
-            ttfb.get_or_insert_with(|| start.elapsed());
+            seen.get_or_insert_with(Instant::now);
             match HeadMemo::with_shared(|memo| memo.parse(&side.buf, is_head))
                 .map_err(protocol_failure)?
             {
@@ -390,7 +399,8 @@ async fn read_response(
         }
         side.head_wait(due);
         let read = fill(side).await;
-        let before_response = ttfb.is_none() && reused;
+        let before_response = seen.is_none() && reused;
+        head_split = seen.is_some();
         match read {
             Ok(0) if before_response => return Err(closed_failure(RETRY)),
             Ok(0) => {
@@ -409,6 +419,11 @@ async fn read_response(
         }
     };
     side.buf.advance(head.head_len);
+    let whole = match head.framing {
+        BodyFraming::Empty => true,
+        BodyFraming::Length(len) => side.buf.len() as u64 >= len,
+        BodyFraming::Chunked | BodyFraming::UntilClose => false,
+    };
     let body_bytes = match head.framing {
         BodyFraming::Empty => 0,
         BodyFraming::Length(len) => read_sized_body(side, len).await?,
@@ -422,11 +437,12 @@ async fn read_response(
     side.response_seen(size.filter(|_| sized && interim_bytes == 0));
     let info = ResponseInfo {
         status: head.status,
-        ttfb: ttfb.unwrap_or_default(),
+        ttfb: seen.map_or(Duration::ZERO, |seen| seen.saturating_duration_since(start)),
         // h1 headers are not compressed: decoded size = encoded size, as h2load counts them.
         header_bytes: interim_bytes + head.head_len as u64,
         body_bytes,
         close_requested: head.close,
+        done_at: seen.filter(|_| whole && !head_split),
     };
     Ok((head, info))
 }
@@ -511,8 +527,9 @@ impl crate::protocol::Connection for Http1Connection {
     fn send(
         &self,
         req: &RequestSpec,
+        start: Instant,
     ) -> impl std::future::Future<Output = Result<ResponseInfo, SendError>> {
-        self.send_request(req)
+        self.send_request(req, start)
     }
 
     fn accepts_requests(&self) -> bool {

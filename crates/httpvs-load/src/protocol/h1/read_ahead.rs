@@ -70,6 +70,7 @@ pub fn whole_response(memo: &mut HeadMemo, buf: &[u8]) -> Option<(ResponseInfo, 
         header_bytes: head.head_len as u64,
         body_bytes: body,
         close_requested: head.close,
+        done_at: None,
     };
     Some((info, total))
 }

@@ -202,7 +202,7 @@ impl ConnCore {
             return Err(ConnError(code::PROTOCOL_ERROR));
         }
         match h.kind {
-            kind::DATA => self.on_data(h, payload),
+            kind::DATA => self.on_data(h, payload, now),
             kind::HEADERS => self.on_headers(h, payload, now),
             kind::CONTINUATION => self.on_continuation(h, payload, now),
             kind::SETTINGS => self.on_settings(h, payload),
@@ -216,7 +216,7 @@ impl ConnCore {
         }
     }
 
-    fn on_data(&mut self, h: &FrameHeader, payload: &[u8]) -> Result<(), ConnError> {
+    fn on_data(&mut self, h: &FrameHeader, payload: &[u8], now: Instant) -> Result<(), ConnError> {
         let len = payload.len() as u32;
         let data = unpadded(h, payload)?.len() as u64;
         self.recv_unacked += len;
@@ -239,7 +239,7 @@ impl ConnCore {
         stream.body_bytes += data;
         stream.recv_unacked += len;
         if h.has(flag::END_STREAM) {
-            self.complete(slot);
+            self.complete(slot, now);
         } else if stream.recv_unacked >= RECEIVE_WINDOW / 2 {
             let (id, n) = (stream.id, stream.recv_unacked);
             stream.recv_unacked = 0;
@@ -327,7 +327,7 @@ impl ConnCore {
                 Some(s) if (100..200).contains(&s) && !end_stream => return Ok(()),
                 Some(s) if !malformed && s >= 200 => {
                     stream.status = s;
-                    stream.ttfb = now.saturating_duration_since(stream.started);
+                    stream.ttfb = now.saturating_duration_since(stream.at);
                     stream.header_bytes += size;
                 }
                 _ => {
@@ -340,7 +340,7 @@ impl ConnCore {
             stream.header_bytes += size;
         }
         if end_stream {
-            self.complete(slot);
+            self.complete(slot, now);
         }
         Ok(())
     }
@@ -471,11 +471,12 @@ impl ConnCore {
         Ok(())
     }
 
-    /// The response of the stream in `slot` is complete.
-    fn complete(&mut self, slot: usize) {
+    /// The response of the stream in `slot` is complete, at `now`.
+    fn complete(&mut self, slot: usize, now: Instant) {
         let Some(stream) = self.streams.get_mut(slot) else {
             return;
         };
+        stream.at = now;
         let id = stream.id;
         if let Some(pending) = self
             .bodies

@@ -41,8 +41,8 @@ impl Http2Connection {
 pub struct SendRequest<'a, 'b> {
     core: &'a Mutex<ConnCore>,
     req: &'b RequestSpec,
-    /// When the send started (its first poll), for the time to first byte.
-    started: Option<Instant>,
+    /// When the engine started the send, for the time to first byte.
+    started: Instant,
     /// The stream's slot in the core, once opened.
     slot: Option<usize>,
 }
@@ -55,14 +55,11 @@ impl Future for SendRequest<'_, '_> {
         let mut core = lock(this.core);
         let slot = match this.slot {
             Some(slot) => slot,
-            None => {
-                let started = *this.started.get_or_insert_with(Instant::now);
-                match core.poll_open(this.req, started, cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Err(refused)) => return Poll::Ready(Err(refused)),
-                    Poll::Ready(Ok(slot)) => *this.slot.insert(slot),
-                }
-            }
+            None => match core.poll_open(this.req, this.started, cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(refused)) => return Poll::Ready(Err(refused)),
+                Poll::Ready(Ok(slot)) => *this.slot.insert(slot),
+            },
         };
         let outcome = std::task::ready!(core.poll_outcome(slot, cx));
         this.slot = None;
@@ -89,11 +86,12 @@ impl crate::protocol::Connection for Http2Connection {
     fn send<'a, 'b>(
         &'a self,
         req: &'b RequestSpec,
+        start: Instant,
     ) -> impl Future<Output = Result<ResponseInfo, SendError>> + use<'a, 'b> {
         SendRequest {
             core: &self.core,
             req,
-            started: None,
+            started: start,
             slot: None,
         }
     }

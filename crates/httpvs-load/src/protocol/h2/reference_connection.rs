@@ -44,8 +44,11 @@ impl ReferenceConnection {
         }
     }
 
-    async fn send_request(&self, req: &RequestSpec) -> Result<ResponseInfo, SendError> {
-        let start = Instant::now();
+    async fn send_request(
+        &self,
+        req: &RequestSpec,
+        start: Instant,
+    ) -> Result<ResponseInfo, SendError> {
         let head = self.templates.borrow_mut().request(req);
         let sender = self.sender.clone();
         // Waits while the server's MAX_CONCURRENT_STREAMS is reached.
@@ -84,6 +87,7 @@ impl ReferenceConnection {
             header_bytes,
             body_bytes,
             close_requested: false,
+            done_at: None,
         })
     }
 
@@ -146,8 +150,9 @@ impl crate::protocol::Connection for ReferenceConnection {
     fn send(
         &self,
         req: &RequestSpec,
+        start: Instant,
     ) -> impl std::future::Future<Output = Result<ResponseInfo, SendError>> {
-        self.send_request(req)
+        self.send_request(req, start)
     }
 
     fn accepts_requests(&self) -> bool {

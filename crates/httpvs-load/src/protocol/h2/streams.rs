@@ -37,8 +37,9 @@ impl Hasher for IdHasher {
 pub struct Stream {
     /// Stream id.
     pub id: u32,
-    /// When its send started (for the time to first byte).
-    pub started: Instant,
+    /// When its send started (for the time to first byte), then once the response is complete,
+    /// when it completed: one field for both keeps the stream small.
+    pub at: Instant,
     /// The outcome, once known (a success's figures are the fields below).
     pub outcome: Option<Result<(), SendError>>,
     /// Woken when the outcome is set.
@@ -66,6 +67,7 @@ impl Stream {
             header_bytes: self.header_bytes,
             body_bytes: self.body_bytes,
             close_requested: false,
+            done_at: Some(self.at),
         }
     }
 }

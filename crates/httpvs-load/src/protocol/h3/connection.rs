@@ -9,6 +9,7 @@ use crate::protocol::{
     CloseCause, Connection, QuicStats, RequestSpec, ResponseInfo, SendError, WireBytes,
 };
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Which HTTP/3 implementation a connection runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -66,12 +67,12 @@ impl H3Connection {
 }
 
 impl Connection for H3Connection {
-    async fn send(&self, req: &RequestSpec) -> Result<ResponseInfo, SendError> {
+    async fn send(&self, req: &RequestSpec, start: Instant) -> Result<ResponseInfo, SendError> {
         match &self.inner {
-            Inner::Owned(c) => c.send(req).await,
+            Inner::Owned(c) => c.send(req, start).await,
             // Boxed: the reference's future is several times the owned one's, and this future
             // sits in every stream in flight and is moved once per request.
-            Inner::Reference(c) => Box::pin(c.send(req)).await,
+            Inner::Reference(c) => Box::pin(c.send(req, start)).await,
         }
     }
 

@@ -181,6 +181,7 @@ impl OwnedConnection {
             header_bytes: head.field_bytes + STATUS_FIELD_BYTES,
             body_bytes: reader.body_bytes(),
             close_requested: false,
+            done_at: None,
         })
     }
 
@@ -307,8 +308,7 @@ async fn read_server_stream(
 }
 
 impl Connection for OwnedConnection {
-    async fn send(&self, req: &RequestSpec) -> Result<ResponseInfo, SendError> {
-        let start = Instant::now();
+    async fn send(&self, req: &RequestSpec, start: Instant) -> Result<ResponseInfo, SendError> {
         if self.state.early.load(Ordering::Acquire) {
             self.early_requests.set(self.early_requests.get() + 1);
         }

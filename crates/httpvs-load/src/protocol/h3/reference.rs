@@ -190,13 +190,13 @@ impl ReferenceConnection {
             header_bytes,
             body_bytes,
             close_requested: false,
+            done_at: None,
         })
     }
 }
 
 impl Connection for ReferenceConnection {
-    async fn send(&self, req: &RequestSpec) -> Result<ResponseInfo, SendError> {
-        let start = Instant::now();
+    async fn send(&self, req: &RequestSpec, start: Instant) -> Result<ResponseInfo, SendError> {
         let head = Self::request_head(req)?;
         if self.shared.early.load(Ordering::Acquire) {
             self.shared.early_requests.fetch_add(1, Ordering::Relaxed);

@@ -46,7 +46,7 @@ impl ConnCore {
         self.counter.add_header_sent(block_len as u64);
         let slot = self.streams.insert(Stream {
             id,
-            started,
+            at: started,
             outcome: None,
             waker: None,
             status: 0,
