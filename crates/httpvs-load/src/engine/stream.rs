@@ -26,6 +26,8 @@ const MAX_RETRIES: u32 = 8;
 struct InFlight<'a> {
     recorder: &'a RefCell<WorkerRecorder>,
     measured: bool,
+    /// Open model: the request had an intended time, so its uncorrected latency is recorded.
+    open: bool,
     /// Latency origin: the intended time (open model) or the dispatch (closed model).
     origin: Instant,
     first_send: Option<Instant>,
@@ -45,6 +47,7 @@ impl<'a> InFlight<'a> {
         InFlight {
             recorder,
             measured: ticket.measured,
+            open: ticket.intended.is_some(),
             // A send the timer released a little early is measured from when it left.
             origin: ticket.intended.map_or(now, |at| at.min(now)),
             first_send: None,
@@ -148,12 +151,13 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
                 let reused = live.note_request(req.measured);
                 req.first_send.get_or_insert(send_start);
                 let deadline = slot.ctx.shared.timeout.map(|limit| send_start + limit);
-                let send = live.conn.send(&slot.ctx.shared.spec, send_start);
-                let result = slot
-                    .deadlines
-                    .within(index, deadline, send)
-                    .await
-                    .unwrap_or(Err(SendError::Failed(ErrorKind::RequestTimeout)));
+                // Pinned where it is made and lent to the timer: moved into `within` by value,
+                // the protocol's send future (hundreds of bytes) was copied three times a request.
+                let result = {
+                    let send = std::pin::pin!(live.conn.send(&slot.ctx.shared.spec, send_start));
+                    slot.deadlines.within(index, deadline, send).await
+                }
+                .unwrap_or(Err(SendError::Failed(ErrorKind::RequestTimeout)));
                 // The protocol's own clock read as the response completed, when it made one.
                 let end = match &result {
                     Ok(info) => info.done_at.unwrap_or_else(Instant::now),
@@ -264,7 +268,9 @@ fn settle<P: Protocol>(
             if req.measured {
                 let timings = RequestTimings {
                     latency: end - req.origin,
-                    latency_uncorrected: end - req.first_send.unwrap_or(send_start),
+                    latency_uncorrected: req
+                        .open
+                        .then(|| end - req.first_send.unwrap_or(send_start)),
                     exchange: end - send_start,
                 };
                 ctx.recorder.borrow_mut().succeeded(timings, &info);

@@ -113,7 +113,7 @@ pub fn run_worker<F: ProtocolFactory>(
             slot.release();
         }
         drop(slots);
-        let last = ctx.recorder.borrow_mut().interval.take();
+        let last = ctx.recorder.borrow_mut().take_interval();
         let _ = tx.send(WorkerMsg::Interval { stats: last });
         let _ = tx.send(WorkerMsg::Finished);
         let stats = std::mem::take(&mut ctx.recorder.borrow_mut().total);
@@ -145,7 +145,7 @@ async fn send_intervals<P: crate::protocol::Protocol>(
         if Instant::now() < next_send {
             continue;
         }
-        let stats = ctx.recorder.borrow_mut().interval.take();
+        let stats = ctx.recorder.borrow_mut().take_interval();
         if tx.send(WorkerMsg::Interval { stats }).is_err() {
             return;
         }

@@ -2,6 +2,10 @@
 //!
 //! A worker owns its `WorkerStats` outright (no locks): it records each outcome with a few
 //! counter bumps and histogram increments, and hands the interval part over once a second.
+//! What the interval and the totals both count (requests by outcome, latency, body bytes,
+//! connections opened) is recorded once, in the interval, and added to the totals when the
+//! interval is handed over ([`WorkerRecorder::take_interval`]): a request costs one latency
+//! record, not two.
 
 use super::counters::{
     ConnectionCounts, ErrorCounts, QuicTotals, RequestCounts, RetryCounts, StatusCounts, WireTotals,
@@ -24,6 +28,7 @@ pub struct WorkerStats {
     /// Latency: from the intended send time (open model) or the dispatch (closed model).
     pub latency: LatencyHistogram,
     /// Open model: latency from the actual send, as tools without correction report it.
+    /// Empty in the closed model, whose report does not show it.
     pub latency_uncorrected: LatencyHistogram,
     /// Send start to the first response byte.
     pub ttfb: LatencyHistogram,
@@ -87,16 +92,20 @@ impl IntervalStats {
 pub struct RequestTimings {
     /// Total latency (corrected in the open model).
     pub latency: Duration,
-    /// From the first actual send (equals `latency` in the closed model).
-    pub latency_uncorrected: Duration,
+    /// Open model: from the first actual send. `None` in the closed model, which measures
+    /// from the dispatch and has no uncorrected figure to report.
+    pub latency_uncorrected: Option<Duration>,
     /// Send start to the end of the response, as the protocol timed the last attempt.
     pub exchange: Duration,
 }
 
 /// The totals and the current interval of one worker.
+///
+/// `total` lacks what the current interval holds until [`take_interval`](Self::take_interval)
+/// adds it; read the totals only after the last interval was taken.
 #[derive(Debug, Default)]
 pub struct WorkerRecorder {
-    /// Run totals.
+    /// Run totals, up to the last interval taken.
     pub total: WorkerStats,
     /// The interval being filled.
     pub interval: IntervalStats,
@@ -105,36 +114,43 @@ pub struct WorkerRecorder {
 impl WorkerRecorder {
     /// A request left the schedule.
     pub fn started(&mut self) {
-        self.total.requests.started += 1;
         self.interval.requests.started += 1;
     }
 
     /// A request got its whole response.
     pub fn succeeded(&mut self, t: RequestTimings, r: &ResponseInfo) {
-        self.total.requests.succeeded += 1;
         self.interval.requests.succeeded += 1;
-        self.total.latency.record(t.latency);
-        self.total.latency_uncorrected.record(t.latency_uncorrected);
         self.interval.latency.record(t.latency);
+        if let Some(uncorrected) = t.latency_uncorrected {
+            self.total.latency_uncorrected.record(uncorrected);
+        }
         self.total.ttfb.record(r.ttfb);
         self.total.body.record(t.exchange.saturating_sub(r.ttfb));
         self.total.status.count(r.status);
         self.total.wire.header_decoded_received += r.header_bytes;
-        self.total.wire.body_received += r.body_bytes;
         self.interval.body_bytes += r.body_bytes;
     }
 
     /// A request failed.
     pub fn failed(&mut self, kind: ErrorKind) {
-        self.total.requests.failed += 1;
         self.interval.requests.failed += 1;
         self.total.errors.count(kind);
     }
 
     /// A request was still in flight when the run ended.
     pub fn cut_off(&mut self) {
-        self.total.requests.cut_off += 1;
         self.interval.requests.cut_off += 1;
+    }
+
+    /// Hands over the interval: adds it to the totals and starts an empty one.
+    pub fn take_interval(&mut self) -> IntervalStats {
+        let i = &self.interval;
+        let t = &mut self.total;
+        t.requests.merge(&i.requests);
+        t.latency.merge(&i.latency);
+        t.wire.body_received += i.body_bytes;
+        t.connections.opened += i.connections_opened;
+        self.interval.take()
     }
 
     /// A request goes again on a new connection.
@@ -152,7 +168,6 @@ impl WorkerRecorder {
 
     /// A connection opened.
     pub fn connection_opened(&mut self, info: &ConnectInfo) {
-        self.total.connections.opened += 1;
         self.interval.connections_opened += 1;
         // Zero for QUIC, which has no TCP connect: its row would read 0µs.
         if !info.tcp_connect.is_zero() {
@@ -213,21 +228,67 @@ mod tests {
         let mut r = WorkerRecorder::default();
         let t = RequestTimings {
             latency: Duration::from_micros(100),
-            latency_uncorrected: Duration::from_micros(100),
+            latency_uncorrected: None,
             exchange: Duration::from_micros(90),
         };
         r.started();
         r.succeeded(t, &ok());
         r.started();
         r.failed(ErrorKind::Reset);
-        let first = r.interval.take();
+        let first = r.take_interval();
         assert_eq!(first.requests.succeeded, 1);
         assert_eq!(first.latency.len(), 1);
         r.started();
         r.cut_off();
         assert_eq!(r.interval.requests.cut_off, 1);
         assert!(r.interval.latency.is_empty());
+        r.take_interval();
         assert!(r.total.requests.identity_holds());
+        assert_eq!(r.total.requests.started, 3);
+        assert_eq!(r.total.latency.len(), 1);
         assert_eq!(r.total.wire.body_received, 100);
+        // Closed model: no uncorrected figure is recorded.
+        assert!(r.total.latency_uncorrected.is_empty());
+    }
+
+    /// Property: however the outcomes fall across intervals, the totals after the last
+    /// interval equal the sum of the intervals handed over, and the identity holds.
+    #[test]
+    fn totals_are_the_sum_of_the_intervals() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        for _ in 0..50 {
+            let mut r = WorkerRecorder::default();
+            let mut summed = IntervalStats::default();
+            for _ in 0..rng.random_range(1..6) {
+                for _ in 0..rng.random_range(0..40) {
+                    r.started();
+                    match rng.random_range(0..3) {
+                        0 => r.succeeded(
+                            RequestTimings {
+                                latency: Duration::from_micros(rng.random_range(1..10_000)),
+                                latency_uncorrected: Some(Duration::from_micros(5)),
+                                exchange: Duration::from_micros(3),
+                            },
+                            &ok(),
+                        ),
+                        1 => r.failed(ErrorKind::Reset),
+                        _ => r.cut_off(),
+                    }
+                }
+                summed.merge(&r.take_interval());
+            }
+            let t = &r.total;
+            assert!(t.requests.identity_holds());
+            assert_eq!(t.requests.started, summed.requests.started);
+            assert_eq!(t.requests.succeeded, summed.requests.succeeded);
+            assert_eq!(t.latency.len(), summed.latency.len());
+            assert_eq!(
+                t.latency.percentile_us(99.0),
+                summed.latency.percentile_us(99.0)
+            );
+            assert_eq!(t.latency_uncorrected.len(), t.requests.succeeded);
+            assert_eq!(t.wire.body_received, summed.body_bytes);
+        }
     }
 }
