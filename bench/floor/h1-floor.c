@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BUF 16384
+#include "floor.h"
 
 struct conn {
   int fd;
@@ -33,34 +33,9 @@ struct conn {
   char buf[BUF];
 };
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + t.tv_nsec / 1e9;
-}
-
 static void die(const char *what) {
   perror(what);
   exit(1);
-}
-
-/* Length of the whole response at the start of buf, 0 if not all there yet, -1 if unusable. */
-static long response_len(const char *buf, size_t fill, int *status) {
-  const char *end = memmem(buf, fill, "\r\n\r\n", 4);
-  if (!end) return fill >= BUF ? -1 : 0;
-  size_t head = (size_t)(end - buf) + 4;
-  if (fill < 12) return -1;
-  *status = atoi(buf + 9);
-  long body = -1;
-  for (const char *p = buf; p && p < end;) {
-    const char *line = memchr(p, '\n', (size_t)(end - p));
-    if (!line) break;
-    line++;
-    if (strncasecmp(line, "content-length:", 15) == 0) body = atol(line + 15);
-    p = line;
-  }
-  if (body < 0) return -1; /* chunked or close-delimited: not for this reference */
-  return fill >= head + (size_t)body ? (long)(head + (size_t)body) : 0;
 }
 
 int main(int argc, char **argv) {
