@@ -127,14 +127,13 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
         // Open model: one timer for this stream's intended send times, made on first use.
         let mut pacer = None;
         loop {
-            let (mut req, closed) = {
+            let mut req = {
                 let Some((ticket, dispatch)) = next_ticket(&slot, ready.take(), &mut pacer).await
                 else {
                     break;
                 };
                 ready = Some(dispatch);
-                let req = InFlight::start(&slot.ctx.recorder, ticket, dispatch);
-                (req, ticket.intended.is_none())
+                InFlight::start(&slot.ctx.recorder, ticket, dispatch)
             };
             let end = loop {
                 let ready_at = ready.take().unwrap_or_else(Instant::now);
@@ -174,7 +173,8 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
                     Attempt::Retry => ready = Some(end),
                 }
             };
-            ready = closed.then_some(end);
+            // Closed model: the next request is due when this one ended.
+            ready = (!req.open).then_some(end);
         }
     }
 }
