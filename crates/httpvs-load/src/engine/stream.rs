@@ -80,12 +80,13 @@ enum Attempt {
     Retry,
 }
 
-/// Runs the `streams` streams of one slot, and the watcher of their request deadlines, in one
-/// task until the schedule has nothing more for them (the worker drops the task when the run
-/// ends under them). A task per slot rather than per stream: a tokio task adds about 120 bytes
-/// to its future and rounds up to 128-byte steps, while a stream in this set costs its future
-/// and one small node (memory per stream in flight, issue #7). A lone stream (h1, `-m 1`) runs
-/// without the set, which would cost it a second future-sized node.
+/// Runs the `streams` streams of one slot, and the watcher of their request deadlines, as one
+/// future until the schedule has nothing more for them (the worker drops it when the run ends
+/// under them). The worker runs its slots as nodes of one set in one task (`worker.rs`), and a
+/// slot runs its streams in a set of its own rather than a task each: a tokio task adds about
+/// 120 bytes to its future and rounds up to 128-byte steps, while a stream in this set costs its
+/// future and one small node (memory per stream in flight, issue #7). A lone stream (h1, `-m 1`)
+/// runs without the set, which would cost it a second future-sized node.
 pub async fn run_slot<P: Protocol>(slot: Rc<Slot<P>>, streams: usize) {
     let all_done = async {
         if streams == 1 {

@@ -10,7 +10,10 @@ use super::slot::Slot;
 use super::stream::run_slot;
 use crate::schedule::WorkerSchedule;
 use crate::stats::{IntervalStats, WorkerRecorder, WorkerStats};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use futures_util::FutureExt;
 use std::cell::{Cell, RefCell};
+use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -78,35 +81,30 @@ pub fn run_worker<F: ProtocolFactory>(
         let slots: Vec<Rc<Slot<F::Protocol>>> = (0..job.connections)
             .map(|_| Rc::new(Slot::new(ctx.clone(), job.streams as usize)))
             .collect();
-        // One task per slot runs its `-m` streams (see `stream::run_slot`).
-        let streams: Vec<_> = slots
+        // The slots run as one set inside this task, not a task each: a response then wakes
+        // its slot's node in the set, not a tokio task through the runtime's queue (about 250
+        // instructions a request on h1), and a held slot costs a node, not a task header.
+        // A panicking slot is a bug; it ends only itself, and the other slots still finish
+        // and are counted.
+        let mut slots_running: FuturesUnordered<_> = slots
             .iter()
-            .map(|slot| tokio::task::spawn_local(run_slot(slot.clone(), job.streams as usize)))
+            .map(|slot| {
+                AssertUnwindSafe(run_slot(slot.clone(), job.streams as usize)).catch_unwind()
+            })
             .collect();
+        // The set yields to the runtime every 32 polls by itself; tokio's per-task budget
+        // would make one task of every slot yield far more often.
+        let all_done = tokio::task::coop::unconstrained(async {
+            while slots_running.next().await.is_some() {}
+        });
         // Streams end by themselves when the schedule runs dry; at the deadline or on an
         // interrupt they are dropped here instead, which cuts off their requests in flight.
-        // Popped only once awaited: a handle must not be awaited twice.
-        let mut streams = std::collections::VecDeque::from(streams);
-        let all_done = async {
-            while let Some(stream) = streams.front_mut() {
-                // A panicking slot is a bug; the other slots still finish and are counted.
-                let _ = stream.await;
-                streams.pop_front();
-            }
-        };
-        let ended_early = tokio::select! {
+        tokio::select! {
             biased;
-            _ = all_done => false,
-            _ = ctx.run_ended() => true,
-        };
-        if ended_early {
-            for stream in &streams {
-                stream.abort();
-            }
-            for stream in streams {
-                let _ = stream.await;
-            }
+            () = all_done => {}
+            () = ctx.run_ended() => {}
         }
+        drop(slots_running);
         let finished_at = Instant::now();
         ticker.abort();
         for slot in &slots {

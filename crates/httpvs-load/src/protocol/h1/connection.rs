@@ -357,7 +357,15 @@ async fn fill(side: &mut ReadSide) -> io::Result<usize> {
     let room = buf.capacity() - buf.len();
     let n = match batch {
         Some(batch) => batch.read(io, buf).await?,
-        None if *plain => std::future::poll_fn(|cx| io.poll_read_plain(cx, buf)).await?,
+        None if *plain => {
+            let mut woken = false;
+            std::future::poll_fn(|cx| {
+                let read = io.poll_read_plain(cx, buf, woken);
+                woken = true;
+                read
+            })
+            .await?
+        }
         None => io.read_buf(buf).await?,
     };
     if n == room {

@@ -37,18 +37,26 @@ impl IoHalf {
     /// bytes; 0 at end of stream. A read that does not fill the room drained the socket, so it
     /// clears tokio's readiness as tokio's own read does, and the next read waits for an event
     /// instead of trying a read that would find nothing.
+    ///
+    /// `woken`: this read was polled before and is polled again because the socket became
+    /// readable, so it reads at once; a first poll looks at readiness first, since a response
+    /// is rarely there yet when its read starts. Either order is correct, only the cost
+    /// differs (a look at readiness costs a budget check and, when not ready, the waiter lock).
     pub fn poll_read_plain(
         &self,
         cx: &mut Context<'_>,
         buf: &mut BytesMut,
+        woken: bool,
     ) -> Poll<io::Result<usize>> {
         let transport = self.0.borrow();
         let Transport::Plain(tap) = &*transport else {
             return Poll::Ready(Err(io::ErrorKind::Unsupported.into()));
         };
         let tcp = tap.get_ref();
-        loop {
+        if !woken {
             ready!(tcp.poll_read_ready(cx))?;
+        }
+        loop {
             let room = buf.spare_capacity_mut();
             let len = room.len();
             let mut drained = None;
@@ -65,8 +73,12 @@ impl IoHalf {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => match drained {
                     Some(n) => n,
-                    // Nothing there: readiness is cleared, and the next poll waits.
-                    None => continue,
+                    // Nothing there (tokio knew, or the read found out and cleared the
+                    // readiness): wait for the socket, which registers this task's waker.
+                    None => {
+                        ready!(tcp.poll_read_ready(cx))?;
+                        continue;
+                    }
                 },
                 Err(e) => return Poll::Ready(Err(e)),
             };
