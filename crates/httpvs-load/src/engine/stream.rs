@@ -267,12 +267,18 @@ fn settle<P: Protocol>(
         Ok(info) => {
             req.resolved = true;
             if req.measured {
+                let exchange = end - send_start;
                 let timings = RequestTimings {
-                    latency: end - req.origin,
+                    // The closed model's first attempt starts at its dispatch: one subtraction.
+                    latency: if req.origin == send_start {
+                        exchange
+                    } else {
+                        end - req.origin
+                    },
                     latency_uncorrected: req
                         .open
                         .then(|| end - req.first_send.unwrap_or(send_start)),
-                    exchange: end - send_start,
+                    exchange,
                 };
                 ctx.recorder.borrow_mut().succeeded(timings, &info);
             }
