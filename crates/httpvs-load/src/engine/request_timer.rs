@@ -152,7 +152,9 @@ impl RequestDeadlines {
             }
         }
         // Woken by something else than the timer, with no new deadline to arm: nothing to do.
-        let fired = self.timer_wake.fired.swap(false, Ordering::Acquire);
+        // A load first: the flag is almost always down, and a swap is a locked instruction.
+        let fired = self.timer_wake.fired.load(Ordering::Acquire)
+            && self.timer_wake.fired.swap(false, Ordering::Acquire);
         if !fired && self.polled_for.get() == self.armed.get() {
             return Poll::Pending;
         }

@@ -39,6 +39,13 @@ impl LatencyHistogram {
         self.inner.saturating_record(us.min(HIGHEST_US));
     }
 
+    /// Records `n` values of 0 µs.
+    pub fn record_zeros(&mut self, n: u64) {
+        if n > 0 {
+            self.inner.saturating_record_n(0, n);
+        }
+    }
+
     /// Records a value in microseconds.
     pub fn record_us(&mut self, us: u64) {
         self.inner.saturating_record(us.min(HIGHEST_US));

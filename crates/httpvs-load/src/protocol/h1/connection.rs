@@ -426,17 +426,27 @@ async fn read_response(
             Err(e) => return Err(io_failure(&e)),
         }
     };
-    side.buf.advance(head.head_len);
+    let after_head = (side.buf.len() - head.head_len) as u64;
     let whole = match head.framing {
         BodyFraming::Empty => true,
-        BodyFraming::Length(len) => side.buf.len() as u64 >= len,
+        BodyFraming::Length(len) => after_head >= len,
         BodyFraming::Chunked | BodyFraming::UntilClose => false,
     };
     let body_bytes = match head.framing {
-        BodyFraming::Empty => 0,
-        BodyFraming::Length(len) => read_sized_body(side, len).await?,
-        BodyFraming::Chunked => read_chunked_body(side).await?,
-        BodyFraming::UntilClose => read_body_until_close(side).await?,
+        BodyFraming::Length(len) if whole => {
+            // The body came with the head: one step past both.
+            side.buf.advance(head.head_len + len as usize);
+            len
+        }
+        framing => {
+            side.buf.advance(head.head_len);
+            match framing {
+                BodyFraming::Empty => 0,
+                BodyFraming::Length(len) => read_sized_body(side, len).await?,
+                BodyFraming::Chunked => read_chunked_body(side).await?,
+                BodyFraming::UntilClose => read_body_until_close(side).await?,
+            }
+        }
     };
     let sized = matches!(head.framing, BodyFraming::Empty | BodyFraming::Length(_));
     let size = usize::try_from(body_bytes)
