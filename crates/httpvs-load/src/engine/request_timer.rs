@@ -133,7 +133,7 @@ impl RequestDeadlines {
         }
     }
 
-    /// The watcher: runs for as long as the slot's streams do (the worker aborts it then).
+    /// The watcher: runs for as long as the slot's streams do (the worker drops it then).
     pub async fn watch(&self) {
         let mut timer = pin!(tokio::time::sleep(IDLE));
         poll_fn(|cx| self.poll_watch(timer.as_mut(), cx)).await

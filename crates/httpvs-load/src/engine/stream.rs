@@ -82,8 +82,9 @@ enum Attempt {
 
 /// Runs the `streams` streams of one slot, and the watcher of their request deadlines, as one
 /// future until the schedule has nothing more for them (the worker drops it when the run ends
-/// under them). The worker runs its slots as nodes of one set in one task (`worker.rs`), and a
-/// slot runs its streams in a set of its own rather than a task each: a tokio task adds about
+/// under them). The worker runs lone-stream slots as nodes of one set in one task, and others as
+/// a task each (`worker.rs`); a slot runs its streams in a set of its own rather than a task
+/// each: a tokio task adds about
 /// 120 bytes to its future and rounds up to 128-byte steps, while a stream in this set costs its
 /// future and one small node (memory per stream in flight, issue #7). A lone stream (h1, `-m 1`)
 /// runs without the set, which would cost it a second future-sized node.
