@@ -105,35 +105,27 @@ pub fn run_worker<F: ProtocolFactory>(
 /// request still in flight then is dropped with its slot, before this returns, and counts as
 /// cut off.
 async fn run_slots<P: Protocol>(ctx: &WorkerCtx<P>, slots: &[Rc<Slot<P>>], streams: usize) {
-    if streams == 1 {
-        // One stream a slot (h1 at `-m 1`): the slots run as the nodes of one set in this task,
-        // not a task each. A response then wakes its slot's node, not a tokio task through the
-        // runtime's queue (about 250 instructions a request), and a held slot costs a node, not
-        // a task header. tokio's budget still applies to the task, so a slot reading a long
-        // body gives way to the others. A panic while a slot is polled ends only that slot.
-        let mut set: FuturesUnordered<_> = slots
-            .iter()
-            .map(|slot| AssertUnwindSafe(run_slot(slot.clone(), 1)).catch_unwind())
-            .collect();
-        let all_done = async { while set.next().await.is_some() {} };
-        tokio::select! {
-            biased;
-            () = all_done => {}
-            () = ctx.run_ended() => {}
-        }
-        return;
-    }
+    // One stream a slot (h1 at `-m 1`): the slots run as the nodes of one set in this task, not
+    // a task each. A response then wakes its slot's node, not a tokio task through the runtime's
+    // queue (about 250 instructions a request), and a held slot costs a node, not a task header.
+    // tokio's budget still applies to the task, so a slot reading a long body gives way to the
+    // others. A panic while a slot is polled ends only that slot.
+    let mut set = FuturesUnordered::new();
     // Several streams a slot: a task each. Their streams yield on purpose (a pipelined h1 flush
     // lets its siblings queue first), and a set takes two yields as its cue to hand the whole
     // task back to the runtime, which then polls its I/O driver: in one set, h1 at `-m 16` made
     // 0.10 `epoll_wait` a request, against 0.06 with a task a slot.
-    let tasks: VecDeque<_> = slots
-        .iter()
-        .map(|slot| tokio::task::spawn_local(run_slot(slot.clone(), streams)))
-        .collect();
-    let mut tasks = tasks;
-    // Popped only once awaited: a handle must not be awaited twice.
+    let mut tasks = VecDeque::new();
+    for slot in slots {
+        if streams == 1 {
+            set.push(AssertUnwindSafe(run_slot(slot.clone(), 1)).catch_unwind());
+        } else {
+            tasks.push_back(tokio::task::spawn_local(run_slot(slot.clone(), streams)));
+        }
+    }
     let all_done = async {
+        while set.next().await.is_some() {}
+        // Popped only once awaited: a handle must not be awaited twice.
         while let Some(task) = tasks.front_mut() {
             // A panicking slot is a bug; the other slots still finish and are counted.
             let _ = task.await;

@@ -36,7 +36,7 @@ impl LatencyHistogram {
             .as_secs()
             .saturating_mul(1_000_000)
             .saturating_add(u64::from(d.subsec_micros()));
-        self.inner.saturating_record(us.min(HIGHEST_US));
+        self.record_us(us);
     }
 
     /// Records `n` values of 0 µs.
