@@ -53,6 +53,10 @@ fn h1_against_serve_succeeds() {
     assert_eq!(r.protocol.negotiated, "h1");
     assert_eq!(r.connections.opened, 4);
     assert!(r.wire.sent_per_request > 0.0 && r.wire.received_per_request > 0.0);
+    assert_eq!(
+        r.phases.settings.count, 0,
+        "HTTP/1.1 has no SETTINGS to wait for"
+    );
 }
 
 #[test]
@@ -207,6 +211,9 @@ fn h2c_and_h2_against_serve_succeed() {
     assert_eq!(r.requests.succeeded, 2000, "{:?}", r.errors);
     assert_eq!(r.shape.server_max_streams, Some(16));
     assert_eq!(r.shape.streams, 16, "-m is capped by the server's limit");
+    // Each connection waited once for the server's SETTINGS, and that wait is shown.
+    assert_eq!(r.phases.settings.count, r.connections.opened);
+    assert!(r.phases.settings.min_us > 0, "{:?}", r.phases.settings);
 
     let ca = ca_file(&s, "h2");
     let url = format!("https://localhost:{}/", s.https_addr().unwrap().port());

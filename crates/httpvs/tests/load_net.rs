@@ -213,6 +213,44 @@ fn delay_50ms_each_way_reads_back_as_100ms_of_tcp_connect() {
 }
 
 #[test]
+fn h2c_waits_one_round_trip_for_settings_and_shows_it() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let _serial = one_link_at_a_time();
+    let server = serve();
+    let dir = scratch_dir("load-net-settings");
+    let report = run_json(
+        &dir,
+        &[
+            "--net",
+            "delay 20ms",
+            "-p",
+            "h2c",
+            "-c",
+            "2",
+            "-m",
+            "4",
+            "-t",
+            "1",
+            "-n",
+            "40",
+            &http_url(&server),
+        ],
+    );
+    assert_eq!(u64_at(&report, "/requests/succeeded"), 40, "{report:#}");
+    // The server can send SETTINGS only once it has accepted, after our ACK crossed the link:
+    // SETTINGS arrive at least one 40 ms round trip after connect() returned. A late wake-up
+    // of ours after the SYN-ACK shortens the wait as measured, so the bound leaves 5 ms.
+    let settings = &report["phases"]["settings"];
+    assert_eq!(u64_at(settings, "/count"), 2, "{settings:#}");
+    assert!(
+        u64_at(settings, "/min_us") >= 35_000,
+        "a SETTINGS wait shorter than the link's round trip: {settings:#}"
+    );
+}
+
+#[test]
 fn h3_crosses_a_lossy_link() {
     if !httpvs_testkit::require_root() {
         return;

@@ -93,10 +93,14 @@ impl Protocol for Http2 {
         let io = transport.tapped(self.trace.as_ref());
         let driver = tokio::spawn(driver::drive(io, core.clone()));
         let conn = Http2Connection::new(core.clone(), counter, driver);
-        let remaining = deadline.saturating_duration_since(Instant::now());
+        let waited_from = Instant::now();
+        let remaining = deadline.saturating_duration_since(waited_from);
         let settings = poll_fn(|cx| driver::lock(&core).poll_settings(cx));
         match tokio::time::timeout(remaining, settings).await {
-            Ok(Ok(max_streams)) => info.server_max_streams = max_streams,
+            Ok(Ok(max_streams)) => {
+                info.server_max_streams = max_streams;
+                info.settings = waited_from.elapsed();
+            }
             Ok(Err(kind)) => return Err(kind),
             Err(_) => return Err(ErrorKind::ConnectTimeout),
         }

@@ -308,6 +308,8 @@ impl Protocol for Http3 {
         let info = ConnectInfo {
             tcp_connect: Duration::ZERO,
             handshake,
+            // Requests go out without waiting for the server's SETTINGS.
+            settings: Duration::ZERO,
             alpn,
             // quinn does not expose the peer's initial_max_streams_bidi transport parameter;
             // opening a stream beyond it simply waits for MAX_STREAMS.

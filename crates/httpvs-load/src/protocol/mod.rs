@@ -97,6 +97,9 @@ pub struct ConnectInfo {
     pub tcp_connect: Duration,
     /// TLS handshake time, or the QUIC handshake time for h3.
     pub handshake: Duration,
+    /// h2 and h2c: from the connection preface to the server's SETTINGS, which the connection
+    /// waits for to learn the stream limit (zero for other protocols: then not recorded).
+    pub settings: Duration,
     /// ALPN protocol the server chose, if any.
     pub alpn: Option<Vec<u8>>,
     /// The server's concurrent-stream limit (h2 SETTINGS_MAX_CONCURRENT_STREAMS, h3 max bidi).

@@ -89,6 +89,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
             dns_us: facts.target.dns.as_micros() as u64,
             tcp_connect: distribution(&stats.tcp_connect),
             handshake: distribution(&stats.handshake),
+            settings: distribution(&stats.settings),
             ttfb: distribution(&stats.ttfb),
             body: distribution(&stats.body),
         },

@@ -169,7 +169,7 @@ pub struct Bucket {
 }
 
 /// A distribution of durations: summary, percentiles and log-spaced buckets (for CDFs).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Distribution {
     /// Samples.
     pub count: u64,
@@ -217,6 +217,10 @@ pub struct Phases {
     pub tcp_connect: Distribution,
     /// TLS (or QUIC) handshake, per connection; empty for cleartext.
     pub handshake: Distribution,
+    /// h2 and h2c: from the connection preface to the server's SETTINGS, per connection; empty
+    /// for other protocols (absent from reports made before it was measured).
+    #[serde(default)]
+    pub settings: Distribution,
     /// Send start to the first response byte, per request.
     pub ttfb: Distribution,
     /// First response byte to the last, per request.

@@ -245,6 +245,7 @@ fn phases(out: &mut String, r: &Report) {
     let rows = [
         ("tcp connect", &p.tcp_connect),
         ("handshake", &p.handshake),
+        ("h2 settings", &p.settings),
         ("ttfb", &p.ttfb),
         ("body", &p.body),
     ];

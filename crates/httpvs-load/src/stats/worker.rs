@@ -38,6 +38,8 @@ pub struct WorkerStats {
     pub tcp_connect: LatencyHistogram,
     /// TLS or QUIC handshake per connection.
     pub handshake: LatencyHistogram,
+    /// h2: the wait for the server's SETTINGS per connection.
+    pub settings: LatencyHistogram,
     /// Open model: how long after its intended time each request was dispatched.
     pub send_lag: LatencyHistogram,
     /// Open model: sends later than [`LATE_AFTER`].
@@ -187,6 +189,9 @@ impl WorkerRecorder {
         if !info.handshake.is_zero() {
             self.total.handshake.record(info.handshake);
         }
+        if !info.settings.is_zero() {
+            self.total.settings.record(info.settings);
+        }
         self.total
             .connections
             .note_server_max_streams(info.server_max_streams);
@@ -209,6 +214,7 @@ impl WorkerStats {
         self.body.merge(&o.body);
         self.tcp_connect.merge(&o.tcp_connect);
         self.handshake.merge(&o.handshake);
+        self.settings.merge(&o.settings);
         self.send_lag.merge(&o.send_lag);
         self.late_sends += o.late_sends;
         self.status.merge(&o.status);
