@@ -1,12 +1,19 @@
 /* bench/floor/floor.h: what the two floor clients (h1-floor.c on epoll, h1-uring-floor.c on
- * io_uring) share: the clock and the least response parsing a client can do. */
+ * io_uring) share: their arguments, connecting, the clock, the least response parsing a client
+ * can do, and the result line. */
 #ifndef HTTPVS_FLOOR_H
 #define HTTPVS_FLOOR_H
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Most bytes a connection buffers: a response must fit. */
 #define BUF 16384
@@ -34,6 +41,56 @@ static long response_len(const char *buf, size_t fill, int *status) {
   }
   if (body < 0) return -1; /* chunked or close-delimited: not for this reference */
   return fill >= head + (size_t)body ? (long)(head + (size_t)body) : 0;
+}
+
+/* What a floor is told (PORT CONNECTIONS SECONDS) and the request and address that follow. */
+struct floor_args {
+  int port, n;
+  double seconds;
+  char req[128];
+  int req_len;
+  struct sockaddr_in addr;
+};
+
+/* Parses argv into a; on bad input prints why and returns 2 (the exit status), else 0. */
+static int floor_args(const char *name, int argc, char **argv, int max_conns,
+                      struct floor_args *a) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: %s PORT CONNECTIONS SECONDS\n", name);
+    return 2;
+  }
+  a->port = atoi(argv[1]);
+  a->n = atoi(argv[2]);
+  a->seconds = atof(argv[3]);
+  if (a->port <= 0 || a->port > 65535 || a->n <= 0 || a->n > max_conns || a->seconds <= 0) {
+    fprintf(stderr, "%s: bad arguments (at most %d connections)\n", name, max_conns);
+    return 2;
+  }
+  a->req_len =
+      snprintf(a->req, sizeof a->req, "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", a->port);
+  memset(&a->addr, 0, sizeof a->addr);
+  a->addr.sin_family = AF_INET;
+  a->addr.sin_port = htons((unsigned short)a->port);
+  a->addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return 0;
+}
+
+/* One blocking connect to the floor's address with TCP_NODELAY; the socket, or -1 (errno set). */
+static int floor_connect(const struct floor_args *a) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+  if (fd < 0) return -1;
+  if (connect(fd, (const struct sockaddr *)&a->addr, sizeof a->addr) < 0) {
+    close(fd);
+    return -1;
+  }
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+/* The line bench/count.py reads. */
+static void floor_report(long done, double elapsed, long non2xx) {
+  printf("%ld requests in %.3f s, %.0f req/s, %ld non-2xx\n", done, elapsed, done / elapsed,
+         non2xx);
 }
 
 #endif

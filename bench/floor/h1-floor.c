@@ -39,36 +39,26 @@ static void die(const char *what) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: h1-floor PORT CONNECTIONS SECONDS\n");
-    return 2;
-  }
-  int port = atoi(argv[1]), n = atoi(argv[2]);
-  double seconds = atof(argv[3]);
-  if (port <= 0 || n <= 0 || seconds <= 0) {
-    fprintf(stderr, "h1-floor: bad arguments\n");
-    return 2;
-  }
-  char req[128];
-  int req_len = snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", port);
-  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((unsigned short)port)};
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  struct floor_args args;
+  int bad = floor_args("h1-floor", argc, argv, 1 << 20, &args);
+  if (bad) return bad;
+  int n = args.n;
+  const char *req = args.req;
+  int req_len = args.req_len;
   int ep = epoll_create1(0);
   if (ep < 0) die("epoll_create1");
   struct conn *conns = calloc((size_t)n, sizeof *conns);
   if (!conns) die("calloc");
   for (int i = 0; i < n; i++) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-    if (fd < 0) die("socket");
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) die("connect");
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    int fd = floor_connect(&args);
+    if (fd < 0) die("connect");
     if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0) die("fcntl");
     conns[i].fd = fd;
     struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = &conns[i]};
     if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) die("epoll_ctl");
   }
   long done = 0, non2xx = 0;
-  double start = now(), deadline = start + seconds, end = start;
+  double start = now(), deadline = start + args.seconds, end = start;
   for (int i = 0; i < n; i++)
     if (send(conns[i].fd, req, (size_t)req_len, 0) != req_len) die("send");
   struct epoll_event evs[256];
@@ -101,8 +91,6 @@ int main(int argc, char **argv) {
     end = now(); /* once per loop turn, which serves a batch of responses */
     if (end >= deadline) running = 0;
   }
-  double elapsed = end - start;
-  printf("%ld requests in %.3f s, %.0f req/s, %ld non-2xx\n", done, elapsed, done / elapsed,
-         non2xx);
+  floor_report(done, end - start, non2xx);
   return 0;
 }

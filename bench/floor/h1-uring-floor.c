@@ -43,8 +43,7 @@ static struct io_uring ring;
 static struct io_uring_buf_ring *bufs;
 static char *buf_mem;
 static struct conn *conns;
-static char req[128];
-static int req_len;
+static struct floor_args args; /* the request sent on every connection, and where */
 
 static void die(const char *what, int err) {
   fprintf(stderr, "h1-uring-floor: %s: %s\n", what, strerror(err));
@@ -63,7 +62,7 @@ static struct io_uring_sqe *next_sqe(void) {
 /* Sends connection i's request; a send that succeeds posts no completion. */
 static void queue_send(int i) {
   struct io_uring_sqe *sqe = next_sqe();
-  io_uring_prep_send(sqe, i, req, (size_t)req_len, 0);
+  io_uring_prep_send(sqe, i, args.req, (size_t)args.req_len, 0);
   sqe->flags |= IOSQE_FIXED_FILE | IOSQE_CQE_SKIP_SUCCESS;
   io_uring_sqe_set_data64(sqe, (__u64)i | (1ULL << 32));
 }
@@ -121,19 +120,9 @@ static int on_recv(struct io_uring_cqe *cqe, int i, long *non2xx) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: h1-uring-floor PORT CONNECTIONS SECONDS\n");
-    return 2;
-  }
-  int port = atoi(argv[1]), n = atoi(argv[2]);
-  double seconds = atof(argv[3]);
-  if (port <= 0 || n <= 0 || n > NBUFS / 2 || seconds <= 0) {
-    fprintf(stderr, "h1-uring-floor: bad arguments (at most %d connections)\n", NBUFS / 2);
-    return 2;
-  }
-  req_len = snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", port);
-  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((unsigned short)port)};
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int bad = floor_args("h1-uring-floor", argc, argv, NBUFS / 2, &args);
+  if (bad) return bad;
+  int n = args.n;
   struct io_uring_params params = {0};
   params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN;
   int err = io_uring_queue_init_params(1024, &ring, &params);
@@ -143,11 +132,8 @@ int main(int argc, char **argv) {
   int *fds = calloc((size_t)n, sizeof *fds);
   if (!conns || !fds) die("calloc", ENOMEM);
   for (int i = 0; i < n; i++) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-    if (fd < 0) die("socket", errno);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) die("connect", errno);
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    fds[i] = fd;
+    fds[i] = floor_connect(&args);
+    if (fds[i] < 0) die("connect", errno);
   }
   err = io_uring_register_files(&ring, fds, (unsigned)n);
   if (err) die("io_uring_register_files", -err);
@@ -156,7 +142,7 @@ int main(int argc, char **argv) {
     queue_send(i);
   }
   long done = 0, non2xx = 0;
-  double start = now(), deadline = start + seconds, end = start;
+  double start = now(), deadline = start + args.seconds, end = start;
   while (end < deadline) {
     err = io_uring_submit_and_wait(&ring, 1);
     if (err < 0 && err != -EINTR && err != -ETIME) die("io_uring_submit_and_wait", -err);
@@ -171,8 +157,6 @@ int main(int argc, char **argv) {
     io_uring_cq_advance(&ring, seen);
     end = now(); /* once per loop turn, which serves a batch of responses */
   }
-  double elapsed = end - start;
-  printf("%ld requests in %.3f s, %.0f req/s, %ld non-2xx\n", done, elapsed, done / elapsed,
-         non2xx);
+  floor_report(done, end - start, non2xx);
   return 0;
 }
