@@ -5,6 +5,8 @@
 #define HTTPVS_FLOOR_H
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -52,20 +54,33 @@ struct floor_args {
   struct sockaddr_in addr;
 };
 
+/* A whole decimal number in [1, max] from text, or -1. */
+static long floor_count(const char *text, long max) {
+  char *end;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  return errno == 0 && end != text && *end == '\0' && v >= 1 && v <= max ? v : -1;
+}
+
 /* Parses argv into a; on bad input prints why and returns 2 (the exit status), else 0. */
-static int floor_args(const char *name, int argc, char **argv, int max_conns,
-                      struct floor_args *a) {
+static int parse_floor_args(const char *name, int argc, char **argv, int max_conns,
+                            struct floor_args *a) {
   if (argc != 4) {
     fprintf(stderr, "usage: %s PORT CONNECTIONS SECONDS\n", name);
     return 2;
   }
-  a->port = atoi(argv[1]);
-  a->n = atoi(argv[2]);
-  a->seconds = atof(argv[3]);
-  if (a->port <= 0 || a->port > 65535 || a->n <= 0 || a->n > max_conns || a->seconds <= 0) {
-    fprintf(stderr, "%s: bad arguments (at most %d connections)\n", name, max_conns);
+  char *end;
+  long port = floor_count(argv[1], 65535), n = floor_count(argv[2], max_conns);
+  double seconds = strtod(argv[3], &end);
+  if (port < 0 || n < 0 || end == argv[3] || *end != '\0' || !isfinite(seconds) ||
+      !(seconds > 0)) {
+    fprintf(stderr, "%s: bad arguments (a port, 1 to %d connections, seconds > 0)\n", name,
+            max_conns);
     return 2;
   }
+  a->port = (int)port;
+  a->n = (int)n;
+  a->seconds = seconds;
   a->req_len =
       snprintf(a->req, sizeof a->req, "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", a->port);
   memset(&a->addr, 0, sizeof a->addr);
@@ -80,7 +95,9 @@ static int floor_connect(const struct floor_args *a) {
   int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
   if (fd < 0) return -1;
   if (connect(fd, (const struct sockaddr *)&a->addr, sizeof a->addr) < 0) {
+    int e = errno; /* close may change it */
     close(fd);
+    errno = e;
     return -1;
   }
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

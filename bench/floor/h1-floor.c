@@ -40,7 +40,7 @@ static void die(const char *what) {
 
 int main(int argc, char **argv) {
   struct floor_args args;
-  int bad = floor_args("h1-floor", argc, argv, 1 << 20, &args);
+  int bad = parse_floor_args("h1-floor", argc, argv, 1 << 20, &args);
   if (bad) return bad;
   int n = args.n;
   const char *req = args.req;
@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
   if (!conns) die("calloc");
   for (int i = 0; i < n; i++) {
     int fd = floor_connect(&args);
-    if (fd < 0) die("connect");
+    if (fd < 0) die("socket or connect");
     if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0) die("fcntl");
     conns[i].fd = fd;
     struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = &conns[i]};

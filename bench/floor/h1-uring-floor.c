@@ -120,7 +120,7 @@ static int on_recv(struct io_uring_cqe *cqe, int i, long *non2xx) {
 }
 
 int main(int argc, char **argv) {
-  int bad = floor_args("h1-uring-floor", argc, argv, NBUFS / 2, &args);
+  int bad = parse_floor_args("h1-uring-floor", argc, argv, NBUFS / 2, &args);
   if (bad) return bad;
   int n = args.n;
   struct io_uring_params params = {0};
@@ -133,7 +133,7 @@ int main(int argc, char **argv) {
   if (!conns || !fds) die("calloc", ENOMEM);
   for (int i = 0; i < n; i++) {
     fds[i] = floor_connect(&args);
-    if (fds[i] < 0) die("connect", errno);
+    if (fds[i] < 0) die("socket or connect", errno);
   }
   err = io_uring_register_files(&ring, fds, (unsigned)n);
   if (err) die("io_uring_register_files", -err);

@@ -80,7 +80,8 @@ pub struct RequestSpec {
 /// Options every protocol honours when it opens a connection.
 #[derive(Clone)]
 pub struct ConnectOptions {
-    /// Bound on TCP connect + TLS handshake (or the QUIC handshake).
+    /// Bound on TCP connect + TLS handshake (or the QUIC handshake), and for h2 the wait for
+    /// the server's SETTINGS.
     pub connect_timeout: Duration,
     /// TLS client configuration for https targets (ALPN is set by the protocol).
     pub tls: Option<Arc<rustls::ClientConfig>>,

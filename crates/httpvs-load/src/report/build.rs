@@ -146,6 +146,12 @@ fn shape(config: &LoadConfig, facts: &RunFacts<'_>, stats: &WorkerStats) -> Shap
     }
 }
 
+/// The distribution of no samples, as a run reports an empty histogram (and a report read back
+/// without a field that was added later gets).
+pub fn empty_distribution() -> Distribution {
+    distribution(&LatencyHistogram::default())
+}
+
 /// Summary, percentiles and buckets of one histogram.
 pub fn distribution(h: &LatencyHistogram) -> Distribution {
     let hdr = h.hdr();
@@ -255,4 +261,29 @@ fn quic(stats: &WorkerStats) -> Option<Quic> {
         mean_cwnd_bytes: q.cwnd_sum / q.connections,
         early_requests: q.sum.early_requests,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report written before the SETTINGS phase existed reads back with the same empty
+    /// distribution a run without h2 connections reports.
+    #[test]
+    fn phases_without_settings_read_back_as_empty() {
+        let empty = empty_distribution();
+        let phases = Phases {
+            dns_us: 5,
+            tcp_connect: empty.clone(),
+            handshake: empty.clone(),
+            settings: empty.clone(),
+            ttfb: empty.clone(),
+            body: empty.clone(),
+        };
+        let mut json = serde_json::to_value(&phases).unwrap();
+        json.as_object_mut().unwrap().remove("settings");
+        let back: Phases = serde_json::from_value(json).unwrap();
+        assert_eq!(back, phases);
+        assert_eq!(back.settings.percentiles.len(), PERCENTILES.len());
+    }
 }

@@ -169,7 +169,7 @@ pub struct Bucket {
 }
 
 /// A distribution of durations: summary, percentiles and log-spaced buckets (for CDFs).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Distribution {
     /// Samples.
     pub count: u64,
@@ -219,7 +219,7 @@ pub struct Phases {
     pub handshake: Distribution,
     /// h2 and h2c: from the connection preface to the server's SETTINGS, per connection; empty
     /// for other protocols (absent from reports made before it was measured).
-    #[serde(default)]
+    #[serde(default = "super::build::empty_distribution")]
     pub settings: Distribution,
     /// Send start to the first response byte, per request.
     pub ttfb: Distribution,

@@ -59,9 +59,13 @@ impl Protocol for Http2Reference {
             .map_err(|e| connection_error_kind(&e))?;
         let driver = tokio::spawn(drive(connection, state.clone()));
         let conn = ReferenceConnection::new(sender, state.clone(), counter, driver);
-        let remaining = deadline.saturating_duration_since(Instant::now());
+        let waited_from = Instant::now();
+        let remaining = deadline.saturating_duration_since(waited_from);
         match tokio::time::timeout(remaining, settings_rx).await {
-            Ok(Ok(max_streams)) => info.server_max_streams = max_streams,
+            Ok(Ok(max_streams)) => {
+                info.server_max_streams = max_streams;
+                info.settings = waited_from.elapsed();
+            }
             // The driver ended (and dropped the observer) before the server's SETTINGS.
             Ok(Err(_)) => {
                 let end = state.end().and_then(|end| end.error);
