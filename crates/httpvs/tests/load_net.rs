@@ -132,13 +132,21 @@ fn one_link_at_a_time() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// What a test that builds a link starts with: root (else `None`: the test is skipped), its turn
+/// among such tests, and a server.
+fn link_test() -> Option<(std::sync::MutexGuard<'static, ()>, RunningServer)> {
+    if !httpvs_testkit::require_root() {
+        return None;
+    }
+    let serial = one_link_at_a_time();
+    Some((serial, serve()))
+}
+
 #[test]
 fn delay_50ms_each_way_reads_back_as_100ms_of_tcp_connect() {
-    if !httpvs_testkit::require_root() {
+    let Some((_serial, server)) = link_test() else {
         return;
-    }
-    let _serial = one_link_at_a_time();
-    let server = serve();
+    };
     let url = http_url(&server);
     let dir = scratch_dir("load-net-delay");
     let args = [
@@ -214,11 +222,9 @@ fn delay_50ms_each_way_reads_back_as_100ms_of_tcp_connect() {
 
 #[test]
 fn h2c_waits_one_round_trip_for_settings_and_shows_it() {
-    if !httpvs_testkit::require_root() {
+    let Some((_serial, server)) = link_test() else {
         return;
-    }
-    let _serial = one_link_at_a_time();
-    let server = serve();
+    };
     let dir = scratch_dir("load-net-settings");
     let report = run_json(
         &dir,
@@ -252,11 +258,9 @@ fn h2c_waits_one_round_trip_for_settings_and_shows_it() {
 
 #[test]
 fn h3_crosses_a_lossy_link() {
-    if !httpvs_testkit::require_root() {
+    let Some((_serial, server)) = link_test() else {
         return;
-    }
-    let _serial = one_link_at_a_time();
-    let server = serve();
+    };
     let h3 = format!(
         "https://127.0.0.1:{}/",
         server.h3_addr().expect("h3").port()
@@ -300,11 +304,9 @@ fn h3_crosses_a_lossy_link() {
 
 #[test]
 fn a_killed_run_leaves_no_device() {
-    if !httpvs_testkit::require_root() {
+    let Some((_serial, server)) = link_test() else {
         return;
-    }
-    let _serial = one_link_at_a_time();
-    let server = serve();
+    };
     let url = http_url(&server);
     let mut child = spawn_load(&["--net", "delay 20ms", "-c", "2", "-z", "20s", &url]);
     let device = format!("/sys/class/net/hv-{}-0", child.id());
