@@ -35,8 +35,9 @@ use super::{ConnectInfo, ConnectOptions, Protocol, Target};
 use crate::error::ErrorKind;
 use conn_core::ConnCore;
 use std::future::poll_fn;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Stream and connection receive windows: h2load's default (`-w 30`, `-W 30`).
 pub const RECEIVE_WINDOW: u32 = (1 << 30) - 1;
@@ -58,6 +59,19 @@ async fn open_transport(
         return Err(ErrorKind::Tls);
     }
     Ok((transport, info, counter))
+}
+
+/// Waits for the server's SETTINGS (`settings`) until the connect deadline: what it came to and
+/// how long the wait took (the `settings` phase), or `None` when the deadline came first. Both
+/// HTTP/2 clients wait this way.
+async fn wait_settings<T>(
+    deadline: Instant,
+    settings: impl Future<Output = T>,
+) -> Option<(T, Duration)> {
+    let waited_from = Instant::now();
+    let remaining = deadline.saturating_duration_since(waited_from);
+    let got = tokio::time::timeout(remaining, settings).await.ok()?;
+    Some((got, waited_from.elapsed()))
 }
 
 /// The HTTP/2 protocol (h2c for http targets, h2 for https targets) on the owned codec.
@@ -93,16 +107,14 @@ impl Protocol for Http2 {
         let io = transport.tapped(self.trace.as_ref());
         let driver = tokio::spawn(driver::drive(io, core.clone()));
         let conn = Http2Connection::new(core.clone(), counter, driver);
-        let waited_from = Instant::now();
-        let remaining = deadline.saturating_duration_since(waited_from);
         let settings = poll_fn(|cx| driver::lock(&core).poll_settings(cx));
-        match tokio::time::timeout(remaining, settings).await {
-            Ok(Ok(max_streams)) => {
+        match wait_settings(deadline, settings).await {
+            Some((Ok(max_streams), waited)) => {
                 info.server_max_streams = max_streams;
-                info.settings = waited_from.elapsed();
+                info.settings = waited;
             }
-            Ok(Err(kind)) => return Err(kind),
-            Err(_) => return Err(ErrorKind::ConnectTimeout),
+            Some((Err(kind), _)) => return Err(kind),
+            None => return Err(ErrorKind::ConnectTimeout),
         }
         Ok((conn, info))
     }

@@ -5,7 +5,7 @@ use super::accounting::ConnAccounting;
 use super::conn_state::{connection_error_kind, ConnState};
 use super::frame_tap::FrameTaps;
 use super::reference_connection::ReferenceConnection;
-use super::{open_transport, RECEIVE_WINDOW};
+use super::{open_transport, wait_settings, RECEIVE_WINDOW};
 use crate::error::ErrorKind;
 use crate::protocol::tls::AlpnConfigs;
 use crate::protocol::wire::{PlaintextTaps, TapIo};
@@ -59,19 +59,17 @@ impl Protocol for Http2Reference {
             .map_err(|e| connection_error_kind(&e))?;
         let driver = tokio::spawn(drive(connection, state.clone()));
         let conn = ReferenceConnection::new(sender, state.clone(), counter, driver);
-        let waited_from = Instant::now();
-        let remaining = deadline.saturating_duration_since(waited_from);
-        match tokio::time::timeout(remaining, settings_rx).await {
-            Ok(Ok(max_streams)) => {
+        match wait_settings(deadline, settings_rx).await {
+            Some((Ok(max_streams), waited)) => {
                 info.server_max_streams = max_streams;
-                info.settings = waited_from.elapsed();
+                info.settings = waited;
             }
             // The driver ended (and dropped the observer) before the server's SETTINGS.
-            Ok(Err(_)) => {
+            Some((Err(_), _)) => {
                 let end = state.end().and_then(|end| end.error);
                 return Err(end.unwrap_or(ErrorKind::ConnectionClosed));
             }
-            Err(_) => return Err(ErrorKind::ConnectTimeout),
+            None => return Err(ErrorKind::ConnectTimeout),
         }
         Ok((conn, info))
     }
