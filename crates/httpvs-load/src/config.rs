@@ -128,6 +128,11 @@ pub const DEFAULT_CONNECTIONS: u32 = 10;
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 /// Default per-request timeout, as hey's.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
+/// The most requests in flight at once (`-c` x `-m`): each costs its stream's state up front
+/// (about 0.5 KB), so this is about 0.5 GB, ten times what `bench/run` holds.
+pub const MAX_IN_FLIGHT: u64 = 1_000_000;
+/// The most worker threads (`-t`).
+pub const MAX_THREADS: usize = 4096;
 /// Default connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -214,6 +219,19 @@ impl LoadConfig {
         if self.threads == 0 {
             return bad("--threads must be at least 1".into());
         }
+        if self.threads > MAX_THREADS {
+            return bad(format!(
+                "--threads {} is more than {MAX_THREADS}",
+                self.threads
+            ));
+        }
+        let in_flight = u64::from(self.connections) * u64::from(self.streams);
+        if in_flight > MAX_IN_FLIGHT {
+            return bad(format!(
+                "--connections x --streams is {in_flight}; at most {MAX_IN_FLIGHT} requests \
+                 can be in flight (each costs memory up front)"
+            ));
+        }
         match self.stop {
             StopAfter::Requests(0) => return bad("--requests must be at least 1".into()),
             StopAfter::Duration(d) if d.is_zero() => {
@@ -291,15 +309,28 @@ pub fn parse_url(url: &str) -> Result<http::Uri, ConfigError> {
         Some(h) if !h.is_empty() => {}
         _ => return Err(invalid("it has no host")),
     }
-    if uri.port_u16() == Some(0) {
-        return Err(invalid("port 0 is not a target"));
-    }
     if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
         return Err(invalid(
             "user:password@ in URLs is not supported; use -H Authorization",
         ));
     }
+    if let Some(port) = port_text(&uri) {
+        match port.parse::<u16>() {
+            Ok(0) => return Err(invalid("port 0 is not a target")),
+            Ok(_) => {}
+            Err(_) => return Err(invalid(&format!("port {port:?} is not from 1 to 65535"))),
+        }
+    }
     Ok(uri)
+}
+
+/// The port as written in the URL, if it has one. `http::Uri` keeps an unparsable port (`:99999`,
+/// `:abc`) in the authority but reports none, which would quietly mean the scheme's default port.
+fn port_text(uri: &http::Uri) -> Option<&str> {
+    let authority = uri.authority()?.as_str();
+    let host_end = authority.rfind(']').map_or(0, |i| i + 1);
+    let after_host = &authority[host_end..];
+    after_host.rfind(':').map(|i| &after_host[i + 1..])
 }
 
 #[cfg(test)]
@@ -310,12 +341,20 @@ mod tests {
     fn urls_are_checked() {
         assert!(parse_url("http://127.0.0.1:8080/x?y=1").is_ok());
         assert!(parse_url("https://localhost/").is_ok());
+        assert!(parse_url("http://[::1]:8080/").is_ok());
+        assert!(parse_url("http://[::1]/").is_ok());
+        assert!(parse_url("http://h:65535/").is_ok());
         for bad in [
             "127.0.0.1:80",
             "ftp://x/",
             "http://",
             "not a url",
             "http://h:0/",
+            "http://127.0.0.1:99999/",
+            "http://127.0.0.1:65536/",
+            "http://h:abc/",
+            "http://h:/",
+            "http://[::1]:70000/",
         ] {
             assert!(parse_url(bad).is_err(), "{bad}");
         }
@@ -335,6 +374,10 @@ mod tests {
             .validate()
             .is_ok());
         assert!(c.clone().shape(0, 1).validate().is_err());
+        assert!(c.clone().shape(u32::MAX, 1).validate().is_err());
+        assert!(c.clone().shape(1, u32::MAX).validate().is_err());
+        assert!(c.clone().shape(1000, 1000).validate().is_ok());
+        assert!(c.clone().threads(usize::MAX).validate().is_err());
         assert!(c.clone().rate(-1.0).validate().is_err());
         assert_eq!(c.clone().shape(3, 1).threads(8).worker_count(), 3);
     }

@@ -10,19 +10,28 @@ use std::net::SocketAddr;
 const BACKLOG: i32 = 4096;
 
 /// Binds `count` TCP listeners on `addr` (the first fixes the port when `addr` has port 0).
+///
+/// With SO_REUSEPORT a second server on the same port would bind too and quietly take half the
+/// connections, so the port is first claimed by a socket without it: that bind fails with
+/// "address in use" if anything listens there, another httpvs included. The claim is released
+/// just before the workers' sockets bind, which join no one else's group.
 pub fn tcp(addr: SocketAddr, count: usize) -> Result<Vec<std::net::TcpListener>, ServeError> {
-    let first = tcp_one(addr, count > 1)?;
-    let bound = first
+    if count <= 1 {
+        return Ok(vec![tcp_one(addr, false, true)?]);
+    }
+    let claim = tcp_one(addr, false, false)?;
+    let bound = claim
         .local_addr()
         .map_err(|source| bind_error(addr, "tcp", source))?;
-    let mut all = vec![first];
-    for _ in 1..count {
-        all.push(tcp_one(bound, true)?);
-    }
-    Ok(all)
+    drop(claim);
+    (0..count).map(|_| tcp_one(bound, true, true)).collect()
 }
 
-fn tcp_one(addr: SocketAddr, reuse_port: bool) -> Result<std::net::TcpListener, ServeError> {
+fn tcp_one(
+    addr: SocketAddr,
+    reuse_port: bool,
+    listen: bool,
+) -> Result<std::net::TcpListener, ServeError> {
     let err = |source| bind_error(addr, "tcp", source);
     let socket =
         Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP)).map_err(err)?;
@@ -35,7 +44,9 @@ fn tcp_one(addr: SocketAddr, reuse_port: bool) -> Result<std::net::TcpListener, 
     }
     socket.set_nonblocking(true).map_err(err)?;
     socket.bind(&addr.into()).map_err(err)?;
-    socket.listen(BACKLOG).map_err(err)?;
+    if listen {
+        socket.listen(BACKLOG).map_err(err)?;
+    }
     Ok(socket.into())
 }
 

@@ -45,6 +45,40 @@ fn a_port_in_use_is_one_line() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("in use"));
 }
 
+/// Another httpvs already on the port, its workers sharing it with SO_REUSEPORT: a second
+/// server must not join them and take half the connections.
+#[test]
+fn a_port_held_by_another_httpvs_is_in_use() {
+    let mut first = httpvs()
+        .args(["serve", "--http", "0", "--https", "off", "--h3", "off"])
+        .args(["--threads", "2"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(first.stdout.take().unwrap());
+    let mut banner = String::new();
+    while !banner.contains("http://") {
+        if stdout.read_line(&mut banner).unwrap() == 0 {
+            break;
+        }
+    }
+    let port = banner
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {banner:?}"))
+        .to_owned();
+    let out = httpvs()
+        .args(["serve", "--http", &port, "--https", "off", "--h3", "off"])
+        .args(["--threads", "2"])
+        .output()
+        .unwrap();
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert_one_line_failure(&out, "port held by another httpvs");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("in use"));
+}
+
 #[test]
 fn an_unreadable_cert_is_one_line() {
     let out = httpvs()

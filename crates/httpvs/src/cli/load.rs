@@ -131,6 +131,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .output
             .as_ref()
             .is_some_and(|p| p.extension().is_some_and(|e| e == "json"));
+    // Opened before the run, so a path that cannot be written costs no run.
+    let mut output = match &args.output {
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .map_err(|e| usage(format!("cannot write -o {}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
     let stop = interrupt_flag();
     let show_progress = !args.no_progress && std::io::stderr().is_terminal();
     let mut progress = ProgressLine::new();
@@ -140,9 +148,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         &mut quiet
     };
-    let mut report = match &net {
-        Some(net) => net.run(&config, observer, stop)?,
-        None => httpvs_load::run_until(&config, observer, stop).map_err(setup_error)?,
+    let ran = match &net {
+        Some(net) => net.run(&config, observer, stop),
+        None => httpvs_load::run_until(&config, observer, stop).map_err(setup_error),
+    };
+    let mut report = match ran {
+        Ok(report) => report,
+        Err(e) => {
+            // No report: leave no empty file behind.
+            if let Some(path) = &args.output {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(e);
+        }
     };
     report.thresholds = thresholds::evaluate(&rules, &report);
     let rendered = if json {
@@ -150,14 +168,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         text::render(&report)
     };
-    match &args.output {
-        Some(path) => std::fs::write(path, rendered)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
-        None => {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(rendered.as_bytes());
-            let _ = out.flush();
-        }
+    let written = match (&mut output, &args.output) {
+        (Some(file), Some(path)) => file
+            .write_all(rendered.as_bytes())
+            .and_then(|()| file.flush())
+            .map_err(|e| format!("cannot write {}: {e}", path.display())),
+        _ => Ok(()),
+    };
+    if output.is_none() || written.is_err() {
+        // Without -o, or when the file failed mid-way: the measurements still reach stdout.
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(rendered.as_bytes());
+        let _ = out.flush();
+    }
+    if let Err(why) = written {
+        anyhow::bail!("{why}; the report went to stdout instead");
     }
     if !report.requests.identity_holds {
         anyhow::bail!(
