@@ -57,12 +57,25 @@ async fn eof_inside_a_chunked_body_truncates_it() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn malformed_heads_and_chunks_are_protocol_errors() {
+    // We close the connection on the server's protocol error: it is not the server's close.
     let (result, cause) = one_exchange(b"HTTP/1.1 OK 200\r\n\r\n", Ending::Fin).await;
     assert_eq!(result.err(), Some(SendError::Failed(ErrorKind::Protocol)));
-    assert_eq!(cause, CloseCause::Reset);
+    assert_eq!(cause, CloseCause::Local);
     let reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
-    let (result, _) = one_exchange(reply, Ending::Fin).await;
+    let (result, cause) = one_exchange(reply, Ending::Fin).await;
     assert_eq!(result.err(), Some(SendError::Failed(ErrorKind::Protocol)));
+    assert_eq!(cause, CloseCause::Local);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_head_that_never_ends_is_a_protocol_error_not_unbounded_memory() {
+    // 200 KiB of one header line and no end: read up to the 64 KiB cap, then refused.
+    let mut reply = b"HTTP/1.1 200 OK\r\nX: ".to_vec();
+    reply.resize(200 * 1024, b'a');
+    let reply: &'static [u8] = Box::leak(reply.into_boxed_slice());
+    let (result, cause) = one_exchange(reply, Ending::Fin).await;
+    assert_eq!(result.err(), Some(SendError::Failed(ErrorKind::Protocol)));
+    assert_eq!(cause, CloseCause::Local);
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -343,6 +343,11 @@ impl Drop for PartialWrite<'_> {
     }
 }
 
+/// The largest response head read (status line and headers, interim responses apart): 64 KiB,
+/// h2load's and nginx's order of limit. A longer one is a protocol error, so a server that sends
+/// an endless header costs this much memory, not all of it.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+
 async fn fill(side: &mut ReadSide) -> io::Result<usize> {
     let ReadSide {
         io,
@@ -402,6 +407,10 @@ async fn read_response(
                     continue;
                 }
                 Some(head) => break head,
+                None if side.buf.len() > MAX_HEAD_BYTES => {
+                    // A head that never ends must not grow the buffer without bound.
+                    return Err(protocol_failure(ErrorKind::Protocol));
+                }
                 None => {}
             }
         }
@@ -523,10 +532,11 @@ fn closed_failure(error: SendError) -> ReadFailure {
     }
 }
 
+/// The server's response broke HTTP/1.1: we close the connection (it is not the server's close).
 fn protocol_failure(kind: ErrorKind) -> ReadFailure {
     ReadFailure {
         error: SendError::Failed(kind),
-        cause: CloseCause::Reset,
+        cause: CloseCause::Local,
     }
 }
 

@@ -170,10 +170,11 @@ impl ConnCore {
         self.wake_waiters();
     }
 
-    /// Ends the connection for a protocol error of the server's, telling it with GOAWAY.
+    /// Ends the connection for a protocol error of the server's, telling it with GOAWAY: we
+    /// close it, so it counts as closed by us, not by the server.
     pub fn fail(&mut self, error: ConnError) {
         write::goaway(&mut self.out, 0, error.0);
-        self.end(CloseCause::Reset, Some(ErrorKind::Protocol));
+        self.end(CloseCause::Local, Some(ErrorKind::Protocol));
     }
 
     fn wake_waiters(&mut self) {

@@ -3,7 +3,7 @@
 
 use super::super::frame_write::{self as write, code};
 use super::super::streams::Stream;
-use super::{ConnCore, PendingBody, MAX_STREAM_ID};
+use super::{ConnCore, ConnEnd, PendingBody, MAX_STREAM_ID};
 use crate::error::ErrorKind;
 use crate::protocol::{CloseCause, RequestSpec, ResponseInfo, RetryReason, SendError};
 use std::task::{Context, Poll};
@@ -73,6 +73,14 @@ impl ConnCore {
     fn refusal(&self) -> Option<SendError> {
         if self.goaway.is_some() {
             Some(SendError::Retry(RetryReason::Goaway))
+        } else if let Some(ConnEnd {
+            error: Some(ErrorKind::Protocol),
+            ..
+        }) = self.end
+        {
+            // The server broke the protocol: a new connection would most likely too, so the
+            // request fails with it rather than retrying (a storm against a broken server).
+            Some(SendError::Failed(ErrorKind::Protocol))
         } else if self.local_close || self.end.is_some() || self.next_stream_id > MAX_STREAM_ID {
             Some(SendError::Retry(RetryReason::ConnectionClosed))
         } else {
