@@ -24,6 +24,12 @@ pub fn measurement(report: &Report) -> Measurement {
             .iter()
             .map(|e| (e.kind.clone(), e.count))
             .collect(),
+        non_2xx: report
+            .status_codes
+            .iter()
+            .filter(|s| !(200..300).contains(&s.code))
+            .map(|s| (s.code, s.count))
+            .collect(),
         p50_ms: ms(50.0),
         p90_ms: ms(90.0),
         p99_ms: ms(99.0),

@@ -22,6 +22,9 @@ pub struct Measurement {
     /// Failures by kind name.
     #[serde(default)]
     pub errors: BTreeMap<String, u64>,
+    /// Responses whose status was not 2xx, by status (counted in `succeeded`: they completed).
+    #[serde(default)]
+    pub non_2xx: BTreeMap<u16, u64>,
     /// Median latency, milliseconds.
     pub p50_ms: f64,
     /// 90th percentile latency, milliseconds.

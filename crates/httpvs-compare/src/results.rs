@@ -106,6 +106,8 @@ pub struct Row {
     pub shape: Shape,
     /// Successful req/s across repeats.
     pub rps: Spread,
+    /// Repeats measured.
+    pub runs: usize,
     /// Median of the repeats' p50, ms.
     pub p50_ms: f64,
     /// Median of the repeats' p99, ms.
@@ -120,6 +122,10 @@ pub struct Row {
     pub retried: u64,
     /// Succeeded requests, all repeats together.
     pub succeeded: u64,
+    /// Of `succeeded`, responses whose status was not 2xx, all repeats together.
+    pub non_2xx: u64,
+    /// The most frequent status among them.
+    pub non_2xx_top: Option<u16>,
     /// Highest client CPU fraction seen in a repeat.
     pub client_cpu_max: Option<f64>,
     /// Why it could not run, if so.
@@ -135,6 +141,7 @@ impl CellResult {
             variant: self.variant,
             shape: self.shape,
             rps: Spread::of(runs().map(|m| m.requests_per_sec)),
+            runs: self.runs.len(),
             p50_ms: median(|m| m.p50_ms),
             p99_ms: median(|m| m.p99_ms),
             bytes_per_request: median(|m| m.wire_bytes_per_request),
@@ -142,6 +149,17 @@ impl CellResult {
             errors: runs().map(|m| m.failed).sum(),
             retried: runs().map(|m| m.retried).sum(),
             succeeded: runs().map(|m| m.succeeded).sum(),
+            non_2xx: runs().flat_map(|m| m.non_2xx.values()).sum(),
+            non_2xx_top: {
+                let mut by_code = std::collections::BTreeMap::<u16, u64>::new();
+                for (code, n) in runs().flat_map(|m| &m.non_2xx) {
+                    *by_code.entry(*code).or_default() += n;
+                }
+                by_code
+                    .into_iter()
+                    .max_by_key(|(_, n)| *n)
+                    .map(|(code, _)| code)
+            },
             client_cpu_max: runs().filter_map(|m| m.client_cpu).reduce(f64::max),
             failure: self.failure.clone(),
         }

@@ -81,6 +81,13 @@ pub fn run(config: &CompareConfig, progress: &mut dyn Progress) -> Result<Result
             (target, variants)
         }
     };
+    if let Some(fallback) = baseline_fallback(plan.baseline(), &variants) {
+        progress.note(&format!(
+            "baseline: {} does not run here; ratios are to {fallback}",
+            plan.baseline()
+        ));
+        plan.baseline = Some(fallback);
+    }
     progress.note(&format!("pinning: {}", setup.pinning));
     let mut driver = LoadDriver {
         endpoints: target.endpoints.clone(),
@@ -154,6 +161,18 @@ pub fn run(config: &CompareConfig, progress: &mut dyn Progress) -> Result<Result
 }
 
 /// The host of a URL when it is not this host's loopback.
+/// The baseline to use when the plan's does not run (skipped for the target): h1-tls for h1
+/// when it runs, else the first protocol that does; `None` when the plan's runs.
+fn baseline_fallback(baseline: Variant, running: &[Variant]) -> Option<Variant> {
+    if running.contains(&baseline) || running.is_empty() {
+        return None;
+    }
+    if baseline == Variant::H1 && running.contains(&Variant::H1Tls) {
+        return Some(Variant::H1Tls);
+    }
+    Some(running[0])
+}
+
 fn remote_host(url: &str) -> Option<String> {
     let uri: http::Uri = url.parse().ok()?;
     let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
@@ -275,7 +294,17 @@ impl Drop for Target {
 
 #[cfg(test)]
 mod tests {
-    use super::remote_host;
+    use super::{baseline_fallback, remote_host};
+    use crate::variant::Variant;
+
+    #[test]
+    fn a_baseline_that_does_not_run_falls_back() {
+        use Variant::*;
+        assert_eq!(baseline_fallback(H1, &[H1, H2c]), None);
+        assert_eq!(baseline_fallback(H1, &[H1Tls, H2, H3]), Some(H1Tls));
+        assert_eq!(baseline_fallback(H1, &[H2, H3]), Some(H2));
+        assert_eq!(baseline_fallback(H2c, &[H2, H1]), Some(H2));
+    }
 
     #[test]
     fn loopback_targets_are_local() {

@@ -157,10 +157,13 @@ pub fn format_ratio(r: f64) -> String {
     }
 }
 
-/// `spread ±4%`, or `1 run` when there is a single repeat.
+/// `spread ±4%`; with a single repeat, or repeats that all read the same, the 5% rule for ties.
 pub fn format_spread(row: &Row) -> String {
-    if row.rps.min == row.rps.max {
+    if row.runs <= 1 {
         return "single run: differences under 5% are ties".into();
+    }
+    if row.rps.min == row.rps.max {
+        return "spread ±0%: differences under 5% are ties".into();
     }
     format!("spread ±{:.0}%", row.rps.relative_half_range() * 100.0)
 }
@@ -188,6 +191,15 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
             "{name}: {} errors ({:.1}% of requests)",
             row.errors,
             100.0 * row.errors as f64 / total.max(1) as f64
+        ));
+    }
+    if row.non_2xx > 0 {
+        out.push(format!(
+            "{name}: {} responses were not 2xx ({:.1}%, mostly {}): its req/s counts them; \
+             check the URL and the server",
+            row.non_2xx,
+            100.0 * row.non_2xx as f64 / row.succeeded.max(1) as f64,
+            row.non_2xx_top.unwrap_or(0)
         ));
     }
     if row.retried > 0 {

@@ -165,6 +165,20 @@ fn bad_flags_get_one_line() {
             vec!["compare", "--from", "nothing.json"],
             "cannot read nothing.json",
         ),
+        (vec!["compare", "--quick", "notaurl"], "invalid URL"),
+        (
+            vec!["compare", "--quick", "http://127.0.0.1:99999/"],
+            "port \"99999\"",
+        ),
+        // Found before the matrix runs, not after it.
+        (
+            vec!["compare", "--quick", "--json", "/nonexistent/dir/r.json"],
+            "--json: cannot write /nonexistent/dir/r.json",
+        ),
+        (
+            vec!["compare", "--quick", "--html", "/nonexistent/dir/r.html"],
+            "--html: cannot write /nonexistent/dir/r.html",
+        ),
     ] {
         let out = httpvs(&dir, &args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -55,17 +55,26 @@ fn ticks(max: f64) -> Vec<f64> {
     (0..=n).map(|i| i as f64 * step).collect()
 }
 
+/// A tick's label: as many decimals as it needs, up to a few (1.5 is "1.5", not "2").
 fn tick_label(v: f64) -> String {
     if v >= 1e6 {
-        format!("{:.1}M", v / 1e6)
+        format!("{}M", trimmed(v / 1e6, 1))
     } else if v >= 1e4 {
-        format!("{:.0}k", v / 1e3)
+        format!("{}k", trimmed(v / 1e3, 0))
     } else if v >= 1e3 {
-        format!("{:.1}k", v / 1e3)
-    } else if v >= 1.0 || v == 0.0 {
-        format!("{v:.0}")
+        format!("{}k", trimmed(v / 1e3, 1))
     } else {
-        format!("{v:.2}")
+        trimmed(v, 2)
+    }
+}
+
+/// `v` with at most `decimals` decimals and no trailing zeros.
+fn trimmed(v: f64, decimals: usize) -> String {
+    let text = format!("{v:.decimals$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
     }
 }
 
@@ -191,6 +200,10 @@ pub fn line_chart(
         x0 = x0.min(fx(x));
         x1 = x1.max(fx(x));
     }
+    if !x_log && x0 > 0.0 && x0 != f64::MAX {
+        // A linear axis (time) starts at 0, so a lone point sits where its time says.
+        x0 = 0.0;
+    }
     if x0 >= x1 {
         x0 = if x0 == f64::MAX { 0.0 } else { x0 - 1.0 };
         x1 = x0 + 2.0;
@@ -257,9 +270,11 @@ fn x_axis(out: &mut String, x0: f64, x1: f64, x_log: bool, px: impl Fn(f64) -> f
             .filter(|v| v.log10() >= x0 - 1e-9 && v.log10() <= x1 + 1e-9)
             .collect()
     } else {
+        // Tolerant ends: 3 x 0.2 is a hair above 0.6.
+        let eps = (x1 - x0).abs() * 1e-9;
         ticks(x1)
             .into_iter()
-            .filter(|v| *v >= x0 && *v <= x1)
+            .filter(|v| *v >= x0 - eps && *v <= x1 + eps)
             .collect()
     };
     for v in values {
@@ -276,6 +291,31 @@ fn x_axis(out: &mut String, x0: f64, x1: f64, x_log: bool, px: impl Fn(f64) -> f
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tick_labels_keep_the_decimals_they_need() {
+        let labels: Vec<String> = ticks(2.0).into_iter().map(tick_label).collect();
+        assert_eq!(labels, ["0", "0.5", "1", "1.5", "2"]);
+        assert_eq!(tick_label(2500.0), "2.5k");
+        assert_eq!(tick_label(5000.0), "5k");
+        assert_eq!(tick_label(40000.0), "40k");
+        assert_eq!(tick_label(1.5e6), "1.5M");
+        assert_eq!(tick_label(0.25), "0.25");
+    }
+
+    #[test]
+    fn a_lone_point_on_a_time_axis_sits_at_its_time() {
+        let series = [LineSeries {
+            name: "h1".into(),
+            color: "#000",
+            points: vec![(0.6, 100.0)],
+        }];
+        let svg = line_chart("t", &series, false, ("s", "req/s"), None);
+        // The axis runs 0..0.6: the dot is at the plot's right edge.
+        let cx = LEFT + (WIDTH - LEFT - RIGHT);
+        assert!(svg.contains(&format!(r#"cx="{cx:.1}""#)), "{svg}");
+        assert!(svg.contains(">0.6</text>"), "{svg}");
+    }
 
     #[test]
     fn ticks_are_round() {

@@ -21,7 +21,7 @@ pub const HEADERS: [&str; 9] = [
 /// The cells of one row, as the tables print them (the ratio column comes last).
 pub fn row_cells(view: &TableView, i: usize) -> Vec<String> {
     let row = &view.rows[i];
-    let single = row.rps.min == row.rps.max;
+    let single = row.runs <= 1;
     if let Some(f) = &row.failure {
         let mut cells = vec![view.labels[i].clone(), row.shape.to_string()];
         cells.push(format!("did not run: {f}"));
@@ -99,7 +99,7 @@ fn setup_lines(results: &Results) -> String {
     );
     let _ = writeln!(
         out,
-        "{} repeat(s) of {} after a {} warm-up per cell; medians, spread = min-max",
+        "{} repeat(s) of {} after a {} warm-up per cell; medians, spread = ±half the min-max range",
         results.plan.repeats, results.plan.duration, results.plan.warmup
     );
     for skip in s.skipped_protocols.iter().chain(&s.skipped_conditions) {

@@ -12,6 +12,7 @@ fn row(variant: Variant, rps: [f64; 3]) -> Row {
             streams: 1,
         },
         rps: Spread::of(rps),
+        runs: 3,
         p50_ms: 1.0,
         p99_ms: 2.0,
         bytes_per_request: 200.0,
@@ -19,6 +20,8 @@ fn row(variant: Variant, rps: [f64; 3]) -> Row {
         errors: 0,
         retried: 0,
         succeeded: 1000,
+        non_2xx: 0,
+        non_2xx_top: None,
         client_cpu_max: Some(0.5),
         failure: None,
     }
@@ -62,14 +65,26 @@ fn overlapping_spreads_are_a_tie() {
 
 #[test]
 fn single_runs_tie_within_five_percent() {
+    let single = |variant, rps| Row {
+        runs: 1,
+        ..row(variant, [rps, rps, rps])
+    };
+    let rows = [single(Variant::H1, 100.0), single(Variant::H2c, 103.0)];
+    let v = verdict(&rows, Variant::H1, false);
+    assert!(
+        v.line
+            .starts_with("tie: h2c ≈ h1 (inside the spread; by median h2c 1.0x h1; single run"),
+        "{}",
+        v.line
+    );
+    // Three repeats that read the same are not a single run: their spread is ±0%.
     let rows = [
         row(Variant::H1, [100.0, 100.0, 100.0]),
         row(Variant::H2c, [103.0, 103.0, 103.0]),
     ];
     let v = verdict(&rows, Variant::H1, false);
     assert!(
-        v.line
-            .starts_with("tie: h2c ≈ h1 (inside the spread; by median h2c 1.0x h1; single run"),
+        v.line.contains("spread ±0%: differences under 5%"),
         "{}",
         v.line
     );
@@ -87,10 +102,13 @@ fn anomalies_flag_churn_errors_retries_and_saturation() {
     r.connections = 40.0;
     r.errors = 10;
     r.retried = 5;
+    r.non_2xx = 250;
+    r.non_2xx_top = Some(404);
     r.client_cpu_max = Some(0.97);
     let rows = [r.clone()];
     let a = anomalies(&r, &rows, 1, 3);
-    assert_eq!(a.len(), 4, "{a:?}");
+    assert_eq!(a.len(), 5, "{a:?}");
     assert!(a[0].contains("connection churn: 40 connections opened for 4 configured"));
-    assert!(a[3].contains("client saturated: 97%"));
+    assert!(a[2].contains("250 responses were not 2xx (25.0%, mostly 404)"));
+    assert!(a[4].contains("client saturated: 97%"));
 }

@@ -84,7 +84,10 @@ fn snapshot(
     totals.failed += iv.requests.failed;
     totals.connections_opened += iv.connections_opened;
     totals.latency.merge(&iv.latency);
-    let interval = to.saturating_duration_since(from);
+    // Only measured requests are recorded: the interval that holds the warm-up's end is
+    // measured from the measured part's start, or its rate would read low (a 250 ms warm-up:
+    // three quarters of the first second's rate).
+    let interval = to.saturating_duration_since(from.max(measure_start));
     let secs = interval.as_secs_f64();
     IntervalSnapshot {
         elapsed: to.saturating_duration_since(measure_start),
@@ -105,5 +108,41 @@ fn snapshot(
         total_p50_us: totals.latency.percentile_us(50.0),
         total_p99_us: totals.latency.percentile_us(99.0),
         total_connections_opened: totals.connections_opened,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The second that holds the end of a 250 ms warm-up: its 750 measured requests came in
+    /// 750 ms, a rate of 1,000/s, not 750/s.
+    #[test]
+    fn the_interval_holding_the_warmups_end_is_measured_from_its_end() {
+        let origin = Instant::now();
+        let measure_start = origin + Duration::from_millis(250);
+        let mut totals = Totals {
+            started: 0,
+            completed: 0,
+            failed: 0,
+            connections_opened: 0,
+            latency: LatencyHistogram::new(),
+        };
+        let mut iv = IntervalStats::default();
+        iv.requests.succeeded = 750;
+        let end = origin + Duration::from_secs(1);
+        let snap = snapshot(&mut totals, &iv, origin, end, measure_start);
+        assert!(!snap.warmup);
+        assert_eq!(snap.interval, Duration::from_millis(750));
+        assert!((snap.requests_per_sec - 1000.0).abs() < 1e-6, "{snap:?}");
+        // A whole measured second is unchanged.
+        let next = snapshot(
+            &mut totals,
+            &iv,
+            end,
+            end + Duration::from_secs(1),
+            measure_start,
+        );
+        assert!((next.requests_per_sec - 750.0).abs() < 1e-6, "{next:?}");
     }
 }

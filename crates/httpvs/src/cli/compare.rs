@@ -92,6 +92,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         print!("{}", httpvs_compare::plan::DEFAULT_PLAN);
         return Ok(ExitCode::SUCCESS);
     }
+    // Checked before the matrix runs: a path that cannot be written must not cost the run.
+    if let Some(path) = &args.json {
+        check_writable("--json", path)?;
+    }
+    if !args.no_html {
+        let default = || {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            PathBuf::from(options::default_report_name(now))
+        };
+        check_writable("--html", &args.html.clone().unwrap_or_else(default))?;
+    }
     let results = match &args.from {
         Some(path) => Results::read(path).map_err(super::usage)?,
         None => {
@@ -119,8 +132,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Whether `path` can be written, leaving no file behind that was not there.
+fn check_writable(flag: &str, path: &std::path::Path) -> anyhow::Result<()> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| super::usage(format!("{flag}: cannot write {}: {e}", path.display())))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
 /// Turns flags into the library's config; every bad value is one line and exit 2.
 fn config(args: &Args) -> anyhow::Result<CompareConfig> {
+    if let Some(url) = &args.url {
+        httpvs_load::config::parse_url(url).map_err(|e| super::usage(e.to_string()))?;
+    }
     let mut plan = match &args.plan {
         Some(path) => Plan::load(path).map_err(|e| super::usage(e.to_string()))?,
         None => Plan::default_plan(),
@@ -136,6 +166,10 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
     if let Some(list) = &args.protocols {
         plan.protocols =
             parse_list::<Variant>(list).map_err(|e| super::usage(format!("--protocols: {e}")))?;
+        // The plan's baseline left out by --protocols: h1 if chosen, else the first chosen.
+        if plan.baseline.is_some_and(|b| !plan.protocols.contains(&b)) {
+            plan.baseline = None;
+        }
     }
     if let Some(b) = &args.baseline {
         plan.baseline = Some(
