@@ -120,6 +120,27 @@ fn load_h3_insecure_flag_accepts_the_self_signed_certificate() {
     assert_eq!(report["requests"]["succeeded"], 200);
 }
 
+/// An IPv6 literal: QUIC gets the host without its brackets (it once failed before sending a
+/// packet, reported as a certificate problem).
+#[test]
+fn load_h3_to_an_ipv6_literal() {
+    let config = ServeConfig {
+        http: None,
+        https: None,
+        h3: Some("[::1]:0".parse().expect("address")),
+        ..ServeConfig::loopback_ephemeral()
+    };
+    let Ok(server) = httpvs_server::start(config) else {
+        eprintln!("skipped: no IPv6 loopback here");
+        return;
+    };
+    let url = format!("https://[::1]:{}/", server.h3_addr().expect("h3").port());
+    let args = ["-p", "h3", "-k", "-n", "50", "-c", "1", "-m", "4", &url];
+    let report = report_of(spawn_load(&args));
+    assert_h3_with_quic_section(&report);
+    assert_eq!(report["requests"]["succeeded"], 50);
+}
+
 #[test]
 fn load_h3_goaway_after_n_is_retried_not_failed() {
     let limits = Limits {

@@ -210,7 +210,7 @@ impl Http3 {
         let config = self.quic_client_config(options)?;
         let connecting = self
             .endpoint
-            .connect_with(config, target.addr, &target.host)
+            .connect_with(config, target.addr, super::tls::bare_host(&target.host))
             .map_err(|e| match e {
                 quinn::ConnectError::InvalidServerName(_) => ErrorKind::Tls,
                 quinn::ConnectError::UnsupportedVersion => ErrorKind::VersionNegotiation,

@@ -147,11 +147,14 @@ impl AlpnConfigs {
 
 /// The name to verify the certificate against and send as SNI: IPv6 literals lose their brackets.
 pub fn server_name(host: &str) -> Option<ServerName<'static>> {
-    let bare = host
-        .strip_prefix('[')
+    ServerName::try_from(bare_host(host).to_string()).ok()
+}
+
+/// A URL's host as TLS and QUIC take it: `[::1]` is `::1`.
+pub fn bare_host(host: &str) -> &str {
+    host.strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host);
-    ServerName::try_from(bare.to_string()).ok()
+        .unwrap_or(host)
 }
 
 /// `-k`: trusts any certificate, but still verifies that the handshake was signed by its key.

@@ -4,7 +4,6 @@
 use super::alt_svc::alt_svc_h3;
 use crate::error::ErrorKind;
 use crate::protocol::Target;
-use rustls_pki_types::ServerName;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -34,8 +33,7 @@ async fn fetch_alt_svc(
 ) -> Result<Option<u16>, ErrorKind> {
     let mut config = (**tls).clone();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let host = target.host.trim_start_matches('[').trim_end_matches(']');
-    let name = ServerName::try_from(host.to_owned()).map_err(|_| ErrorKind::Tls)?;
+    let name = crate::protocol::tls::server_name(&target.host).ok_or(ErrorKind::Tls)?;
     let tcp = tokio::net::TcpStream::connect(target.addr)
         .await
         .map_err(|e| match e.kind() {
