@@ -118,10 +118,12 @@ pub fn run_with_protocol<F: ProtocolFactory>(
     drop(tx);
     let series = coordinator::coordinate(rx, workers, origin, measure_start, observer);
     let (stats, finished_at) = join_workers(handles)?;
-    let mut duration = finished_at.saturating_duration_since(measure_start);
-    if let StopAfter::Duration(d) = config.stop {
-        duration = duration.min(d);
-    }
+    let interrupted = shared.stop.load(std::sync::atomic::Ordering::Relaxed);
+    let duration = measured_span(
+        config,
+        finished_at.saturating_duration_since(measure_start),
+        interrupted,
+    );
     let facts = RunFacts {
         config,
         kind: factory.kind(),
@@ -130,11 +132,32 @@ pub fn run_with_protocol<F: ProtocolFactory>(
         streams,
         threads: workers,
         duration,
+        interrupted,
         series,
         // `probe` above; the caller adds any it opened to choose the protocol.
         probes: 1,
     };
     Ok(build_report(facts, &stats))
+}
+
+/// The measured part's length, what rates are divided by. The open model's schedule spans the
+/// whole `-z` (or `-n / --rate`) even when its last send is long before the end: `--rate 2
+/// -z 2s` sends its last request at 1.5 s, and dividing by 1.5 s would report 2.7 req/s. An
+/// interrupted run spans what it ran.
+fn measured_span(config: &LoadConfig, ran: Duration, interrupted: bool) -> Duration {
+    let scheduled = match (config.rate, config.stop) {
+        (Some(_), StopAfter::Duration(d)) => Some(d),
+        (Some(rate), StopAfter::Requests(n)) => Duration::try_from_secs_f64(n as f64 / rate).ok(),
+        (None, _) => None,
+    };
+    let span = match scheduled {
+        Some(s) if !interrupted => ran.max(s),
+        _ => ran,
+    };
+    match config.stop {
+        StopAfter::Duration(d) => span.min(d),
+        StopAfter::Requests(_) => span,
+    }
 }
 
 /// Opens and closes one connection before the run: a target that refuses, does not answer
@@ -196,5 +219,32 @@ fn join_workers(
     match first_error {
         Some(e) => Err(e),
         None => Ok((total, last.unwrap_or_else(Instant::now))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> LoadConfig {
+        LoadConfig::new("http://127.0.0.1:1/").unwrap()
+    }
+
+    #[test]
+    fn the_open_models_span_is_its_schedules() {
+        let ms = Duration::from_millis;
+        // --rate 2 -z 2s: the last send is at 1.5 s, the span is still 2 s.
+        let open_z = config().rate(2.0).duration(ms(2000));
+        assert_eq!(measured_span(&open_z, ms(1500), false), ms(2000));
+        // Interrupted at 0.7 s: what ran.
+        assert_eq!(measured_span(&open_z, ms(700), true), ms(700));
+        // --rate 5 -n 5: 1 s of schedule, more if the last response came later.
+        let open_n = config().rate(5.0).requests(5);
+        assert_eq!(measured_span(&open_n, ms(800), false), ms(1000));
+        assert_eq!(measured_span(&open_n, ms(1300), false), ms(1300));
+        // The closed model spans what ran, -z at most.
+        let closed = config().duration(ms(2000));
+        assert_eq!(measured_span(&closed, ms(2030), false), ms(2000));
+        assert_eq!(measured_span(&config().requests(9), ms(30), false), ms(30));
     }
 }

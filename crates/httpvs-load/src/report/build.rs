@@ -29,6 +29,8 @@ pub struct RunFacts<'a> {
     pub threads: usize,
     /// Length of the measured part.
     pub duration: Duration,
+    /// The run was stopped early (interrupt).
+    pub interrupted: bool,
     /// Per-second series.
     pub series: Vec<SeriesPoint>,
     /// Connections opened and closed before the run (not in `opened`).
@@ -59,6 +61,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
         },
         shape: shape(config, &facts, stats),
         duration_s: secs,
+        interrupted: facts.interrupted,
         requests: Requests {
             started: r.started,
             succeeded: r.succeeded,

@@ -24,6 +24,9 @@ pub struct Report {
     pub shape: Shape,
     /// Length of the measured part, seconds.
     pub duration_s: f64,
+    /// The run was stopped early (Ctrl-C, SIGTERM): it covers what ran until then.
+    #[serde(default)]
+    pub interrupted: bool,
     /// Requests by outcome.
     pub requests: Requests,
     /// Rates over the measured part.

@@ -91,7 +91,16 @@ fn plural(n: u64, word: &str) -> String {
 
 fn requests(out: &mut String, r: &Report) {
     let q = &r.requests;
-    let _ = writeln!(out, "Duration:     {:.2}s", r.duration_s);
+    let _ = writeln!(
+        out,
+        "Duration:     {:.2}s{}",
+        r.duration_s,
+        if r.interrupted {
+            " (interrupted: the report covers what ran until then)"
+        } else {
+            ""
+        }
+    );
     let _ = writeln!(
         out,
         "Requests:     {} started = {} succeeded + {} failed + {} cut off at the end{}",
