@@ -40,6 +40,23 @@ fn fixed(kind: ProtocolKind) -> ProtocolChoice {
     ProtocolChoice::Fixed(kind)
 }
 
+/// Connections carried over from the warm-up count as opened at their first measured request,
+/// which is not a reuse: opened + reused = requests, as without a warm-up.
+#[test]
+fn warmup_connections_add_up() {
+    let s = server(Limits::default());
+    let mut c = LoadConfig::new(&http_url(&s, "/"))
+        .unwrap()
+        .shape(2, 1)
+        .threads(1)
+        .requests(20);
+    c.warmup = Duration::from_millis(300);
+    let r = run(&c);
+    assert_eq!(r.requests.succeeded, 20, "{:?}", r.errors);
+    assert_eq!(r.connections.opened, 2, "{:?}", r.connections);
+    assert_eq!(r.connections.reused_requests, 18, "{:?}", r.connections);
+}
+
 #[test]
 fn h1_against_serve_succeeds() {
     let s = server(Limits::default());

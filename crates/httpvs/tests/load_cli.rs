@@ -60,6 +60,7 @@ fn bad_input_is_one_line_and_exit_2() {
         &["http://127.0.0.1:1/", "--rate", "-5"],
         &["http://127.0.0.1:1/", "--rate", "fast"],
         &["http://127.0.0.1:1/", "--cpus", "3-1"],
+        &["http://127.0.0.1:1/", "--cpus", "4095"],
         &["http://127.0.0.1:1/", "--fail-on", "p99"],
         &["http://127.0.0.1:1/", "--fail-on", "latency>1ms"],
         &["http://127.0.0.1:1/", "--no-such-flag"],

@@ -23,6 +23,8 @@ fn bad_flags_exit_2_with_one_line() {
     for args in [
         &["serve", "--bogus"][..],
         &["serve", "--threads", "0"],
+        &["serve", "--max-connections", "0"],
+        &["serve", "--cpus", "4095"],
         &["serve", "--http", "nowhere"],
         &["serve", "--idle-timeout", "soon"],
         &["serve", "--http", "off", "--https", "off", "--h3", "off"],

@@ -296,6 +296,8 @@ fn bad_input_is_one_line_and_exit_2() {
     for args in [
         &["-p", "h2c", "https://localhost/"][..],
         &["-p", "h3", "http://localhost/"],
+        &["-p", "h2", "http://localhost/"],
+        &["http://localhost:99999/"],
         &["-m", "0", "http://localhost/"],
         &["-p", "spdy", "http://localhost/"],
     ] {

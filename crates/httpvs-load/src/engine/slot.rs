@@ -42,8 +42,14 @@ pub struct LiveConn<P: Protocol> {
 
 impl<P: Protocol> LiveConn<P> {
     /// Notes one request sent here; returns whether the connection had carried one before.
+    /// A measured request counts only measured ones: a warm-up connection is counted as opened
+    /// at its first measured request, which is then not a reuse (opened + reused = requests).
     pub fn note_request(&self, measured: bool) -> bool {
-        let reused = self.uses.get() > 0;
+        let reused = if measured {
+            self.requests.get() > 0
+        } else {
+            self.uses.get() > 0
+        };
         self.uses.set(self.uses.get() + 1);
         if measured {
             if self.requests.get() == 0 && !self.opened_measured {

@@ -36,15 +36,21 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
     };
     let hint = if c.closed_reset >= closed / 2 {
         "check the server's error log and its connection limits"
+    } else if every < 0.5 {
+        "check the server's error log: it closes connections before answering"
     } else if every < 1.5 {
         "the server closes after every request: is keep-alive off there?"
     } else {
         "check its max requests per connection (nginx keepalive_requests)"
     };
+    let cadence = match every.round() as u64 {
+        0 => "before answering any request".to_string(),
+        1 => "after about every request".to_string(),
+        n => format!("about every {} requests", group(n)),
+    };
     Some(format!(
-        "the server closed connections {} times {how}, about every {} requests: {hint}",
-        group(closed),
-        group(every.round() as u64)
+        "the server closed connections {} times {how}, {cadence}: {hint}",
+        group(closed)
     ))
 }
 

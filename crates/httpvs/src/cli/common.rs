@@ -1,7 +1,40 @@
-//! Flag values `httpvs load` and `httpvs trace` share: request headers and durations.
+//! Flag values the subcommands share: request headers, durations and CPU lists.
 
 use super::usage;
+use httpvs_compare::options;
 use std::time::Duration;
+
+/// A CPU list flag like `--cpus 0,2` or `0-3`: every CPU must be one this process may run on
+/// (a CPU it cannot use would make pinning fail, or silently do nothing).
+pub(super) fn cpu_list(flag: &str, text: &str) -> anyhow::Result<Vec<usize>> {
+    let cpus = options::parse_cpus(text).map_err(|e| usage(format!("{flag}: {e}")))?;
+    let available = options::available_cpus();
+    match cpus.iter().find(|c| !available.contains(c)) {
+        Some(c) => Err(usage(format!(
+            "{flag}: CPU {c} is not available to this process (it may use {})",
+            list_text(&available)
+        ))),
+        None => Ok(cpus),
+    }
+}
+
+/// `0-3,6` for [0, 1, 2, 3, 6].
+fn list_text(cpus: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(match j > i {
+            true => format!("{}-{}", cpus[i], cpus[j]),
+            false => cpus[i].to_string(),
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
 
 /// One `-H "Name: value"` flag as a header; a bad one is an exit-2 usage error.
 pub(super) fn parse_header(h: &str) -> anyhow::Result<(http::HeaderName, http::HeaderValue)> {
@@ -41,4 +74,27 @@ pub(super) fn parse_duration(s: &str) -> Option<Duration> {
     (0.0..1e9)
         .contains(&secs)
         .then(|| Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_duration("1.5m"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("ten"), None);
+        assert_eq!(parse_duration("5y"), None);
+    }
+
+    #[test]
+    fn cpu_lists_are_checked_against_this_machine() {
+        assert_eq!(list_text(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
+        assert_eq!(cpu_list("--cpus", "0").ok(), Some(vec![0]));
+        assert!(cpu_list("--cpus", "3-1").is_err());
+        let err = cpu_list("--cpus", "4095").unwrap_err().to_string();
+        assert!(err.contains("CPU 4095 is not available"), "{err}");
+    }
 }

@@ -223,15 +223,7 @@ fn pinning(args: &Args) -> anyhow::Result<Pinning> {
     }
     let available = options::available_cpus();
     let mut pin = Pinning::split(&available);
-    let parse = |flag: &str, text: &str| -> anyhow::Result<Vec<usize>> {
-        let cpus = options::parse_cpus(text).map_err(|e| super::usage(format!("{flag}: {e}")))?;
-        match cpus.iter().find(|c| !available.contains(c)) {
-            Some(c) => Err(super::usage(format!(
-                "{flag}: CPU {c} is not available to this process"
-            ))),
-            None => Ok(cpus),
-        }
-    };
+    let parse = super::common::cpu_list;
     if let Some(s) = &args.server_cpus {
         pin.server = parse("--server-cpus", s)?;
         if args.client_cpus.is_none() {

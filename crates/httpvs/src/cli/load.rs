@@ -5,7 +5,7 @@
 
 mod net;
 
-use super::common::{duration_flag, parse_header};
+use super::common::{cpu_list, duration_flag, parse_header};
 use super::usage;
 use httpvs_load::config::{parse_url, StopAfter, TlsOptions};
 use httpvs_load::report::progress::ProgressLine;
@@ -265,32 +265,10 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
     config.zero_rtt = args.zero_rtt;
     config.alt_svc = args.alt_svc;
     if let Some(list) = &args.cpus {
-        config.cpus = Some(parse_cpus(list).map_err(usage)?);
+        config.cpus = Some(cpu_list("--cpus", list)?);
     }
     config.validate().map_err(|e| usage(e.to_string()))?;
     Ok(config)
-}
-
-/// "0,2" or "0-3" or "0-1,4".
-fn parse_cpus(list: &str) -> Result<Vec<usize>, String> {
-    let bad = || format!("invalid --cpus {list:?}: use a list like 0,2 or 0-3");
-    let mut cpus = Vec::new();
-    for part in list.split(',').map(str::trim) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (
-                    a.trim().parse().map_err(|_| bad())?,
-                    b.trim().parse().map_err(|_| bad())?,
-                );
-                if a > b {
-                    return Err(bad());
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().map_err(|_| bad())?),
-        }
-    }
-    Ok(cpus)
 }
 
 /// A server closing a connection we are writing to is a counted event (EPIPE), not a reason
@@ -327,22 +305,4 @@ fn interrupt_flag() -> Arc<AtomicBool> {
         );
     }
     flag
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::common::parse_duration;
-    use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn durations_and_cpus_parse() {
-        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_duration("10"), Some(Duration::from_secs(10)));
-        assert_eq!(parse_duration("1.5m"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_duration("ten"), None);
-        assert_eq!(parse_duration("5y"), None);
-        assert_eq!(parse_cpus("0-2,5"), Ok(vec![0, 1, 2, 5]));
-        assert!(parse_cpus("3-1").is_err());
-    }
 }

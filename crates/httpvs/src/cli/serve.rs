@@ -1,5 +1,6 @@
 //! `httpvs serve`: flags, validation into the library config, and the run until SIGINT/SIGTERM.
 
+use super::common::cpu_list;
 use super::usage;
 use httpvs_server::query::{parse_duration, parse_size};
 use httpvs_server::{H2Engine, Limits, ServeConfig};
@@ -103,6 +104,9 @@ fn config_from(args: &Args) -> anyhow::Result<(ServeConfig, Duration)> {
     if args.max_streams == 0 {
         return Err(usage("--max-streams must be at least 1"));
     }
+    if args.max_connections == 0 {
+        return Err(usage("--max-connections must be at least 1"));
+    }
     let threads = args.threads.unwrap_or(ServeConfig::default().threads);
     if threads == 0 {
         return Err(usage("--threads must be at least 1"));
@@ -113,7 +117,11 @@ fn config_from(args: &Args) -> anyhow::Result<(ServeConfig, Duration)> {
         h3: listen_addr("h3", &args.h3)?,
         cert: args.cert.clone().zip(args.key.clone()),
         threads,
-        cpus: args.cpus.as_deref().map(parse_cpus).transpose()?,
+        cpus: args
+            .cpus
+            .as_deref()
+            .map(|c| cpu_list("--cpus", c))
+            .transpose()?,
         limits,
         h2_engine: match args.h2_engine.as_str() {
             "owned" => H2Engine::Owned,
@@ -146,30 +154,6 @@ fn listen_addr(flag: &str, value: &str) -> anyhow::Result<Option<SocketAddr>> {
         .map_err(|_| usage(format!("--{flag}: `{value}` is not ADDR:PORT, PORT or off")))
 }
 
-/// `0,2,4` or `0-3` or a mix.
-fn parse_cpus(value: &str) -> anyhow::Result<Vec<usize>> {
-    let bad = || {
-        usage(format!(
-            "--cpus: `{value}` is not a CPU list like 0,2 or 0-3"
-        ))
-    };
-    let mut cpus = Vec::new();
-    for part in value.split(',') {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) =
-                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                if a > b {
-                    return Err(bad());
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().map_err(|_| bad())?),
-        }
-    }
-    Ok(cpus)
-}
-
 fn print_banner(server: &httpvs_server::RunningServer, args: &Args) {
     println!("httpvs serve: listening");
     if let Some(a) = server.http_addr() {
@@ -186,7 +170,9 @@ fn print_banner(server: &httpvs_server::RunningServer, args: &Args) {
     } else {
         "self-signed for localhost, 127.0.0.1, ::1"
     };
-    println!("  cert   SHA-256 {}  ({origin})", server.fingerprint());
+    if server.https_addr().is_some() || server.h3_addr().is_some() {
+        println!("  cert   SHA-256 {}  ({origin})", server.fingerprint());
+    }
     if let Some(path) = &args.write_ca {
         println!("  ca     written to {}", path.display());
     }

@@ -105,9 +105,11 @@ fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
         ProtocolChoice::Fixed(ProtocolKind::H3) if !https => {
             return Err(usage("-p h3 needs an https:// URL"))
         }
-        // HTTP/2 on an http:// URL can only be prior knowledge.
+        // As `load` says it: h2 is over TLS, h2c is the cleartext one.
         ProtocolChoice::Fixed(ProtocolKind::H2) if !https => {
-            ProtocolChoice::Fixed(ProtocolKind::H2c)
+            return Err(usage(
+                "-p h2 needs an https:// URL (use -p h2c for cleartext HTTP/2)",
+            ))
         }
         other => other,
     };
