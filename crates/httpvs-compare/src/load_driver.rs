@@ -90,7 +90,9 @@ impl LoadDriver {
     }
 }
 
-/// The counters of one cell: the link's counters after it, less those before.
+/// The counters of one cell: the link's counters after it, less those before. `held` is what
+/// the link held as the cell ended and `held_at_start` as it began, so that per direction
+/// `packets_out + held - held_at_start = packets_in + duplicated - lost - queue_drops`.
 fn counters_between(before: LinkCounters, after: LinkCounters) -> serde_json::Value {
     let dir = |b: DirectionCounters, a: DirectionCounters| {
         serde_json::json!({
@@ -104,6 +106,8 @@ fn counters_between(before: LinkCounters, after: LinkCounters) -> serde_json::Va
             "queue_drops": a.queue_drops - b.queue_drops,
             "late": a.late - b.late,
             "rejected": a.rejected - b.rejected,
+            "held": a.held,
+            "held_at_start": b.held,
         })
     };
     serde_json::json!({ "up": dir(before.up, after.up), "down": dir(before.down, after.down) })
@@ -156,5 +160,35 @@ impl CellDriver for LoadDriver {
             report,
             link,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cell's counters add up with what the link held at its start and end.
+    #[test]
+    fn a_cells_counters_carry_what_the_link_held() {
+        let before = DirectionCounters {
+            packets_in: 100,
+            packets_out: 90,
+            held: 10,
+            ..DirectionCounters::default()
+        };
+        let after = DirectionCounters {
+            packets_in: 1361,
+            packets_out: 1252,
+            lost: 27,
+            held: 82,
+            ..DirectionCounters::default()
+        };
+        let both = |d| LinkCounters { up: d, down: d };
+        let c = counters_between(both(before), both(after));
+        let n = |k: &str| c["up"][k].as_i64().unwrap();
+        assert_eq!(
+            n("packets_out") + n("held") - n("held_at_start"),
+            n("packets_in") + n("duplicated") - n("lost") - n("queue_drops")
+        );
     }
 }

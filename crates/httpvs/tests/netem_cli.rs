@@ -59,6 +59,22 @@ fn the_command_exit_code_comes_back() {
     assert_eq!(out.status.code(), Some(127));
 }
 
+/// A command that cannot run is one line and 127, found before any link or banner (so it
+/// needs no root).
+#[test]
+fn a_command_that_does_not_exist_is_one_line_and_127() {
+    for program in ["no-such-command-httpvs", "/nonexistent/program"] {
+        let out = httpvs(&["netem", "--both", "delay 1ms", "--", program]);
+        assert_eq!(out.status.code(), Some(127), "{program}");
+        let stderr = text(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!("cannot run `{program}`")),
+            "{stderr}"
+        );
+    }
+}
+
 #[test]
 fn curl_behind_50ms_each_way_sees_a_100ms_connect() {
     if !httpvs_testkit::require_root() {

@@ -19,6 +19,9 @@ use std::str::FromStr;
 /// The default matrix shipped with httpvs.
 pub const DEFAULT_PLAN: &str = include_str!("../../../../plans/default.toml");
 
+/// The keys a plan file must set; the others have defaults.
+const REQUIRED_KEYS: [&str; 4] = ["protocols", "payloads", "conditions", "duration"];
+
 /// A whole comparison: the matrix and how long each cell runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -253,6 +256,26 @@ impl Plan {
 
     /// Parses and checks plan text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Plan, PlanError> {
+        // Missing keys all at once, without a line: TOML would name one at a time, pinned to
+        // whatever key happens to be on line 1.
+        if let Ok(table) = text.parse::<toml::Table>() {
+            let missing: Vec<&str> = REQUIRED_KEYS
+                .iter()
+                .copied()
+                .filter(|k| !table.contains_key(*k))
+                .collect();
+            if !missing.is_empty() {
+                return Err(PlanError::field(
+                    origin,
+                    "",
+                    format!(
+                        "missing {} (a plan needs {}; plans/default.toml is an example)",
+                        missing.join(", "),
+                        REQUIRED_KEYS.join(", ")
+                    ),
+                ));
+            }
+        }
         let plan: Plan =
             toml::from_str(text).map_err(|e| PlanError::from_toml(origin, text, &e))?;
         plan.validate(origin)?;

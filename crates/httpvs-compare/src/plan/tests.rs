@@ -91,3 +91,13 @@ fn quick_keeps_one_short_repeat_of_the_first_payload() {
     assert_eq!(plan.payloads.len(), 1);
     assert!(plan.duration.0 <= std::time::Duration::from_millis(600));
 }
+
+#[test]
+fn missing_keys_are_named_together_without_a_line() {
+    let e = error_of("name = \"x\"\nprotocols = [\"h1\"]\n");
+    assert_eq!(
+        e,
+        "p.toml: missing payloads, conditions, duration (a plan needs protocols, payloads, \
+         conditions, duration; plans/default.toml is an example)"
+    );
+}

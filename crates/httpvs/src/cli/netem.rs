@@ -64,6 +64,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "give the command to run after `--`, e.g. httpvs netem --both \"delay 50ms\" -- curl http://127.0.0.1:8080/",
         ));
     };
+    if !runnable(program) {
+        // Before the link and its banner: a typo'd command is one line, exit 127 as a shell's.
+        return Err(anyhow::Error::new(ExitError {
+            code: 127,
+            message: format!("cannot run `{program}`: not found (or not executable)"),
+        }));
+    }
     let (up, down) = (config.up.clone(), config.down.clone());
     let link = Link::start(config).context("netem")?;
     if !args.quiet {
@@ -197,6 +204,20 @@ fn run_command(link: &Link, program: &str, args: &[String]) -> anyhow::Result<Ex
         .with_context(|| format!("waiting for `{program}`"));
     CHILD.store(0, Ordering::Relaxed);
     status
+}
+
+/// Whether `program` names an executable file, as `execvp` would find it (a path, or a name
+/// looked up in PATH).
+fn runnable(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(program))))
 }
 
 /// The command's exit code, or 128 + signal as a shell reports it.
