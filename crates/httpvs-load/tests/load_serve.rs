@@ -249,3 +249,40 @@ fn h2c_and_h2_against_serve_succeed() {
     assert_eq!(r.protocol.negotiated, "h2");
     assert!(r.wire.header_savings.is_some_and(|s| s > 0.0));
 }
+
+/// `localhost` resolves to 127.0.0.1 and ::1; a server on `[::1]` only refuses the first, and
+/// the run goes to the second, as curl's would.
+#[test]
+fn localhost_reaches_a_server_on_ipv6_only() {
+    use std::net::ToSocketAddrs;
+    let config = ServeConfig {
+        http: Some("[::1]:0".parse().expect("address")),
+        https: None,
+        h3: None,
+        ..ServeConfig::loopback_ephemeral()
+    };
+    let Ok(s) = start(config) else {
+        eprintln!("skipped: no IPv6 loopback here");
+        return;
+    };
+    let port = s.http_addr().expect("http").port();
+    let resolves_v6 = ("localhost", port)
+        .to_socket_addrs()
+        .is_ok_and(|mut a| a.any(|a| a.is_ipv6()));
+    if !resolves_v6 {
+        eprintln!("skipped: localhost does not resolve to ::1 here");
+        return;
+    }
+    let c = LoadConfig::new(&format!("http://localhost:{port}/"))
+        .unwrap()
+        .shape(1, 1)
+        .threads(1)
+        .requests(10);
+    let r = run(&c);
+    assert_eq!(r.requests.succeeded, 10, "{:?}", r.errors);
+    assert!(
+        r.target.address.starts_with("[::1]"),
+        "{}",
+        r.target.address
+    );
+}

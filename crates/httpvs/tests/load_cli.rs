@@ -35,6 +35,8 @@ fn bad_input_is_one_line_and_exit_2() {
         &["http://127.0.0.1:1/", "-t", "0"],
         &["http://127.0.0.1:1/", "-n", "0"],
         &["http://127.0.0.1:1/", "-c", "many"],
+        &["http://127.0.0.1:1/", "-n", "-5"],
+        &["http://127.0.0.1:1/", "-c", "-1"],
         &["http://127.0.0.1:1/", "-n", "5", "-z", "1s"],
         &["http://127.0.0.1:1/", "-z", "ten"],
         &["http://127.0.0.1:1/", "-z", "0s"],
@@ -190,4 +192,25 @@ fn an_interrupted_run_reports_what_ran_and_says_so() {
     let secs = json["duration_s"].as_f64().unwrap();
     assert!(secs < 10.0, "spans what ran, not the 20 s asked: {secs}");
     assert_eq!(json["requests"]["identity_holds"], true);
+}
+
+/// "Succeeded" is a complete response of any status, so the Requests line says how many were
+/// not 2xx; a run where nothing succeeded prints no table of zeros.
+#[test]
+fn the_report_says_what_succeeded_means() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/?status=503", server.http_addr().unwrap());
+    let out = httpvs(&[&url, "-n", "20", "-c", "2", "-t", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("20 succeeded (20 of them not 2xx)"), "{text}");
+
+    let url = format!("http://{}/?delay=3s", server.http_addr().unwrap());
+    let out = httpvs(&[&url, "-n", "2", "-c", "2", "-t", "1", "--timeout", "200ms"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("0 succeeded + 2 failed"), "{text}");
+    assert!(
+        text.contains("Latency      none: no request succeeded"),
+        "{text}"
+    );
+    assert!(!text.contains("p99.9"), "{text}");
 }

@@ -2,7 +2,7 @@
 
 use super::factory::ProtocolFactory;
 use super::run_with_protocol;
-use super::setup::{resolve_target, LoadError};
+use super::setup::{resolve_targets, LoadError};
 use crate::config::{LoadConfig, ProtocolChoice};
 use crate::protocol::h1::Http1;
 use crate::protocol::h2::Http2;
@@ -15,14 +15,35 @@ use crate::stats::Observer;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-/// Runs `config` with the protocol it names (or that `auto` resolves to).
+/// Runs `config` with the protocol it names (or that `auto` resolves to). When the host has
+/// several addresses and the first refuses the first connection, the next is tried, as curl
+/// does: `localhost` reaches a server that listens on `[::1]` only.
 pub fn run_builtin(
     config: &LoadConfig,
     observer: &mut dyn Observer,
     stop: Arc<AtomicBool>,
 ) -> Result<Report, LoadError> {
     config.validate()?;
-    let mut target = resolve_target(&config.url)?;
+    let mut first_refusal = None;
+    for target in resolve_targets(&config.url)? {
+        match run_on(config, target, observer, stop.clone()) {
+            Err(refused @ LoadError::Refused { .. }) => {
+                first_refusal.get_or_insert(refused);
+            }
+            other => return other,
+        }
+    }
+    // Every address refused: the first one's error names the address users expect.
+    Err(first_refusal.expect("resolve_targets is never empty"))
+}
+
+/// Runs `config` against one resolved address.
+fn run_on(
+    config: &LoadConfig,
+    mut target: Target,
+    observer: &mut dyn Observer,
+    stop: Arc<AtomicBool>,
+) -> Result<Report, LoadError> {
     let https = target.scheme.eq_ignore_ascii_case("https");
     // Connections opened here to choose the protocol, reported next to the engine's own probe.
     let mut probes = 0;

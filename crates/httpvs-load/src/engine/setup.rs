@@ -44,7 +44,7 @@ pub enum LoadError {
         addr: SocketAddr,
     },
     /// The first connection failed for another classified reason.
-    #[error("first connection to {addr} failed: {kind}")]
+    #[error("first connection to {addr} failed: {kind}{}", first_connection_hint(*kind))]
     FirstConnection {
         /// The address tried.
         addr: SocketAddr,
@@ -60,6 +60,21 @@ pub enum LoadError {
     /// A worker thread or runtime could not start.
     #[error("cannot start worker: {0}")]
     Worker(String),
+}
+
+/// What usually causes a first connection to fail this way.
+fn first_connection_hint(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::ConnectionClosed | ErrorKind::Reset => {
+            " (the server hung up before the first request: https:// to a cleartext port, or \
+             http:// to a TLS one?)"
+        }
+        ErrorKind::Protocol => {
+            " (the server's first bytes were not the protocol asked for: -p h2c to a server \
+             without cleartext HTTP/2?)"
+        }
+        _ => "",
+    }
 }
 
 impl LoadError {
@@ -82,6 +97,12 @@ impl LoadError {
 /// Resolves the URL's host once, timing the lookup; IPv4 is preferred, as servers in tests
 /// usually bind 127.0.0.1 while "localhost" also resolves to ::1.
 pub fn resolve_target(url: &http::Uri) -> Result<Target, LoadError> {
+    resolve_targets(url).map(|mut all| all.swap_remove(0))
+}
+
+/// Every address the URL's host resolves to, as targets in the order to try them: IPv4 first,
+/// then the rest (a server on `[::1]` only is reached through `localhost` too). Never empty.
+pub fn resolve_targets(url: &http::Uri) -> Result<Vec<Target>, LoadError> {
     let scheme = url.scheme_str().unwrap_or("http").to_string();
     let host = url.host().unwrap_or_default().to_string();
     let port = url
@@ -100,22 +121,25 @@ pub fn resolve_target(url: &http::Uri) -> Result<Target, LoadError> {
         })?
         .collect();
     let dns = started.elapsed();
-    let addr = addrs
-        .iter()
-        .find(|a| a.is_ipv4())
-        .or(addrs.first())
-        .copied()
-        .ok_or_else(|| LoadError::Dns {
+    let mut ordered: Vec<SocketAddr> = addrs.iter().filter(|a| a.is_ipv4()).copied().collect();
+    ordered.extend(addrs.iter().filter(|a| !a.is_ipv4()));
+    ordered.dedup();
+    if ordered.is_empty() {
+        return Err(LoadError::Dns {
             host: host.clone(),
             why: "no address".into(),
-        })?;
-    Ok(Target {
-        scheme,
-        host,
-        port,
-        addr,
-        dns,
-    })
+        });
+    }
+    Ok(ordered
+        .into_iter()
+        .map(|addr| Target {
+            scheme: scheme.clone(),
+            host: host.clone(),
+            port,
+            addr,
+            dns,
+        })
+        .collect())
 }
 
 /// The one request every worker sends.

@@ -101,11 +101,22 @@ fn requests(out: &mut String, r: &Report) {
             ""
         }
     );
+    // "Succeeded" is a complete response of any status; h2load users read it as 2xx/3xx.
+    let not_2xx: u64 = r
+        .status_codes
+        .iter()
+        .filter(|s| !(200..300).contains(&s.code))
+        .map(|s| s.count)
+        .sum();
     let _ = writeln!(
         out,
-        "Requests:     {} started = {} succeeded + {} failed + {} cut off at the end{}",
+        "Requests:     {} started = {} succeeded{} + {} failed + {} cut off at the end{}",
         group(q.started),
         group(q.succeeded),
+        match not_2xx {
+            0 => String::new(),
+            n => format!(" ({} of them not 2xx)", group(n)),
+        },
         group(q.failed),
         group(q.cut_off),
         if q.identity_holds {
@@ -165,6 +176,10 @@ fn series(out: &mut String, r: &Report) {
 }
 
 fn latency(out: &mut String, r: &Report) {
+    if r.latency.count == 0 {
+        let _ = writeln!(out, "\nLatency      none: no request succeeded");
+        return;
+    }
     let mut cols: Vec<(&str, &Distribution)> = Vec::new();
     match &r.latency_uncorrected {
         Some(unc) => {

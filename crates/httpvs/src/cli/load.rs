@@ -28,16 +28,28 @@ pub struct Args {
     #[arg(short = 'p', long, value_name = "PROTO", default_value = "auto")]
     protocol: String,
     /// Connections, spread over the threads.
-    #[arg(short = 'c', long, value_name = "N", default_value_t = httpvs_load::config::DEFAULT_CONNECTIONS)]
+    #[arg(short = 'c', long, value_name = "N", allow_negative_numbers = true, default_value_t = httpvs_load::config::DEFAULT_CONNECTIONS)]
     connections: u32,
     /// Concurrent streams per connection (h2/h3); the pipelining depth for h1.
-    #[arg(short = 'm', long, value_name = "N", default_value_t = 1)]
+    #[arg(
+        short = 'm',
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        default_value_t = 1
+    )]
     streams: u32,
     /// Worker threads [default: the number of cores].
-    #[arg(short = 't', long, value_name = "N")]
+    #[arg(short = 't', long, value_name = "N", allow_negative_numbers = true)]
     threads: Option<usize>,
     /// Stop after N requests.
-    #[arg(short = 'n', long, value_name = "N", conflicts_with = "duration")]
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "N",
+        conflicts_with = "duration",
+        allow_negative_numbers = true
+    )]
     requests: Option<u64>,
     /// Stop after this long, like 10s or 1m [default: 10s].
     #[arg(short = 'z', long, value_name = "DUR")]
