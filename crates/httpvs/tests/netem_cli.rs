@@ -73,6 +73,15 @@ fn a_command_that_does_not_exist_is_one_line_and_127() {
             "{stderr}"
         );
     }
+    // `--` is optional: the command starts at the first word that is not an option.
+    let out = httpvs(&[
+        "netem",
+        "--both",
+        "delay 1ms",
+        "no-such-command-httpvs",
+        "-x",
+    ]);
+    assert_eq!(out.status.code(), Some(127));
 }
 
 #[test]

@@ -40,8 +40,12 @@ pub struct Args {
     /// Print nothing of our own (no banner, no counters).
     #[arg(long, short)]
     quiet: bool,
-    /// The command to run behind the link, after `--`.
-    #[arg(last = true, value_name = "CMD")]
+    /// The command to run behind the link (after `--`, or simply after the options).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
     command: Vec<String>,
 }
 
