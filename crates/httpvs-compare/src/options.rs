@@ -12,7 +12,11 @@ pub fn parse_shape_overrides(text: &str) -> Result<BTreeMap<Variant, ShapeList>,
         let shape_text = match item.split_once('=') {
             Some((proto, shape)) => {
                 let v: Variant = proto.parse()?;
-                out.remove(&v);
+                if out.contains_key(&v) {
+                    return Err(format!(
+                        "{v} is named twice; list its shapes together, e.g. {v}=4x32,8x8"
+                    ));
+                }
                 current = Some(v);
                 shape
             }
@@ -159,6 +163,9 @@ mod tests {
             .unwrap_err()
             .contains("names no protocol"));
         assert!(parse_shape_overrides("h9=1").is_err());
+        assert!(parse_shape_overrides("h2=4x32,h2=8x8")
+            .unwrap_err()
+            .contains("h2 is named twice"));
     }
 
     #[test]

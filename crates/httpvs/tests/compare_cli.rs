@@ -188,6 +188,31 @@ fn bad_flags_get_one_line() {
     }
 }
 
+/// With other flags, --print-plan prints the plan they make (what would run), and it reads back.
+#[test]
+fn print_plan_follows_the_other_flags() {
+    let dir = scratch_dir("compare-print-plan-narrowed");
+    let args = [
+        "compare",
+        "--print-plan",
+        "--quick",
+        "--protocols",
+        "h2c,h3",
+    ];
+    let out = httpvs(&dir, &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let plan = text(&out.stdout);
+    assert!(plan.contains("protocols = [\"h2c\", \"h3\"]"), "{plan}");
+    assert!(plan.contains("repeats = 1"), "{plan}");
+    std::fs::write(dir.join("narrowed.toml"), &plan).unwrap();
+    let out = httpvs(
+        &dir,
+        &["compare", "--plan", "narrowed.toml", "--print-plan"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), plan);
+}
+
 #[test]
 fn print_plan_prints_the_default_matrix() {
     let dir = scratch_dir("compare-print-plan");

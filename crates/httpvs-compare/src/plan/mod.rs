@@ -254,6 +254,11 @@ impl Plan {
         Plan::parse(&text, &origin)
     }
 
+    /// The plan as a plan file (`--print-plan` after other flags narrowed it).
+    pub fn to_toml(&self) -> Result<String, String> {
+        toml::to_string(self).map_err(|e| e.to_string())
+    }
+
     /// Parses and checks plan text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Plan, PlanError> {
         // Missing keys all at once, without a line: TOML would name one at a time, pinned to

@@ -89,7 +89,25 @@ impl Args {
 /// Runs `httpvs compare`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.print_plan {
-        print!("{}", httpvs_compare::plan::DEFAULT_PLAN);
+        let narrowed = args.plan.is_some()
+            || args.quick
+            || args.shape.is_some()
+            || args.protocols.is_some()
+            || args.baseline.is_some()
+            || args.conditions.is_some()
+            || args.repeats.is_some()
+            || args.duration.is_some()
+            || args.warmup.is_some();
+        if narrowed {
+            // The plan as the other flags make it, which is what would run.
+            let plan = config(&args)?.plan;
+            let text = plan
+                .to_toml()
+                .map_err(|e| anyhow::anyhow!("cannot print the plan: {e}"))?;
+            print!("{text}");
+        } else {
+            print!("{}", httpvs_compare::plan::DEFAULT_PLAN);
+        }
         return Ok(ExitCode::SUCCESS);
     }
     // Checked before the matrix runs: a path that cannot be written must not cost the run.
