@@ -214,3 +214,16 @@ fn the_report_says_what_succeeded_means() {
     );
     assert!(!text.contains("p99.9"), "{text}");
 }
+
+/// The open model says when it could not send at the rate asked (every stream busy).
+#[test]
+fn an_open_model_short_of_its_rate_says_so() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/?delay=50ms", server.http_addr().unwrap());
+    let out = httpvs(&[&url, "--rate", "200", "-z", "1s", "-c", "2", "-t", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("note: asked for 200.0 req/s, sent "),
+        "{text}"
+    );
+}

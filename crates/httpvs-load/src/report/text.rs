@@ -143,6 +143,18 @@ fn requests(out: &mut String, r: &Report) {
         bytes(t.bytes_received_per_s),
         bytes(t.bytes_sent_per_s)
     );
+    if let Some(asked) = r.shape.rate.filter(|_| r.duration_s > 0.0) {
+        let sent = q.started as f64 / r.duration_s;
+        if sent < 0.9 * asked {
+            let _ = writeln!(
+                out,
+                "  note: asked for {} req/s, sent {} req/s: every one of the -c x -m streams was \
+                 busy (raise -c or -m), or the client ran out of CPU",
+                rate(asked),
+                rate(sent)
+            );
+        }
+    }
     series(out, r);
 }
 
