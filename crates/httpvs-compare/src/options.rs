@@ -55,10 +55,13 @@ pub fn parse_cpus(text: &str) -> Result<Vec<usize>, String> {
         if a > b || b - a > 4096 {
             return Err(bad());
         }
-        cpus.extend(a..=b);
+        for cpu in a..=b {
+            // In the order given (load and serve hand CPUs out round-robin), each once.
+            if !cpus.contains(&cpu) {
+                cpus.push(cpu);
+            }
+        }
     }
-    cpus.sort_unstable();
-    cpus.dedup();
     Ok(cpus)
 }
 
@@ -171,6 +174,7 @@ mod tests {
     #[test]
     fn cpu_lists_and_split() {
         assert_eq!(parse_cpus("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert_eq!(parse_cpus("3,1,1,2").unwrap(), vec![3, 1, 2]);
         assert!(parse_cpus("x").is_err());
         let p = Pinning::split(&[0, 1]);
         assert_eq!((p.server, p.client), (vec![0], vec![1]));

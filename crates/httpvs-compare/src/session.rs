@@ -81,7 +81,7 @@ pub fn run(config: &CompareConfig, progress: &mut dyn Progress) -> Result<Result
             (target, variants)
         }
     };
-    if let Some(fallback) = baseline_fallback(plan.baseline(), &variants) {
+    if let Some(fallback) = crate::plan::baseline_fallback(plan.baseline(), &variants) {
         progress.note(&format!(
             "baseline: {} does not run here; ratios are to {fallback}",
             plan.baseline()
@@ -161,18 +161,6 @@ pub fn run(config: &CompareConfig, progress: &mut dyn Progress) -> Result<Result
 }
 
 /// The host of a URL when it is not this host's loopback.
-/// The baseline to use when the plan's does not run (skipped for the target): h1-tls for h1
-/// when it runs, else the first protocol that does; `None` when the plan's runs.
-fn baseline_fallback(baseline: Variant, running: &[Variant]) -> Option<Variant> {
-    if running.contains(&baseline) || running.is_empty() {
-        return None;
-    }
-    if baseline == Variant::H1 && running.contains(&Variant::H1Tls) {
-        return Some(Variant::H1Tls);
-    }
-    Some(running[0])
-}
-
 fn remote_host(url: &str) -> Option<String> {
     let uri: http::Uri = url.parse().ok()?;
     let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
@@ -294,7 +282,8 @@ impl Drop for Target {
 
 #[cfg(test)]
 mod tests {
-    use super::{baseline_fallback, remote_host};
+    use super::remote_host;
+    use crate::plan::baseline_fallback;
     use crate::variant::Variant;
 
     #[test]

@@ -14,7 +14,8 @@ const BACKLOG: i32 = 4096;
 /// With SO_REUSEPORT a second server on the same port would bind too and quietly take half the
 /// connections, so the port is first claimed by a socket without it: that bind fails with
 /// "address in use" if anything listens there, another httpvs included. The claim is released
-/// just before the workers' sockets bind, which join no one else's group.
+/// just before the workers' sockets bind, which join no one else's group. (A second server
+/// starting in the microseconds between the two could still join: narrow enough to accept.)
 pub fn tcp(addr: SocketAddr, count: usize) -> Result<Vec<std::net::TcpListener>, ServeError> {
     if count <= 1 {
         return Ok(vec![tcp_one(addr, false, true)?]);

@@ -204,6 +204,14 @@ fn print_plan_follows_the_other_flags() {
     let plan = text(&out.stdout);
     assert!(plan.contains("protocols = [\"h2c\", \"h3\"]"), "{plan}");
     assert!(plan.contains("repeats = 1"), "{plan}");
+    // h1 is not chosen: the ratios go to h1-tls when it is.
+    let args = ["compare", "--print-plan", "--protocols", "h2,h1-tls"];
+    let out = httpvs(&dir, &args);
+    assert!(
+        text(&out.stdout).contains("baseline = \"h1-tls\""),
+        "{}",
+        text(&out.stdout)
+    );
     std::fs::write(dir.join("narrowed.toml"), &plan).unwrap();
     let out = httpvs(
         &dir,

@@ -168,30 +168,50 @@ fn probe_connections_are_reported_apart_from_the_runs_own() {
     assert_eq!(totals.connections.h2, 2 + 2, "{:?}", totals.connections);
 }
 
-/// Ctrl-C (SIGINT) mid-run: the report still comes, spans what ran, and says it was interrupted.
+/// Ctrl-C (SIGINT) or SIGTERM mid-run: the report still comes, spans what ran, and says it was
+/// interrupted.
 #[test]
 fn an_interrupted_run_reports_what_ran_and_says_so() {
     let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
     let url = format!("http://{}/", server.http_addr().unwrap());
-    let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
-        .args([
-            "load", &url, "-z", "20s", "-c", "2", "-t", "1", "--rate", "200",
-        ])
-        .arg("--json")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    assert_eq!(json["interrupted"], true, "{json}");
-    let secs = json["duration_s"].as_f64().unwrap();
-    assert!(secs < 10.0, "spans what ran, not the 20 s asked: {secs}");
-    assert_eq!(json["requests"]["identity_holds"], true);
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+            .args([
+                "load", &url, "-z", "20s", "-c", "2", "-t", "1", "--rate", "200",
+            ])
+            .arg("--json")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        let out = child.wait_with_output().unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(json["interrupted"], true, "{json}");
+        let secs = json["duration_s"].as_f64().unwrap();
+        assert!(secs < 10.0, "spans what ran, not the 20 s asked: {secs}");
+        assert_eq!(json["requests"]["identity_holds"], true);
+    }
+}
+
+/// A run that fails before its report leaves an earlier file at -o as it was.
+#[test]
+fn a_failed_run_leaves_the_output_file_alone() {
+    let path = std::env::temp_dir().join(format!("httpvs-keep-{}.json", std::process::id()));
+    std::fs::write(&path, "earlier report").unwrap();
+    let out = httpvs(&[
+        "http://127.0.0.1:1/",
+        "-n",
+        "5",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "earlier report");
+    let _ = std::fs::remove_file(&path);
 }
 
 /// "Succeeded" is a complete response of any status, so the Requests line says how many were

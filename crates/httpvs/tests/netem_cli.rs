@@ -82,6 +82,14 @@ fn a_command_that_does_not_exist_is_one_line_and_127() {
         "-x",
     ]);
     assert_eq!(out.status.code(), Some(127));
+    // ... so a mistyped option is named as one, not run as a command.
+    let out = httpvs(&["netem", "--bth", "delay 1ms", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("unknown option --bth"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

@@ -418,5 +418,17 @@ fn http_method_invalid(method: &str) -> bool {
     method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase())
 }
 
+/// The baseline to use when the plan's does not run (skipped for the target): h1-tls for h1
+/// when it runs, else the first protocol that does; `None` when the plan's runs.
+pub fn baseline_fallback(baseline: Variant, running: &[Variant]) -> Option<Variant> {
+    if running.contains(&baseline) || running.is_empty() {
+        return None;
+    }
+    if baseline == Variant::H1 && running.contains(&Variant::H1Tls) {
+        return Some(Variant::H1Tls);
+    }
+    Some(running[0])
+}
+
 #[cfg(test)]
 mod tests;

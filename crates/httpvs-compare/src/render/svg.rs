@@ -57,12 +57,13 @@ fn ticks(max: f64) -> Vec<f64> {
 
 /// A tick's label: as many decimals as it needs, up to a few (1.5 is "1.5", not "2").
 fn tick_label(v: f64) -> String {
+    // Steps of 2.5 need a decimal more than their magnitude: 12.5k, 1.25k, 1.25M.
     if v >= 1e6 {
-        format!("{}M", trimmed(v / 1e6, 1))
+        format!("{}M", trimmed(v / 1e6, 2))
     } else if v >= 1e4 {
-        format!("{}k", trimmed(v / 1e3, 0))
-    } else if v >= 1e3 {
         format!("{}k", trimmed(v / 1e3, 1))
+    } else if v >= 1e3 {
+        format!("{}k", trimmed(v / 1e3, 2))
     } else {
         trimmed(v, 2)
     }
@@ -300,6 +301,9 @@ mod tests {
         assert_eq!(tick_label(5000.0), "5k");
         assert_eq!(tick_label(40000.0), "40k");
         assert_eq!(tick_label(1.5e6), "1.5M");
+        assert_eq!(tick_label(12500.0), "12.5k");
+        assert_eq!(tick_label(1250.0), "1.25k");
+        assert_eq!(tick_label(1750.0), "1.75k");
         assert_eq!(tick_label(0.25), "0.25");
     }
 

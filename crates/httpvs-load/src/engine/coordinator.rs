@@ -7,6 +7,9 @@ use crate::stats::{IntervalSnapshot, IntervalStats, LatencyHistogram, Observer};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+/// The shortest measured time a series point may cover.
+const MIN_POINT: Duration = Duration::from_millis(100);
+
 /// How long after a tick the coordinator waits for late workers before showing it.
 const GRACE: Duration = Duration::from_millis(50);
 
@@ -48,7 +51,9 @@ pub fn coordinate(
                 let end = origin + Duration::from_secs(tick);
                 let snap = snapshot(&mut totals, &pending, last_shown, end, measure_start);
                 observer.on_interval(&snap);
-                if !snap.warmup {
+                // A sliver of measured time (a warm-up ending just before the tick) would be a
+                // spike in the chart: as for the last partial interval, 100 ms at least.
+                if !snap.warmup && snap.interval >= MIN_POINT {
                     series.push(SeriesPoint::from_snapshot(&snap));
                 }
                 pending = IntervalStats::default();
@@ -63,7 +68,7 @@ pub fn coordinate(
     if pending.requests.started + pending.requests.succeeded + pending.requests.failed > 0 {
         let snap = snapshot(&mut totals, &pending, last_shown, end, measure_start);
         observer.on_interval(&snap);
-        if !snap.warmup && snap.interval >= Duration::from_millis(100) {
+        if !snap.warmup && snap.interval >= MIN_POINT {
             series.push(SeriesPoint::from_snapshot(&snap));
         }
     }

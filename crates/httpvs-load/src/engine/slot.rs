@@ -32,9 +32,9 @@ pub struct LiveConn<P: Protocol> {
     uses: Cell<u64>,
     /// Sends that ended in a response or a failure (not refused for a retry).
     served: Cell<u64>,
-    /// Opened during the measured part (warmup connections are counted from their first
-    /// measured request, with their warmup bytes subtracted).
-    opened_measured: bool,
+    /// Counted as opened: at once when opened during the measured part, else (a warm-up
+    /// connection) at its first measured request, with its warm-up bytes subtracted. Once.
+    counted_open: Cell<bool>,
     wire_baseline: Cell<Option<WireBytes>>,
     /// How it opened; a warmup connection is counted as opened at its first measured request.
     info: ConnectInfo,
@@ -52,7 +52,10 @@ impl<P: Protocol> LiveConn<P> {
         };
         self.uses.set(self.uses.get() + 1);
         if measured {
-            if self.requests.get() == 0 && !self.opened_measured {
+            if !self.counted_open.get() {
+                // A flag, not `requests == 0`: a refused first request is un-noted, and the
+                // connection must not count as opened twice.
+                self.counted_open.set(true);
                 self.wire_baseline.set(Some(self.conn.wire()));
                 self.ctx.recorder.borrow_mut().connection_opened(&self.info);
             }
@@ -80,7 +83,7 @@ impl<P: Protocol> LiveConn<P> {
     }
 
     fn counts(&self) -> bool {
-        self.opened_measured || self.requests.get() > 0
+        self.counted_open.get()
     }
 }
 
@@ -240,7 +243,7 @@ impl<P: Protocol> Slot<P> {
                     requests: Cell::new(0),
                     uses: Cell::new(0),
                     served: Cell::new(0),
-                    opened_measured,
+                    counted_open: Cell::new(opened_measured),
                     wire_baseline: Cell::new(None),
                     info,
                 });

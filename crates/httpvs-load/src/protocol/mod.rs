@@ -161,7 +161,7 @@ pub enum CloseCause {
     Fin,
     /// The connection was reset or failed with an error.
     Reset,
-    /// We closed it (end of run, `--no-keepalive`).
+    /// We closed it (end of run, `--no-keepalive`, or the server broke the protocol).
     Local,
 }
 

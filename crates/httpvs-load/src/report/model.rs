@@ -308,7 +308,7 @@ pub struct Connections {
     pub reused_requests: u64,
     /// Ended by the server.
     pub closed_by_server: ClosedByServer,
-    /// Closed by us (end of run, no keep-alive).
+    /// Closed by us (end of run, no keep-alive, or after the server broke the protocol).
     pub closed_locally: u64,
     /// Requests carried per connection.
     pub requests_per_connection: PerConnection,

@@ -143,7 +143,9 @@ fn requests(out: &mut String, r: &Report) {
         bytes(t.bytes_received_per_s),
         bytes(t.bytes_sent_per_s)
     );
-    if let Some(asked) = r.shape.rate.filter(|_| r.duration_s > 0.0) {
+    // With -z only: a -n run's duration also holds the wait for its last responses.
+    let timed = r.shape.duration_s.is_some() && r.duration_s > 0.0;
+    if let Some(asked) = r.shape.rate.filter(|_| timed) {
         let sent = q.started as f64 / r.duration_s;
         if sent < 0.9 * asked {
             let _ = writeln!(

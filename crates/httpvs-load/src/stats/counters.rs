@@ -140,9 +140,9 @@ pub struct ConnectionCounts {
     pub closed_connection_close: u64,
     /// Server closed the transport (FIN, or QUIC close without error).
     pub closed_fin: u64,
-    /// Connection reset or failed.
+    /// Connection reset by the server, or an I/O error.
     pub closed_reset: u64,
-    /// Closed by us (no keep-alive, end of run).
+    /// Closed by us (no keep-alive, end of run, or the server broke the protocol).
     pub closed_local: u64,
     /// Connections retired (the denominator of requests per connection).
     pub retired: u64,

@@ -4,6 +4,22 @@ use super::usage;
 use httpvs_compare::options;
 use std::time::Duration;
 
+/// Whether `path` can be written, checked before a run so a bad path costs no run. Nothing the
+/// user had there is changed: an existing file is opened for appending (not emptied), and only
+/// a file this check created is removed again (never a device, a symlink or an older file).
+pub(super) fn check_writable(flag: &str, path: &std::path::Path) -> anyhow::Result<()> {
+    let existed = std::fs::symlink_metadata(path).is_ok();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| usage(format!("{flag}: cannot write {}: {e}", path.display())))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
 /// A CPU list flag like `--cpus 0,2` or `0-3`: every CPU must be one this process may run on
 /// (a CPU it cannot use would make pinning fail, or silently do nothing).
 pub(super) fn cpu_list(flag: &str, text: &str) -> anyhow::Result<Vec<usize>> {

@@ -19,7 +19,8 @@ pub struct Args {
     /// Run this plan (TOML) instead of the default matrix.
     #[arg(long, value_name = "FILE")]
     plan: Option<PathBuf>,
-    /// Print the default plan (the matrix `compare` runs) and exit.
+    /// Print the plan (the default matrix, or the one --plan, --quick and the narrowing flags
+    /// make) and exit.
     #[arg(long)]
     print_plan: bool,
     /// Under a minute: one short repeat of the first payload.
@@ -112,7 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     // Checked before the matrix runs: a path that cannot be written must not cost the run.
     if let Some(path) = &args.json {
-        check_writable("--json", path)?;
+        super::common::check_writable("--json", path)?;
     }
     if !args.no_html {
         let default = || {
@@ -121,7 +122,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .map_or(0, |d| d.as_secs());
             PathBuf::from(options::default_report_name(now))
         };
-        check_writable("--html", &args.html.clone().unwrap_or_else(default))?;
+        super::common::check_writable("--html", &args.html.clone().unwrap_or_else(default))?;
     }
     let results = match &args.from {
         Some(path) => Results::read(path).map_err(super::usage)?,
@@ -150,20 +151,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Whether `path` can be written, leaving no file behind that was not there.
-fn check_writable(flag: &str, path: &std::path::Path) -> anyhow::Result<()> {
-    let existed = path.exists();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(|e| super::usage(format!("{flag}: cannot write {}: {e}", path.display())))?;
-    if !existed {
-        let _ = std::fs::remove_file(path);
-    }
-    Ok(())
-}
-
 /// Turns flags into the library's config; every bad value is one line and exit 2.
 fn config(args: &Args) -> anyhow::Result<CompareConfig> {
     if let Some(url) = &args.url {
@@ -184,9 +171,13 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
     if let Some(list) = &args.protocols {
         plan.protocols =
             parse_list::<Variant>(list).map_err(|e| super::usage(format!("--protocols: {e}")))?;
-        // The plan's baseline left out by --protocols: h1 if chosen, else the first chosen.
-        if plan.baseline.is_some_and(|b| !plan.protocols.contains(&b)) {
-            plan.baseline = None;
+        // The plan's baseline left out by --protocols: h1-tls for h1 if chosen, else the
+        // first chosen (as when the target cannot run it).
+        if let Some(fallback) = plan
+            .baseline
+            .and_then(|b| httpvs_compare::plan::baseline_fallback(b, &plan.protocols))
+        {
+            plan.baseline = Some(fallback);
         }
     }
     if let Some(b) = &args.baseline {

@@ -5,7 +5,7 @@
 
 mod net;
 
-use super::common::{cpu_list, duration_flag, parse_header};
+use super::common::{check_writable, cpu_list, duration_flag, parse_header};
 use super::usage;
 use httpvs_load::config::{parse_url, StopAfter, TlsOptions};
 use httpvs_load::report::progress::ProgressLine;
@@ -143,14 +143,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .output
             .as_ref()
             .is_some_and(|p| p.extension().is_some_and(|e| e == "json"));
-    // Opened before the run, so a path that cannot be written costs no run.
-    let mut output = match &args.output {
-        Some(path) => Some(
-            std::fs::File::create(path)
-                .map_err(|e| usage(format!("cannot write -o {}: {e}", path.display())))?,
-        ),
-        None => None,
-    };
+    // Checked before the run, so a path that cannot be written costs no run (and nothing the
+    // user had there is emptied by a run that then fails).
+    if let Some(path) = &args.output {
+        check_writable("-o", path)?;
+    }
     let stop = interrupt_flag();
     let show_progress = !args.no_progress && std::io::stderr().is_terminal();
     let mut progress = ProgressLine::new();
@@ -164,30 +161,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(net) => net.run(&config, observer, stop),
         None => httpvs_load::run_until(&config, observer, stop).map_err(setup_error),
     };
-    let mut report = match ran {
-        Ok(report) => report,
-        Err(e) => {
-            // No report: leave no empty file behind.
-            if let Some(path) = &args.output {
-                let _ = std::fs::remove_file(path);
-            }
-            return Err(e);
-        }
-    };
+    let mut report = ran?;
     report.thresholds = thresholds::evaluate(&rules, &report);
     let rendered = if json {
         report::to_json(&report) + "\n"
     } else {
         text::render(&report)
     };
-    let written = match (&mut output, &args.output) {
-        (Some(file), Some(path)) => file
-            .write_all(rendered.as_bytes())
-            .and_then(|()| file.flush())
+    let written = match &args.output {
+        Some(path) => std::fs::write(path, &rendered)
             .map_err(|e| format!("cannot write {}: {e}", path.display())),
-        _ => Ok(()),
+        None => Ok(()),
     };
-    if output.is_none() || written.is_err() {
+    if args.output.is_none() || written.is_err() {
         // Without -o, or when the file failed mid-way: the measurements still reach stdout.
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(rendered.as_bytes());
@@ -297,24 +283,28 @@ fn ignore_sigpipe() {
 /// kills the process (the handler restores the default action).
 fn interrupt_flag() -> Arc<AtomicBool> {
     static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-    extern "C" fn on_sigint(_: libc::c_int) {
+    extern "C" fn on_sigint(signal: libc::c_int) {
         if let Some(flag) = FLAG.get() {
             flag.store(true, Ordering::Relaxed);
         }
         // SAFETY: signal() is async-signal-safe; restoring the default lets a second ^C kill.
         unsafe {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(signal, libc::SIG_DFL);
         }
     }
     let flag = FLAG
         .get_or_init(|| Arc::new(AtomicBool::new(false)))
         .clone();
-    // SAFETY: installing a handler that only stores to an atomic and calls signal().
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        );
+    // Ctrl-C, and SIGTERM as `timeout` and service managers send it: both end the run with
+    // its report.
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: installing a handler that only stores to an atomic and calls signal().
+        unsafe {
+            libc::signal(
+                signal,
+                on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
     }
     flag
 }

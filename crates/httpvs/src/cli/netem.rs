@@ -68,6 +68,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "give the command to run after `--`, e.g. httpvs netem --both \"delay 50ms\" -- curl http://127.0.0.1:8080/",
         ));
     };
+    if program.starts_with('-') {
+        // The command starts at the first word that is not one of our options: this one is an
+        // option we do not know.
+        return Err(usage(format!(
+            "unknown option {program} (httpvs netem --help lists them; the command comes after)"
+        )));
+    }
     if !runnable(program) {
         // Before the link and its banner: a typo'd command is one line, exit 127 as a shell's.
         return Err(anyhow::Error::new(ExitError {
@@ -220,8 +227,9 @@ fn runnable(program: &str) -> bool {
     if program.contains('/') {
         return executable(std::path::Path::new(program));
     }
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(program))))
+    // execvp's own default when PATH is unset.
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
+    std::env::split_paths(&path).any(|dir| executable(&dir.join(program)))
 }
 
 /// The command's exit code, or 128 + signal as a shell reports it.
