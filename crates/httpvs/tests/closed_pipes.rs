@@ -1,7 +1,9 @@
 //! Closed pipes and sockets: a peer that hangs up is a write error, never a signal that kills httpvs.
 
-use std::io::{BufRead, BufReader};
+mod support;
+
 use std::process::{Command, Stdio};
+use support::spawn_serve;
 
 fn httpvs() -> Command {
     Command::new(env!("CARGO_BIN_EXE_httpvs"))
@@ -11,27 +13,8 @@ fn httpvs() -> Command {
 /// SIGPIPE was reset to its default: the server's next write raised it).
 #[test]
 fn serve_survives_clients_that_hang_up_after_the_tls_handshake() {
-    let mut server = httpvs()
-        .args([
-            "serve",
-            "--http",
-            "off",
-            "--h3",
-            "off",
-            "--https",
-            "127.0.0.1:0",
-        ])
-        .args(["--threads", "1"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(server.stdout.take().unwrap());
-    let mut banner = String::new();
-    while !banner.contains("cert") {
-        if stdout.read_line(&mut banner).unwrap() == 0 {
-            break;
-        }
-    }
+    let args = ["--http", "off", "--h3", "off", "--https", "127.0.0.1:0"];
+    let (mut server, _stdout, banner) = spawn_serve(&[&args[..], &["--threads", "1"]].concat());
     let url = banner
         .split_whitespace()
         .find(|w| w.starts_with("https://"))

@@ -1,10 +1,13 @@
 //! `httpvs serve` as a user runs it: one line and a non-zero exit on bad input, the banner with
 //! addresses and fingerprint, and totals after SIGTERM.
 
-use std::io::{BufRead, BufReader, Read};
+mod support;
+
+use std::io::Read;
 use std::net::TcpListener;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
+use support::spawn_serve;
 
 fn httpvs() -> Command {
     Command::new(env!("CARGO_BIN_EXE_httpvs"))
@@ -51,19 +54,17 @@ fn a_port_in_use_is_one_line() {
 /// server must not join them and take half the connections.
 #[test]
 fn a_port_held_by_another_httpvs_is_in_use() {
-    let mut first = httpvs()
-        .args(["serve", "--http", "0", "--https", "off", "--h3", "off"])
-        .args(["--threads", "2"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(first.stdout.take().unwrap());
-    let mut banner = String::new();
-    while !banner.contains("http://") {
-        if stdout.read_line(&mut banner).unwrap() == 0 {
-            break;
-        }
-    }
+    let args = [
+        "--http",
+        "0",
+        "--https",
+        "off",
+        "--h3",
+        "off",
+        "--threads",
+        "2",
+    ];
+    let (mut first, _stdout, banner) = spawn_serve(&args);
     let port = banner
         .split("http://127.0.0.1:")
         .nth(1)
@@ -99,28 +100,8 @@ fn an_unreadable_cert_is_one_line() {
 
 #[test]
 fn serve_prints_addresses_and_fingerprint_then_totals_on_sigterm() {
-    let mut child = httpvs()
-        .args([
-            "serve",
-            "--http",
-            "0",
-            "--https",
-            "0",
-            "--h3",
-            "0",
-            "--threads",
-            "1",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut banner = String::new();
-    while !banner.contains("cert") {
-        if stdout.read_line(&mut banner).unwrap() == 0 {
-            break;
-        }
-    }
+    let args = ["--http", "0", "--https", "0", "--h3", "0", "--threads", "1"];
+    let (mut child, mut stdout, banner) = spawn_serve(&args);
     assert!(banner.contains("http://127.0.0.1:"), "{banner}");
     assert!(banner.contains("SHA-256 "), "{banner}");
     let addr = banner

@@ -22,6 +22,18 @@ struct Totals {
     latency: LatencyHistogram,
 }
 
+impl Totals {
+    fn new() -> Totals {
+        Totals {
+            started: 0,
+            completed: 0,
+            failed: 0,
+            connections_opened: 0,
+            latency: LatencyHistogram::new(),
+        }
+    }
+}
+
 /// Receives worker messages until every worker finished; returns the per-second series.
 pub fn coordinate(
     rx: Receiver<WorkerMsg>,
@@ -30,13 +42,7 @@ pub fn coordinate(
     measure_start: Instant,
     observer: &mut dyn Observer,
 ) -> Vec<SeriesPoint> {
-    let mut totals = Totals {
-        started: 0,
-        completed: 0,
-        failed: 0,
-        connections_opened: 0,
-        latency: LatencyHistogram::new(),
-    };
+    let mut totals = Totals::new();
     let mut series = Vec::new();
     let mut pending = IntervalStats::default();
     let mut finished = 0usize;
@@ -126,13 +132,7 @@ mod tests {
     fn the_interval_holding_the_warmups_end_is_measured_from_its_end() {
         let origin = Instant::now();
         let measure_start = origin + Duration::from_millis(250);
-        let mut totals = Totals {
-            started: 0,
-            completed: 0,
-            failed: 0,
-            connections_opened: 0,
-            latency: LatencyHistogram::new(),
-        };
+        let mut totals = Totals::new();
         let mut iv = IntervalStats::default();
         iv.requests.succeeded = 750;
         let end = origin + Duration::from_secs(1);
