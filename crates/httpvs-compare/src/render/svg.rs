@@ -55,6 +55,9 @@ fn ticks(max: f64) -> Vec<f64> {
     (0..=n).map(|i| i as f64 * step).collect()
 }
 
+/// The ratio of the largest to the smallest bar above which a bar chart turns log-scale.
+const LOG_SPAN: f64 = 20.0;
+
 /// A tick's label: as many decimals as it needs, up to a few (1.5 is "1.5", not "2").
 fn tick_label(v: f64) -> String {
     // Steps of 2.5 need a decimal more than their magnitude: 12.5k, 1.25k, 1.25M.
@@ -102,10 +105,17 @@ fn legend(out: &mut String, names: &[(&str, &str)]) {
     }
 }
 
-fn y_axis(out: &mut String, ticks: &[f64], top: f64, label: &str, fmt: impl Fn(f64) -> String) {
+/// Grid lines and labels at `ticks`, each drawn at `y_of(tick)`.
+fn y_axis(
+    out: &mut String,
+    ticks: &[f64],
+    y_of: impl Fn(f64) -> f64,
+    label: &str,
+    fmt: impl Fn(f64) -> String,
+) {
     let plot_h = HEIGHT - TOP - BOTTOM;
     for t in ticks {
-        let y = HEIGHT - BOTTOM - t / top * plot_h;
+        let y = y_of(*t);
         let _ = write!(
             out,
             r#"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" class="grid"/><text x="{}" y="{:.1}" class="yt">{}</text>"#,
@@ -123,22 +133,48 @@ fn y_axis(out: &mut String, ticks: &[f64], top: f64, label: &str, fmt: impl Fn(f
     );
 }
 
-/// Grouped bars (one group per label, one bar per series) with min–max error bars.
+/// Grouped bars (one group per label, one bar per series) with min–max error bars. When the
+/// values span more than [`LOG_SPAN`] (600k req/s on a clean link, 500 on a lossy one), the y
+/// axis is log10, or the small groups' bars would be invisible.
 pub fn bar_chart(title: &str, groups: &[String], series: &[BarSeries], y_label: &str) -> String {
+    let values = || series.iter().flat_map(|s| s.values.iter().flatten());
+    let top_value = values().map(|v| v.2.max(v.0)).fold(0.0, f64::max);
+    let low_value = values()
+        .map(|v| v.1.min(v.0))
+        .filter(|v| *v > 0.0)
+        .fold(f64::MAX, f64::min);
+    let log = top_value > 0.0 && low_value < f64::MAX && top_value / low_value > LOG_SPAN;
     let mut out = String::new();
-    open(&mut out, title);
-    let top_value = series
-        .iter()
-        .flat_map(|s| s.values.iter().flatten().map(|v| v.2.max(v.0)))
-        .fold(0.0, f64::max);
-    let ticks = ticks(top_value * 1.05);
-    let top = ticks.last().copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
-    y_axis(&mut out, &ticks, top, y_label, tick_label);
+    open(
+        &mut out,
+        &if log {
+            format!("{title} (log scale)")
+        } else {
+            title.to_string()
+        },
+    );
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
+    let (ticks, y_of): (Vec<f64>, Box<dyn Fn(f64) -> f64>) = if log {
+        let lo = low_value.log10().floor();
+        let hi = top_value.log10().ceil().max(lo + 1.0);
+        let ticks = (lo as i32..=hi as i32).map(|e| 10f64.powi(e)).collect();
+        let y = move |v: f64| {
+            HEIGHT - BOTTOM - (v.max(10f64.powf(lo)).log10() - lo) / (hi - lo) * plot_h
+        };
+        (ticks, Box::new(y))
+    } else {
+        let ticks = ticks(top_value * 1.05);
+        let top = ticks.last().copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
+        (
+            ticks,
+            Box::new(move |v: f64| HEIGHT - BOTTOM - v / top * plot_h),
+        )
+    };
+    y_axis(&mut out, &ticks, &y_of, y_label, tick_label);
     let group_w = plot_w / groups.len().max(1) as f64;
     let bar_w = (group_w * 0.8) / series.len().max(1) as f64;
-    let y_of = |v: f64| HEIGHT - BOTTOM - v / top * plot_h;
+    let floor_y = HEIGHT - BOTTOM;
     for (g, name) in groups.iter().enumerate() {
         let gx = LEFT + g as f64 * group_w;
         let _ = write!(
@@ -158,7 +194,7 @@ pub fn bar_chart(title: &str, groups: &[String], series: &[BarSeries], y_label: 
                 r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}: {}</title></rect>"#,
                 y_of(median),
                 (bar_w - 2.0).max(1.0),
-                (y_of(0.0) - y_of(median)).max(0.0),
+                (floor_y - y_of(median)).max(0.0),
                 ser.color,
                 escape(&ser.name),
                 tick_label(median)
@@ -215,9 +251,15 @@ pub fn line_chart(
         .fold(0.0, f64::max);
     let ticks = ticks(y_max.unwrap_or(data_top * 1.05));
     let top = ticks.last().copied().unwrap_or(1.0).max(f64::MIN_POSITIVE);
-    y_axis(&mut out, &ticks, top, labels.1, tick_label);
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
+    y_axis(
+        &mut out,
+        &ticks,
+        |t| HEIGHT - BOTTOM - t / top * plot_h,
+        labels.1,
+        tick_label,
+    );
     let px = |x: f64| LEFT + (fx(x) - x0) / (x1 - x0) * plot_w;
     let py = |y: f64| HEIGHT - BOTTOM - y / top * plot_h;
     x_axis(&mut out, x0, x1, x_log, px);
@@ -354,5 +396,35 @@ mod tests {
             Some(1.0),
         );
         assert!(lines.contains("<path d=\"M"));
+    }
+
+    /// 600k req/s on a clean link next to 500 on a lossy one: a log axis, so the small bar shows.
+    #[test]
+    fn bars_spanning_decades_go_log_scale() {
+        let bars = bar_chart(
+            "req/s",
+            &["clean".into(), "lossy".into()],
+            &[BarSeries {
+                name: "h2c".into(),
+                color: "#123456",
+                values: vec![
+                    Some((600_000.0, 590_000.0, 610_000.0)),
+                    Some((500.0, 490.0, 510.0)),
+                ],
+            }],
+            "req/s",
+        );
+        assert!(bars.contains("req/s (log scale)"), "{bars}");
+        let heights: Vec<f64> = bars
+            .split("height=\"")
+            .skip(2) // the svg element's own height
+            .take(2) // the two bars (the legend's swatch follows)
+            .filter_map(|r| r.split('"').next()?.parse().ok())
+            .collect();
+        assert!(heights[1] > 20.0, "the lossy bar is visible: {heights:?}");
+        assert!(
+            bars.contains(">1M</text>") || bars.contains(">100k</text>"),
+            "{bars}"
+        );
     }
 }
