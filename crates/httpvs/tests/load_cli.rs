@@ -233,6 +233,14 @@ fn the_report_says_what_succeeded_means() {
         "{text}"
     );
     assert!(!text.contains("p99.9"), "{text}");
+    // Throughput and --fail-on rps count what succeeded, not failures.
+    assert!(
+        text.contains("Throughput:   0.0 req/s succeeded ("),
+        "{text}"
+    );
+    let args = [&url, "-n", "2", "-c", "2", "-t", "1", "--timeout", "200ms"];
+    let out = httpvs(&[&args[..], &["--fail-on", "rps<1"]].concat());
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
 }
 
 /// The open model says when it could not send at the rate asked (every stream busy).

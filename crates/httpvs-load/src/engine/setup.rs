@@ -38,7 +38,10 @@ pub enum LoadError {
         timeout: Duration,
     },
     /// The first connection's TLS handshake failed.
-    #[error("TLS handshake with {addr} failed (certificate or ALPN); try --cacert FILE or -k")]
+    #[error(
+        "TLS handshake with {addr} failed (its certificate, ALPN, an alert, or no TLS on that port); \
+         for a certificate this client does not trust: --cacert FILE or -k"
+    )]
     Tls {
         /// The address tried.
         addr: SocketAddr,

@@ -34,7 +34,9 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
     } else {
         "with FIN"
     };
-    let hint = if c.closed_reset >= closed / 2 {
+    let hint = if stats.requests.succeeded == 0 {
+        "it answered none of them (see errors)"
+    } else if c.closed_reset >= closed / 2 {
         "check the server's error log and its connection limits"
     } else if every < 0.5 {
         "check the server's error log: it closes connections before answering"

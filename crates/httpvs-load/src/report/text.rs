@@ -136,10 +136,17 @@ fn requests(out: &mut String, r: &Report) {
         );
     }
     let t = &r.throughput;
+    // Succeeded requests per second, as h2load and compare count them; with failures, the rate
+    // of completions (failures included) beside it.
     let _ = writeln!(
         out,
-        "Throughput:   {} req/s, {}/s received, {}/s sent",
-        rate(t.requests_per_s),
+        "Throughput:   {} req/s succeeded{}, {}/s received, {}/s sent",
+        rate(t.succeeded_per_s),
+        if q.failed > 0 {
+            format!(" ({} completed, failures included)", rate(t.requests_per_s))
+        } else {
+            String::new()
+        },
         bytes(t.bytes_received_per_s),
         bytes(t.bytes_sent_per_s)
     );

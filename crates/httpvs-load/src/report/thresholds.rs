@@ -1,7 +1,8 @@
 //! `--fail-on "error-rate>1%,p99>250ms"`: rules a run must not break, for CI use.
 //!
 //! Metrics: `error-rate` and `non-2xx-rate` (percent of started requests), `p50` … `p99.99`,
-//! `mean`, `max` (durations: us, ms or s; a bare number is ms) and `rps` (completed requests/s).
+//! `mean`, `max` (durations: us, ms or s; a bare number is ms) and `rps` (succeeded requests/s:
+//! a run whose requests all fail has an rps of 0, whatever its rate of failures).
 //! Operators: `>` (breached when above) and `<` (breached when below).
 
 use super::model::{Report, ThresholdResult};
@@ -130,7 +131,7 @@ fn measure(metric: Metric, r: &Report) -> f64 {
         Metric::Percentile(p) => ms(r.latency.hdr_like_percentile(p)),
         Metric::Mean => r.latency.mean_us / 1000.0,
         Metric::Max => ms(r.latency.max_us),
-        Metric::Rps => r.throughput.requests_per_s,
+        Metric::Rps => r.throughput.succeeded_per_s,
     }
 }
 

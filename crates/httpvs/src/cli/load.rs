@@ -97,8 +97,9 @@ pub struct Args {
     #[arg(long, value_name = "LIST")]
     cpus: Option<String>,
     /// Run behind an emulated network: a profile (wan, 3g...: `httpvs netem --profiles`), netem
-    /// options for both directions ("delay 50ms loss 1%"), or "UP | DOWN". Needs root; the
-    /// target must be on 127.0.0.1, which the link reaches unchanged.
+    /// options for both directions ("delay 50ms loss 1%"), or "UP | DOWN". As root, or rootless
+    /// where user namespaces allow; the target must be on this host's loopback (127.0.0.1, [::1]
+    /// or localhost), which the link reaches unchanged.
     #[arg(long, value_name = "SPEC")]
     net: Option<String>,
     /// Seed of the emulated link's random choices, to repeat them (default: random, in the report).
