@@ -8,6 +8,7 @@ use crate::error::NetemError;
 use crate::impairment::Impairment;
 use crate::relay::{PacketWatch, Relay};
 use crate::sys::ifconfig::{self, PointToPoint};
+use crate::sys::netlink;
 use crate::sys::netns::NetNs;
 use crate::sys::tun::Tun;
 use crate::{ipv6_loopback, loopback_forward, preflight, rootless, sweep};
@@ -346,6 +347,11 @@ fn server_side(
         if own_namespace {
             ifconfig::bring_up("lo")?;
         }
+        // Replies to the client leave from 127.0.0.1, the address it dialled, even from a
+        // server bound to the wildcard that lets the route pick its source (caddy's QUIC
+        // socket): from the link's own address they would reach a QUIC client as packets from
+        // a stranger, and be dropped.
+        netlink::replace_ipv4_host_route(addresses.client, &server.name, Ipv4Addr::LOCALHOST)?;
         Ok(tun)
     })
     .and_then(|r| r)

@@ -205,3 +205,40 @@ fn curl_downloads_20mb_intact_through_5_percent_loss() {
     assert_eq!(received.len(), SIZE);
     assert!(received == body, "the body arrived changed");
 }
+
+/// A UDP server on the wildcard address answers from whatever source the route picks (caddy's
+/// QUIC socket does): through the link that must be 127.0.0.1, the address the client dialled,
+/// or a connected socket (and a QUIC client) drops the reply as a stranger's.
+#[test]
+fn a_wildcard_udp_server_answers_from_the_address_dialled() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let echo = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    let port = echo.local_addr().unwrap().port();
+    echo.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let server = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        if let Ok((n, from)) = echo.recv_from(&mut buf) {
+            let _ = echo.send_to(&buf[..n], from);
+        }
+    });
+    // bash's /dev/udp connects its socket: a reply from another address never reaches it.
+    let script = format!(
+        "exec 3<>/dev/udp/127.0.0.1/{port}; echo hi >&3; read -t 2 -r line <&3; echo \"got $line\""
+    );
+    let out = httpvs(&[
+        "netem",
+        "-q",
+        "--both",
+        "delay 1ms",
+        "--",
+        "bash",
+        "-c",
+        &script,
+    ]);
+    server.join().unwrap();
+    // bash reads a datagram a byte at a time: the first byte shows the reply came.
+    assert!(text(&out.stdout).starts_with("got h"), "{out:?}");
+}

@@ -3,7 +3,7 @@
 
 use super::check;
 use std::io;
-use std::net::Ipv6Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 const IFLA_TXQLEN: u16 = 13;
@@ -103,6 +103,38 @@ pub fn add_ipv6_address(name: &str, addr: Ipv6Addr, prefix: u8) -> io::Result<()
         .attribute(IFA_ADDRESS, &addr.octets())
         .send()
         .map_err(|e| io::Error::new(e.kind(), format!("add {addr}/{prefix} to {name}: {e}")))
+}
+
+/// Routes `dest` (one address) out of interface `name` with `source` as the preferred source
+/// address, replacing the route the kernel made for a point-to-point peer.
+pub fn replace_ipv4_host_route(dest: Ipv4Addr, name: &str, source: Ipv4Addr) -> io::Result<()> {
+    // rtmsg: family, dst_len, src_len, tos, table (main), protocol (boot), scope (link), type (unicast).
+    let rtmsg = [
+        libc::AF_INET as u8,
+        32,
+        0,
+        0,
+        libc::RT_TABLE_MAIN,
+        libc::RTPROT_BOOT,
+        libc::RT_SCOPE_LINK,
+        libc::RTN_UNICAST,
+        0,
+        0,
+        0,
+        0,
+    ];
+    let flags = (libc::NLM_F_CREATE | libc::NLM_F_REPLACE) as u16;
+    Request::new(libc::RTM_NEWROUTE, flags, &rtmsg)
+        .attribute(RTA_DST, &dest.octets())
+        .attribute(RTA_OIF, &index_of(name)?.to_ne_bytes())
+        .attribute(RTA_PREFSRC, &source.octets())
+        .send()
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("route {dest} dev {name} src {source}: {e}"),
+            )
+        })
 }
 
 /// Routes `dest/prefix` out of interface `name`, with `source` as the preferred source address.
