@@ -108,27 +108,15 @@ pub fn add_ipv6_address(name: &str, addr: Ipv6Addr, prefix: u8) -> io::Result<()
 /// Routes `dest` (one address) out of interface `name` with `source` as the preferred source
 /// address, replacing the route the kernel made for a point-to-point peer.
 pub fn replace_ipv4_host_route(dest: Ipv4Addr, name: &str, source: Ipv4Addr) -> io::Result<()> {
-    // rtmsg: family, dst_len, src_len, tos, table (main), protocol (boot), scope (link), type (unicast).
-    let rtmsg = [
-        libc::AF_INET as u8,
-        32,
-        0,
-        0,
-        libc::RT_TABLE_MAIN,
-        libc::RTPROT_BOOT,
-        libc::RT_SCOPE_LINK,
-        libc::RTN_UNICAST,
-        0,
-        0,
-        0,
-        0,
-    ];
-    let flags = (libc::NLM_F_CREATE | libc::NLM_F_REPLACE) as u16;
-    Request::new(libc::RTM_NEWROUTE, flags, &rtmsg)
-        .attribute(RTA_DST, &dest.octets())
-        .attribute(RTA_OIF, &index_of(name)?.to_ne_bytes())
-        .attribute(RTA_PREFSRC, &source.octets())
-        .send()
+    let route = Route {
+        family: libc::AF_INET as u8,
+        dest: &dest.octets(),
+        prefix: 32,
+        scope: libc::RT_SCOPE_LINK,
+        source: &source.octets(),
+    };
+    route
+        .send(name, libc::NLM_F_CREATE | libc::NLM_F_REPLACE)
         .map_err(|e| {
             io::Error::new(
                 e.kind(),
@@ -139,31 +127,53 @@ pub fn replace_ipv4_host_route(dest: Ipv4Addr, name: &str, source: Ipv4Addr) -> 
 
 /// Routes `dest/prefix` out of interface `name`, with `source` as the preferred source address.
 pub fn add_ipv6_route(dest: Ipv6Addr, prefix: u8, name: &str, source: Ipv6Addr) -> io::Result<()> {
-    // rtmsg: family, dst_len, src_len, tos, table (main), protocol (boot), scope (universe), type (unicast).
-    let rtmsg = [
-        libc::AF_INET6 as u8,
+    let route = Route {
+        family: libc::AF_INET6 as u8,
+        dest: &dest.octets(),
         prefix,
-        0,
-        0,
-        libc::RT_TABLE_MAIN,
-        libc::RTPROT_BOOT,
-        libc::RT_SCOPE_UNIVERSE,
-        libc::RTN_UNICAST,
-        0,
-        0,
-        0,
-        0,
-    ];
-    let create = (libc::NLM_F_CREATE | libc::NLM_F_EXCL) as u16;
-    Request::new(libc::RTM_NEWROUTE, create, &rtmsg)
-        .attribute(RTA_DST, &dest.octets())
-        .attribute(RTA_OIF, &index_of(name)?.to_ne_bytes())
-        .attribute(RTA_PREFSRC, &source.octets())
-        .send()
+        scope: libc::RT_SCOPE_UNIVERSE,
+        source: &source.octets(),
+    };
+    route
+        .send(name, libc::NLM_F_CREATE | libc::NLM_F_EXCL)
         .map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!("add route {dest}/{prefix} dev {name}: {e}"),
             )
         })
+}
+
+/// A unicast route in the main table out of one interface, with a preferred source address.
+struct Route<'a> {
+    family: u8,
+    dest: &'a [u8],
+    prefix: u8,
+    scope: u8,
+    source: &'a [u8],
+}
+
+impl Route<'_> {
+    fn send(&self, name: &str, flags: libc::c_int) -> io::Result<()> {
+        // rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type, flags (u32).
+        let rtmsg = [
+            self.family,
+            self.prefix,
+            0,
+            0,
+            libc::RT_TABLE_MAIN,
+            libc::RTPROT_BOOT,
+            self.scope,
+            libc::RTN_UNICAST,
+            0,
+            0,
+            0,
+            0,
+        ];
+        Request::new(libc::RTM_NEWROUTE, flags as u16, &rtmsg)
+            .attribute(RTA_DST, self.dest)
+            .attribute(RTA_OIF, &index_of(name)?.to_ne_bytes())
+            .attribute(RTA_PREFSRC, self.source)
+            .send()
+    }
 }
