@@ -34,7 +34,10 @@ pub fn run_builtin(
         }
     }
     // Every address refused: the first one's error names the address users expect.
-    Err(first_refusal.expect("resolve_targets is never empty"))
+    Err(first_refusal.unwrap_or_else(|| LoadError::Dns {
+        host: config.url.host().unwrap_or_default().to_string(),
+        why: "no address".into(),
+    }))
 }
 
 /// Runs `config` against one resolved address.
