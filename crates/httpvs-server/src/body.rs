@@ -31,6 +31,11 @@ impl Body {
         Body::Whole(Some(Bytes::from_static(FIXED_BODY)))
     }
 
+    /// No body at all (204, 304).
+    pub fn empty() -> Body {
+        Body::Whole(None)
+    }
+
     /// Body from bytes.
     pub fn bytes(b: impl Into<Bytes>) -> Body {
         Body::Whole(Some(b.into()))

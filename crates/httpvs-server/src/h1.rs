@@ -68,15 +68,11 @@ impl Future for H1Future {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.get_mut() {
-            H1Future::Ready(r) => Poll::Ready(Ok(r.take().unwrap_or_default())),
+            H1Future::Ready(r) => {
+                Poll::Ready(Ok(r.take().unwrap_or_else(|| Response::new(Body::empty()))))
+            }
             H1Future::Later(f) => f.as_mut().poll(cx).map(Ok),
         }
-    }
-}
-
-impl Default for Body {
-    fn default() -> Body {
-        Body::Whole(None)
     }
 }
 

@@ -142,14 +142,24 @@ fn text_answer(body: Body) -> Answer {
 impl Pending {
     /// The answer once the body is read (`echoed` holds it when echoing).
     pub fn answer(&self, echoed: Option<Bytes>) -> Answer {
-        let body = match (self.plan.size, echoed) {
-            (Some(size), _) => Body::generated(size),
-            (None, Some(bytes)) => Body::bytes(bytes),
-            (None, None) => Body::fixed(),
+        let status = StatusCode::from_u16(self.plan.status).unwrap_or(StatusCode::OK);
+        let mut answer = if status_has_body(status) {
+            text_answer(match (self.plan.size, echoed) {
+                (Some(size), _) => Body::generated(size),
+                (None, Some(bytes)) => Body::bytes(bytes),
+                (None, None) => Body::fixed(),
+            })
+        } else {
+            // RFC 9110 §8.6, §15.3.5, §15.4.5: 204 and 304 have no content, a 204 must not
+            // carry Content-Length, and a 304's may only repeat the would-be 200's; so no body,
+            // no Content-Length and no Content-Type (`size=` is ignored). Every protocol then
+            // ends the stream with the head.
+            Answer {
+                response: Response::new(Body::empty()),
+                close: false,
+            }
         };
-        let mut answer = text_answer(body);
-        *answer.response.status_mut() =
-            StatusCode::from_u16(self.plan.status).unwrap_or(StatusCode::OK);
+        *answer.response.status_mut() = status;
         let headers = answer.response.headers_mut();
         for (name, value) in &self.spec.headers {
             headers.append(name.clone(), value.clone());
@@ -159,7 +169,7 @@ impl Pending {
     }
 }
 
-/// Whether the status forbids a body (HEAD is handled by the protocol layers).
+/// Whether the status forbids a body and Content-Length (HEAD is handled by the protocol layers).
 pub fn status_has_body(status: StatusCode) -> bool {
     !(status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED)
 }
@@ -220,5 +230,22 @@ mod tests {
     #[test]
     fn fixed_length_header_matches_the_body() {
         assert_eq!(FIXED_LEN, FIXED_BODY.len().to_string().as_str());
+    }
+
+    #[test]
+    fn no_content_statuses_have_no_body_and_no_content_length() {
+        for (query, status) in [("status=204&size=10", 204), ("status=304", 304)] {
+            let spec = parse_query(query).unwrap();
+            let pending = Pending {
+                plan: spec.plan(|| 0),
+                spec,
+                echo: false,
+            };
+            let answer = pending.answer(Some(Bytes::from_static(b"echoed")));
+            let response = &answer.response;
+            assert_eq!(response.status().as_u16(), status);
+            assert!(response.body().is_empty(), "{query}");
+            assert!(response.headers().get(CONTENT_LENGTH).is_none(), "{query}");
+        }
     }
 }

@@ -4,7 +4,7 @@
 mod support;
 
 use httpvs_server::body::FIXED_BODY;
-use httpvs_server::{Limits, RunningServer};
+use httpvs_server::{H2Engine, Limits, RunningServer};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -300,4 +300,59 @@ fn oversized_headers_get_431_and_bodies_get_413() {
     let totals = server.shutdown(Duration::from_secs(1));
     assert!(totals.rejected.headers_too_large >= 2, "{totals:?}");
     assert!(totals.rejected.bodies_too_large >= 8, "{totals:?}");
+}
+
+/// Runs curl in `mode` with `extra` args; returns (status, lower-cased headers, body bytes read).
+fn fetch_head(curl: &Path, mode: &Mode, target: &str, extra: &[&str]) -> (u16, String, u64) {
+    let url = format!("{}{}", mode.base, target);
+    let mut args: Vec<&str> = mode.args.iter().map(|s| s.as_str()).collect();
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&[
+        "-o",
+        "/dev/null",
+        "-D",
+        "-",
+        "-w",
+        "\n%{http_code} %{size_download}",
+        &url,
+    ]);
+    let out = support::curl_ok(curl, &args);
+    let (head, last) = out.rsplit_once('\n').unwrap();
+    let (code, size) = last.split_once(' ').unwrap();
+    (
+        code.parse().unwrap(),
+        head.to_ascii_lowercase(),
+        size.parse().unwrap(),
+    )
+}
+
+/// RFC 9110: 204 and 304 have no content and no Content-Length (a body made curl fail the h2
+/// stream with PROTOCOL_ERROR), and a HEAD answer has no body though it may say its length.
+#[test]
+fn no_content_statuses_and_head_carry_no_body_on_every_protocol_and_engine() {
+    let Some(curl) = curl_or_skip() else { return };
+    for engine in [H2Engine::Owned, H2Engine::Hyper] {
+        let server = support::server_on(Limits::default(), engine);
+        let dir = support::temp_dir(&format!("curl-no-content-{engine:?}"));
+        for mode in modes(&server, &dir) {
+            let m = format!("{} {engine:?}", mode.name);
+            for (target, status) in [
+                ("/?status=204", 204),
+                ("/?status=304&size=5", 304),
+                ("/echo?status=204", 204),
+            ] {
+                let (code, head, size) = fetch_head(&curl, &mode, target, &[]);
+                assert_eq!((code, size), (status, 0), "{m} {target}");
+                assert!(!head.contains("content-length"), "{m} {target}: {head}");
+            }
+            for (target, len) in [("/", 18), ("/?size=100", 100), ("/?size=1m", 1 << 20)] {
+                let (code, head, size) = fetch_head(&curl, &mode, target, &["--head"]);
+                assert_eq!((code, size), (200, 0), "{m} HEAD {target}");
+                assert!(
+                    head.contains(&format!("content-length: {len}")),
+                    "{m} HEAD {target}: {head}"
+                );
+            }
+        }
+    }
 }

@@ -1,4 +1,4 @@
-//! HTTP/3 with a quinn + h3 client: `/`, `size`, `status`, GOAWAY after N requests, and a client
+//! HTTP/3 with a quinn + h3 client: `/`, `size`, `status`, 204/304 and HEAD without a body, GOAWAY after N requests, and a client
 //! that vanishes mid-response.
 
 mod support;
@@ -47,8 +47,22 @@ async fn connect(server: &RunningServer) -> Client {
 
 /// GETs `target`; returns status and body, or the error text.
 async fn get(client: &mut Client, target: &str) -> Result<(u16, Vec<u8>), String> {
+    let (status, _, body) = request(client, http::Method::GET, target).await?;
+    Ok((status, body))
+}
+
+/// Sends `method target`; returns status, headers and body, or the error text.
+async fn request(
+    client: &mut Client,
+    method: http::Method,
+    target: &str,
+) -> Result<(u16, http::HeaderMap, Vec<u8>), String> {
     let uri = format!("https://localhost:{}{target}", client.port);
-    let request = http::Request::get(uri).body(()).unwrap();
+    let request = http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .body(())
+        .unwrap();
     let mut stream = client
         .send
         .send_request(request)
@@ -65,7 +79,7 @@ async fn get(client: &mut Client, target: &str) -> Result<(u16, Vec<u8>), String
             chunk.advance(n);
         }
     }
-    Ok((response.status().as_u16(), body))
+    Ok((response.status().as_u16(), response.headers().clone(), body))
 }
 
 #[tokio::test]
@@ -87,6 +101,30 @@ async fn h3_serves_root_size_and_status() {
     client.endpoint.close(0u32.into(), b"done");
     let totals = server.shutdown(Duration::from_secs(1));
     assert_eq!((totals.connections.h3, totals.requests.h3), (1, 6));
+}
+
+/// RFC 9110: 204 and 304 have no content and no Content-Length; HEAD gets the length, no body.
+#[tokio::test]
+async fn h3_no_content_statuses_and_head_carry_no_body() {
+    let server = support::server(Limits::default());
+    let mut client = connect(&server).await;
+    for (target, status) in [("/?status=204", 204), ("/?status=304&size=5", 304)] {
+        let (code, headers, body) = request(&mut client, http::Method::GET, target)
+            .await
+            .unwrap();
+        assert_eq!((code, body.len()), (status, 0), "{target}");
+        assert!(
+            !headers.contains_key("content-length"),
+            "{target}: {headers:?}"
+        );
+    }
+    for (target, len) in [("/", "18"), ("/?size=100", "100")] {
+        let (code, headers, body) = request(&mut client, http::Method::HEAD, target)
+            .await
+            .unwrap();
+        assert_eq!((code, body.len()), (200, 0), "HEAD {target}");
+        assert_eq!(headers["content-length"], len, "HEAD {target}");
+    }
 }
 
 #[tokio::test]

@@ -1,0 +1,50 @@
+//! HTTP/1.1 on a raw socket, where a stray body byte or a missing check shows: answers without a
+//! body (HEAD, 204, 304) keep a pipelined connection in step, and a request without Host is 400.
+
+mod support;
+
+use httpvs_server::Limits;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// Sends `requests` on one connection and reads until the server closes it (bounded).
+fn exchange(server: &httpvs_server::RunningServer, requests: &str) -> String {
+    let mut conn = TcpStream::connect(server.http_addr().unwrap()).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    conn.write_all(requests.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let _ = conn.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The responses in `text`, split at each status line.
+fn responses(text: &str) -> Vec<&str> {
+    text.split("HTTP/1.").skip(1).collect()
+}
+
+#[test]
+fn head_204_and_304_answers_have_no_body_and_keep_the_pipeline_in_step() {
+    let server = support::server(Limits::default());
+    let text = exchange(
+        &server,
+        "HEAD /?size=100 HTTP/1.1\r\nHost: x\r\n\r\n\
+         GET /?status=204&size=10 HTTP/1.1\r\nHost: x\r\n\r\n\
+         GET /?status=304 HTTP/1.1\r\nHost: x\r\n\r\n\
+         GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    let answers = responses(&text);
+    assert_eq!(answers.len(), 4, "{text}");
+    assert!(answers[0].starts_with("1 200"), "{text}");
+    assert!(answers[0].contains("content-length: 100\r\n"), "{text}");
+    assert!(answers[0].ends_with("\r\n\r\n"), "HEAD with a body: {text}");
+    for (answer, status) in [(answers[1], "1 204"), (answers[2], "1 304")] {
+        assert!(answer.starts_with(status), "{text}");
+        assert!(!answer.contains("content-length"), "{text}");
+        assert!(answer.ends_with("\r\n\r\n"), "{status} with a body: {text}");
+    }
+    assert!(
+        answers[3].ends_with("\r\n\r\nhello from httpvs\n"),
+        "{text}"
+    );
+}
