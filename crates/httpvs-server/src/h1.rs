@@ -6,8 +6,8 @@ use crate::conn_io::ConnState;
 use crate::respond::{self, Answer, Decision, Pending, RequestView};
 use crate::totals::{Event, Proto};
 use crate::worker::WorkerCtx;
-use http::header::CONNECTION;
-use http::{HeaderValue, Request, Response};
+use http::header::{CONNECTION, HOST};
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, Version};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -90,6 +90,14 @@ impl hyper::service::Service<Request<Incoming>> for H1Service {
             .max_requests_per_conn
             .is_some_and(|max| n >= max);
         let (parts, body) = req.into_parts();
+        if !host_is_valid(parts.version, &parts.headers) {
+            self.ctx.counters.event(Event::BadRequest);
+            let text = "one Host header is required (RFC 9112 3.2)\n".to_owned();
+            let mut answer = respond::error(StatusCode::BAD_REQUEST, text);
+            // As nginx does: a client that sends this is not to be trusted with what follows.
+            answer.close = true;
+            return H1Future::Ready(Some(finish(answer, last)));
+        }
         let body_empty = hyper::body::Body::is_end_stream(&body);
         let view = RequestView {
             method: &parts.method,
@@ -133,6 +141,17 @@ async fn answer_later(
         state.delay(delay).await;
     }
     pending.answer(collector.finish())
+}
+
+/// RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without Host and to any request
+/// with more than one (HTTP/1.0 may leave it out). One lookup, no allocation.
+fn host_is_valid(version: Version, headers: &HeaderMap) -> bool {
+    let mut hosts = headers.get_all(HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (_, Some(_)) => false,
+        (Some(_), None) => true,
+        (None, None) => version < Version::HTTP_11,
+    }
 }
 
 fn finish(answer: Answer, last: bool) -> Response<Body> {

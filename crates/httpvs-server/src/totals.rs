@@ -31,6 +31,7 @@ pub struct Counters {
     rapid_reset_cutoffs: AtomicU64,
     idle_closed: AtomicU64,
     bad_queries: AtomicU64,
+    bad_requests: AtomicU64,
 }
 
 /// A counted event other than a connection or a request.
@@ -50,6 +51,8 @@ pub enum Event {
     IdleClosed,
     /// 400 sent for a malformed query.
     BadQuery,
+    /// 400 sent for a malformed request (no Host on HTTP/1.1, a head that does not parse).
+    BadRequest,
 }
 
 impl Counters {
@@ -73,6 +76,7 @@ impl Counters {
             Event::RapidReset => &self.rapid_reset_cutoffs,
             Event::IdleClosed => &self.idle_closed,
             Event::BadQuery => &self.bad_queries,
+            Event::BadRequest => &self.bad_requests,
         };
         counter.fetch_add(1, Relaxed);
     }
@@ -124,6 +128,9 @@ pub struct Rejections {
     pub idle_closed: u64,
     /// 400 responses for malformed queries.
     pub bad_queries: u64,
+    /// 400 responses for malformed requests: an HTTP/1.1 request without Host (or any with two),
+    /// an HTTP/1 head hyper could not parse, an h2 field the owned engine could not take.
+    pub bad_requests: u64,
 }
 
 /// The server's totals since start.
@@ -154,6 +161,7 @@ impl ServerTotals {
             r.rapid_reset_cutoffs += c.rapid_reset_cutoffs.load(Relaxed);
             r.idle_closed += c.idle_closed.load(Relaxed);
             r.bad_queries += c.bad_queries.load(Relaxed);
+            r.bad_requests += c.bad_requests.load(Relaxed);
         }
         t
     }
@@ -180,12 +188,13 @@ impl std::fmt::Display for ServerTotals {
         let r = &self.rejected;
         write!(
             f,
-            "{:<12} over-max-connections {}, 431 {}, 413 {}, 400 {}, rapid-reset {}, idle-closed {}",
+            "{:<12} over-max-connections {}, 431 {}, 413 {}, 400 query {}, 400 request {}, rapid-reset {}, idle-closed {}",
             "rejected",
             r.over_max_connections,
             r.headers_too_large,
             r.bodies_too_large,
             r.bad_queries,
+            r.bad_requests,
             r.rapid_reset_cutoffs,
             r.idle_closed
         )

@@ -48,3 +48,25 @@ fn head_204_and_304_answers_have_no_body_and_keep_the_pipeline_in_step() {
         "{text}"
     );
 }
+
+#[test]
+fn an_http_1_1_request_without_exactly_one_host_gets_400() {
+    let server = support::server(Limits::default());
+    for request in [
+        "GET / HTTP/1.1\r\n\r\n",
+        "GET /?size=5 HTTP/1.1\r\nConnection: close\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        "GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n",
+    ] {
+        let text = exchange(&server, request);
+        assert_eq!(text.split(' ').nth(1), Some("400"), "{request:?}: {text}");
+        assert!(text.contains("Host"), "{request:?}: {text}");
+        assert_eq!(responses(&text).len(), 1, "{request:?}: {text}");
+    }
+    // HTTP/1.0 may leave Host out.
+    let text = exchange(&server, "GET / HTTP/1.0\r\n\r\n");
+    assert!(text.starts_with("HTTP/1.0 200"), "{text}");
+    let totals = server.totals();
+    assert_eq!(totals.rejected.bad_requests, 4, "{totals:?}");
+    assert_eq!(totals.requests.h1, 5, "{totals:?}");
+}
