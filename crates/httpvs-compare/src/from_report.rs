@@ -30,6 +30,8 @@ pub fn measurement(report: &Report) -> Measurement {
             .filter(|s| !(200..300).contains(&s.code))
             .map(|s| (s.code, s.count))
             .collect(),
+        streams_capped: (report.shape.streams < report.shape.streams_requested)
+            .then_some(report.shape.streams),
         p50_ms: ms(50.0),
         p90_ms: ms(90.0),
         p99_ms: ms(99.0),

@@ -25,6 +25,10 @@ pub struct Measurement {
     /// Responses whose status was not 2xx, by status (counted in `succeeded`: they completed).
     #[serde(default)]
     pub non_2xx: BTreeMap<u16, u64>,
+    /// Streams per connection as run, when the server's concurrent-stream limit cut `-m` below
+    /// the shape's (h2, h3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams_capped: Option<u32>,
     /// Median latency, milliseconds.
     pub p50_ms: f64,
     /// 90th percentile latency, milliseconds.

@@ -126,6 +126,8 @@ pub struct Row {
     pub non_2xx: u64,
     /// The most frequent status among them.
     pub non_2xx_top: Option<u16>,
+    /// The fewest streams per connection a repeat ran, when the server capped the shape's `-m`.
+    pub streams_capped: Option<u32>,
     /// Highest client CPU fraction seen in a repeat.
     pub client_cpu_max: Option<f64>,
     /// Why it could not run, if so.
@@ -160,6 +162,7 @@ impl CellResult {
                     .max_by_key(|(_, n)| *n)
                     .map(|(code, _)| code)
             },
+            streams_capped: runs().filter_map(|m| m.streams_capped).min(),
             client_cpu_max: runs().filter_map(|m| m.client_cpu).reduce(f64::max),
             failure: self.failure.clone(),
         }

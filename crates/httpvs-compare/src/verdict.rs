@@ -185,6 +185,15 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
             row.connections, row.shape.connections, per_conn
         ));
     }
+    if let Some(ran) = row.streams_capped {
+        let c = row.shape.connections;
+        out.push(format!(
+            "{name}: the server allows {ran} concurrent streams per connection, so this row ran \
+             {c}x{ran} ({} requests in flight, not {})",
+            u64::from(c) * u64::from(ran),
+            row.shape.in_flight()
+        ));
+    }
     if row.errors > 0 {
         let total = row.errors + row.succeeded;
         out.push(format!(

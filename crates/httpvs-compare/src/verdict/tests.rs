@@ -22,6 +22,7 @@ fn row(variant: Variant, rps: [f64; 3]) -> Row {
         succeeded: 1000,
         non_2xx: 0,
         non_2xx_top: None,
+        streams_capped: None,
         client_cpu_max: Some(0.5),
         failure: None,
     }
@@ -111,4 +112,19 @@ fn anomalies_flag_churn_errors_retries_and_saturation() {
     assert!(a[0].contains("connection churn: 40 connections opened for 4 configured"));
     assert!(a[2].contains("250 responses were not 2xx (25.0%, mostly 404)"));
     assert!(a[4].contains("client saturated: 97%"));
+}
+
+#[test]
+fn anomalies_say_when_the_server_capped_the_streams() {
+    let mut r = row(Variant::H2c, [100.0, 100.0, 100.0]);
+    r.shape.streams = 32;
+    r.streams_capped = Some(16);
+    let a = anomalies(&r, std::slice::from_ref(&r), 1, 3);
+    assert_eq!(
+        a,
+        [
+            "h2c: the server allows 16 concurrent streams per connection, so this row ran 4x16 \
+          (64 requests in flight, not 128)"
+        ],
+    );
 }
