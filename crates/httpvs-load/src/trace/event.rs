@@ -89,6 +89,8 @@ pub enum EventKind {
         frame_type: u64,
         /// Payload length (QPACK-encoded size for HEADERS).
         length: u64,
+        /// With `--body`: the request body a sent DATA frame carries.
+        text: Option<String>,
     },
     /// An HTTP/3 GOAWAY's stream id.
     H3Goaway {

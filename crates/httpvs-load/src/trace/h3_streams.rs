@@ -1,11 +1,17 @@
 //! HTTP/3 as far as the stack lets a client see it: the load generator's h3 tap reports stream
 //! opens, frame headers (type and length: QPACK-encoded size for HEADERS) and FINs, and quinn
 //! the connection's close. Frame payloads, QPACK field values and QUIC packets are not shown.
+//!
+//! Also what the runner needs to treat h3 like h2: which request opened which stream (so a
+//! request still waiting for a stream when a GOAWAY arrives is never sent), the GOAWAY id as it
+//! arrives, and a clean close that is known to have left.
 
 use super::event::{Direction, EventKind};
 use super::recorder::Recorder;
 use crate::protocol::h3::{FrameEvent, H3TapObserver};
+use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// What `httpvs trace -p h3` cannot show, said once at the top of the trace.
 pub const NOT_VISIBLE: &str =
@@ -13,25 +19,77 @@ pub const NOT_VISIBLE: &str =
 SETTINGS values are inside quinn/h3 and not shown; header field values are QPACK-encoded and \
 not decoded (sizes only); HEADERS/DATA frames are shown by type and length";
 
+/// What `--body` can show for h3, said once when it is given.
+pub const BODY_NOT_VISIBLE: &str = "h3 --body: the request body is shown with its DATA frame; \
+response DATA payloads stay inside the h3 client, so only their lengths are shown";
+
+/// H3_NO_ERROR (RFC 9114 §8.1): the code of a clean close.
+pub const H3_NO_ERROR: u32 = 0x100;
+
+tokio::task_local! {
+    /// The request whose send future is being polled: h3 opens a request stream inside that
+    /// poll, so the tap's `stream_opened` call can say which request the stream carries.
+    static REQUEST: u32;
+}
+
+/// Runs `send` as request `n`: streams it opens are attributed to `n`.
+pub async fn as_request<F: std::future::Future>(n: u32, send: F) -> F::Output {
+    REQUEST.scope(n, send).await
+}
+
 /// Records one traced HTTP/3 connection.
 #[derive(Debug)]
 pub struct H3Streams {
     recorder: Recorder,
+    /// `--body`: the request body, shown with the DATA frame that carries it.
+    request_body: Option<String>,
     quic: Mutex<Option<quinn::Connection>>,
+    /// Which request opened which stream.
+    opened: Mutex<HashMap<u32, u64>>,
+    /// The lowest GOAWAY id received (RFC 9114 §5.2: a later one may only lower it).
+    goaway: tokio::sync::watch::Sender<Option<u64>>,
 }
 
 impl H3Streams {
-    /// An observer recording into `recorder`.
-    pub fn new(recorder: Recorder) -> H3Streams {
+    /// An observer recording into `recorder`; `request_body` is shown with sent DATA frames.
+    pub fn new(recorder: Recorder, request_body: Option<String>) -> H3Streams {
         H3Streams {
             recorder,
+            request_body,
             quic: Mutex::new(None),
+            opened: Mutex::new(HashMap::new()),
+            goaway: tokio::sync::watch::Sender::new(None),
         }
     }
 
     /// The QUIC connection, once h3 started on it.
     pub fn quic(&self) -> Option<quinn::Connection> {
         self.quic.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The stream request `n` opened, if it opened one.
+    pub fn stream_of(&self, n: u32) -> Option<u64> {
+        self.opened
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&n)
+            .copied()
+    }
+
+    /// The server's GOAWAY id, once one arrived.
+    pub fn goaway_id(&self) -> Option<u64> {
+        *self.goaway.borrow()
+    }
+
+    /// Resolves with the GOAWAY id once the server sent one (at once if it already did).
+    pub async fn goaway(&self) -> u64 {
+        let mut rx = self.goaway.subscribe();
+        let id = rx.wait_for(Option::is_some).await.ok().and_then(|id| *id);
+        match id {
+            Some(id) => id,
+            // The sender lives as long as `self`: never reached.
+            None => std::future::pending().await,
+        }
     }
 }
 
@@ -49,6 +107,12 @@ impl H3TapObserver for H3Streams {
     }
 
     fn stream_opened(&self, stream: u64) {
+        if let Ok(n) = REQUEST.try_with(|n| *n) {
+            self.opened
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(n, stream);
+        }
         self.recorder
             .record(Direction::Local, EventKind::H3StreamOpened { stream });
     }
@@ -59,8 +123,16 @@ impl H3TapObserver for H3Streams {
                 stream,
                 frame_type: ty,
                 length: len,
+                // A request carries its whole body in one DATA frame.
+                text: (sent && ty == FRAME_DATA)
+                    .then(|| self.request_body.clone())
+                    .flatten(),
             },
-            FrameEvent::Goaway(id) => EventKind::H3Goaway { stream, id },
+            FrameEvent::Goaway(id) => {
+                self.goaway
+                    .send_modify(|g| *g = Some(g.map_or(id, |g| g.min(id))));
+                EventKind::H3Goaway { stream, id }
+            }
         };
         self.recorder.record(dir(sent), kind);
     }
@@ -68,6 +140,63 @@ impl H3TapObserver for H3Streams {
     fn stream_finished(&self, stream: u64, sent: bool) {
         self.recorder
             .record(dir(sent), EventKind::H3StreamFinished { stream });
+    }
+}
+
+/// The DATA frame type (RFC 9114 §7.2.1).
+const FRAME_DATA: u64 = 0x0;
+
+/// How the trace's own close of an h3 connection went.
+#[derive(Debug)]
+pub enum CloseOutcome {
+    /// Our CONNECTION_CLOSE (H3_NO_ERROR) left in a datagram.
+    Sent,
+    /// It did not leave within the bound.
+    NotSent,
+    /// The connection had already closed, so there was nothing to send.
+    AlreadyClosed(quinn::ConnectionError),
+}
+
+/// Closes `quic` with H3_NO_ERROR and waits, at most `bound`, until the packet carrying the
+/// CONNECTION_CLOSE has left, so the server sees a close rather than an idle timeout.
+pub async fn close_cleanly(quic: &quinn::Connection, bound: Duration) -> CloseOutcome {
+    if let Some(reason) = quic.close_reason() {
+        return CloseOutcome::AlreadyClosed(reason);
+    }
+    // Once closed, quinn sends nothing but the close: the next datagram out carries it.
+    let before = quic.stats().udp_tx.datagrams;
+    quic.close(quinn::VarInt::from_u32(H3_NO_ERROR), b"");
+    let deadline = Instant::now() + bound;
+    while quic.stats().udp_tx.datagrams == before {
+        if Instant::now() >= deadline {
+            return CloseOutcome::NotSent;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    CloseOutcome::Sent
+}
+
+/// The event for how the connection closed.
+pub fn closed_event(outcome: &CloseOutcome, bound: Duration) -> (Direction, EventKind) {
+    match outcome {
+        CloseOutcome::Sent => (
+            Direction::Send,
+            EventKind::QuicClosed {
+                reason: "closed by us with H3_NO_ERROR (0x100)".into(),
+                code: Some(u64::from(H3_NO_ERROR)),
+            },
+        ),
+        CloseOutcome::NotSent => (
+            Direction::Local,
+            EventKind::QuicClosed {
+                reason: format!(
+                    "closed by us with H3_NO_ERROR (0x100), but the CONNECTION_CLOSE did not \
+                     leave within {bound:?}: the server will see an idle timeout"
+                ),
+                code: Some(u64::from(H3_NO_ERROR)),
+            },
+        ),
+        CloseOutcome::AlreadyClosed(reason) => close_event(reason),
     }
 }
 
@@ -86,8 +215,8 @@ pub fn close_event(error: &quinn::ConnectionError) -> (Direction, EventKind) {
             crate::error::h3_code_name(c.error_code.into_inner()),
             String::from_utf8_lossy(&c.reason)
         ),
-        // H3Connection::close always uses H3_NO_ERROR.
-        E::LocallyClosed => "closed by us with H3_NO_ERROR (0x100)".to_string(),
+        // Before the trace's own close: the h3 client closed it (its code is not visible).
+        E::LocallyClosed => "closed by the h3 client".to_string(),
         other => other.to_string(),
     };
     (dir, EventKind::QuicClosed { reason, code })

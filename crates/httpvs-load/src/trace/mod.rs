@@ -7,6 +7,7 @@
 //! [`recorder::Recorder`]; `text` and `json` print them; `summary` adds the last line.
 
 pub mod event;
+pub mod failure;
 pub mod h1_stream;
 pub mod h2_frames;
 pub mod h3_streams;

@@ -2,16 +2,16 @@
 //! generator's own protocol code, with the trace taps switched on, then the summary.
 
 use super::event::{Direction, EventKind};
+use super::failure;
 use super::h1_stream::H1Wire;
 use super::h2_frames::H2Wire;
-use super::h3_streams::{self, H3Streams, NOT_VISIBLE};
+use super::h3_streams::{self, H3Streams, BODY_NOT_VISIBLE, NOT_VISIBLE};
 use super::recorder::Recorder;
 use super::summary::summarize;
 use super::tls_version::TlsVersionLog;
 use super::Trace;
 use crate::config::{ProtocolChoice, TlsOptions};
 use crate::engine::setup::{resolve_target, LoadError};
-use crate::error::ErrorKind;
 use crate::protocol::h1::Http1;
 use crate::protocol::h2::Http2;
 use crate::protocol::h3::{H3Options, Http3};
@@ -19,11 +19,13 @@ use crate::protocol::probe::probe_alpn;
 use crate::protocol::tls::{client_config, ALPN_H2, ALPN_H3, ALPN_HTTP11};
 use crate::protocol::wire::PlaintextTaps;
 use crate::protocol::{
-    ConnectInfo, ConnectOptions, Connection, Protocol, ProtocolKind, RequestSpec, RetryReason,
-    SendError, Target, WireBytes,
+    ConnectInfo, ConnectOptions, Connection, Protocol, ProtocolKind, RequestSpec, Target, WireBytes,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// How long the trace waits for its h3 CONNECTION_CLOSE to leave before it exits.
+const CLOSE_BOUND: Duration = Duration::from_secs(1);
 
 /// What to trace, validated by the CLI.
 #[derive(Debug, Clone)]
@@ -95,13 +97,15 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
         options.tls = Some(tls_for(alpn)?);
     }
     let recorder = Recorder::start_now();
-    let session = Session {
+    let mut session = Session {
         config,
+        request: config.request.clone(),
         target,
         options: &options,
         recorder: &recorder,
         keylog: &keylog,
         kind,
+        h3: None,
     };
     let outcome = match kind {
         ProtocolKind::H1 => {
@@ -118,51 +122,87 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
             session.exchange(&Http2::with_trace(taps)).await
         }
         ProtocolKind::H3 => {
-            recorder.record(
-                Direction::Local,
-                EventKind::Note {
-                    text: NOT_VISIBLE.into(),
-                },
-            );
-            let streams = Arc::new(H3Streams::new(recorder.clone()));
+            let note = |text: &str| {
+                let text = text.into();
+                recorder.record(Direction::Local, EventKind::Note { text });
+            };
+            note(NOT_VISIBLE);
+            if config.show_body {
+                note(BODY_NOT_VISIBLE);
+            }
+            let body = &config.request.body;
+            let shown = (config.show_body && !body.is_empty())
+                .then(|| String::from_utf8_lossy(body).into_owned());
+            let streams = Arc::new(H3Streams::new(recorder.clone(), shown));
             let protocol = Http3::new(target, H3Options::default())
                 .map_err(|e| LoadError::Worker(e.to_string()))?
                 .with_trace(streams.clone());
-            let outcome = session.exchange(&protocol).await;
-            if let Some(quic) = streams.quic() {
-                // Our close (or the server's) arrives as quinn's close reason.
-                if let Ok(reason) = tokio::time::timeout(config.linger, quic.closed()).await {
-                    let (dir, event) = h3_streams::close_event(&reason);
-                    recorder.record(dir, event);
-                }
-            }
-            outcome
+            session.request = with_content_length(&config.request);
+            session.h3 = Some(streams);
+            session.exchange(&protocol).await
         }
     };
     let events = recorder.events();
     let summary = summarize(kind, config.requests, &events, outcome.wire);
+    let failure = outcome.connect_failure.or_else(|| {
+        let (n, why) = outcome.first_failure?;
+        let (failed, not_sent) = (summary.failed, summary.not_sent);
+        let counts = match (failed, not_sent) {
+            (_, 0) => format!("{failed} of {} requests failed", config.requests),
+            (0, _) => format!("{not_sent} of {} requests not sent", config.requests),
+            _ => format!(
+                "{failed} of {} requests failed and {not_sent} not sent",
+                config.requests
+            ),
+        };
+        Some(format!("{counts} (request {n}: {why})"))
+    });
     Ok(Trace {
         protocol: kind,
         events,
         summary,
-        failure: outcome.failure,
+        failure,
     })
+}
+
+/// The request as the load path's h3 client sends it: with a body, a content-length (as h1
+/// and h2 send one; the h3 crate's client, which the trace runs, adds none).
+fn with_content_length(request: &RequestSpec) -> RequestSpec {
+    let mut request = request.clone();
+    let has = request
+        .headers
+        .iter()
+        .any(|(name, _)| name == http::header::CONTENT_LENGTH);
+    if !request.body.is_empty() && !has {
+        request.headers.push((
+            http::header::CONTENT_LENGTH,
+            http::HeaderValue::from(request.body.len()),
+        ));
+    }
+    request
 }
 
 /// What one exchange left behind besides its events.
 struct Outcome {
     wire: WireBytes,
-    failure: Option<String>,
+    /// Why the connection could not be opened.
+    connect_failure: Option<String>,
+    /// The first request that failed, and why.
+    first_failure: Option<(u32, String)>,
 }
 
 /// Everything one exchange needs.
 struct Session<'a> {
     config: &'a TraceConfig,
+    /// The request sent `-m` times.
+    request: RequestSpec,
     target: &'a Target,
     options: &'a ConnectOptions,
     recorder: &'a Recorder,
     keylog: &'a TlsVersionLog,
     kind: ProtocolKind,
+    /// h3 only: the stream observer (GOAWAY, which request opened which stream, the close).
+    h3: Option<Arc<H3Streams>>,
 }
 
 impl Session<'_> {
@@ -172,7 +212,7 @@ impl Session<'_> {
         let (conn, info) = match connected {
             Ok(done) => done,
             Err(kind) => {
-                let error = connect_failure(kind, self.target);
+                let error = failure::connect_failure(kind, self.target, None);
                 self.recorder.record(
                     Direction::Local,
                     EventKind::Error {
@@ -181,18 +221,15 @@ impl Session<'_> {
                 );
                 return Outcome {
                     wire: WireBytes::default(),
-                    failure: Some(error),
+                    connect_failure: Some(error),
+                    first_failure: None,
                 };
             }
         };
         self.record_phases(&info, offset);
         let sends = (1..=self.config.requests).map(|n| self.send_one(&conn, n));
         let failures: Vec<Option<String>> = futures_util::future::join_all(sends).await;
-        let failed = failures.iter().flatten().count();
-        let first = failures
-            .iter()
-            .enumerate()
-            .find_map(|(i, f)| Some((i + 1, f.as_ref()?)));
+        let first_failure = (1..).zip(failures).find_map(|(n, f)| Some((n, f?)));
         // Late frames (GOAWAY after the last response, a PING) belong to the picture too.
         let linger = tokio::time::sleep(self.config.linger);
         tokio::pin!(linger);
@@ -217,26 +254,24 @@ impl Session<'_> {
             self.recorder
                 .record(Direction::Local, EventKind::Note { text });
         }
+        if let Some(quic) = self.h3.as_ref().and_then(|h3| h3.quic()) {
+            // Before the runtime (and quinn's driver with it) goes away.
+            let outcome = h3_streams::close_cleanly(&quic, CLOSE_BOUND).await;
+            let (dir, event) = h3_streams::closed_event(&outcome, CLOSE_BOUND);
+            self.recorder.record(dir, event);
+        }
         conn.close();
         drop(conn);
         Outcome {
             wire,
-            failure: first.map(|(n, why)| {
-                format!(
-                    "{failed} of {} requests failed (request {n}: {why})",
-                    self.config.requests
-                )
-            }),
+            connect_failure: None,
+            first_failure,
         }
     }
 
     /// Sends request `n`; records its outcome. Returns why it failed, if it did.
     async fn send_one<C: Connection>(&self, conn: &C, n: u32) -> Option<String> {
-        let sent = tokio::time::timeout(
-            self.config.timeout,
-            conn.send(&self.config.request, Instant::now()),
-        )
-        .await;
+        let sent = tokio::time::timeout(self.config.timeout, self.send(conn, n)).await;
         let outcome = match sent {
             Ok(Ok(info)) => EventKind::Response {
                 request: n,
@@ -244,14 +279,11 @@ impl Session<'_> {
                 header_bytes: info.header_bytes,
                 body_bytes: info.body_bytes,
             },
-            Ok(Err(e)) => EventKind::RequestFailed {
-                request: n,
-                error: send_failure(e),
-            },
+            Ok(Err(error)) => EventKind::RequestFailed { request: n, error },
             Err(_) => EventKind::RequestFailed {
                 request: n,
                 error: format!(
-                    "request_timeout: no complete response within {:?}",
+                    "request_timeout: no complete response within {:?} (--timeout)",
                     self.config.timeout
                 ),
             },
@@ -262,6 +294,38 @@ impl Session<'_> {
         };
         self.recorder.record(Direction::Local, outcome);
         failed
+    }
+
+    /// Sends request `n` and reads its response; a failure is one line with its cause.
+    async fn send<C: Connection>(
+        &self,
+        conn: &C,
+        n: u32,
+    ) -> Result<crate::protocol::ResponseInfo, String> {
+        let Some(h3) = &self.h3 else {
+            let result = conn.send(&self.request, Instant::now()).await;
+            return result.map_err(|e| {
+                let cause = failure::h2_cause(&self.recorder.events());
+                failure::send_failure(e, cause.as_deref())
+            });
+        };
+        // As h2 does: a request whose stream has not opened when the server's GOAWAY arrives
+        // is never sent (h3 would open it once the server grants a stream, past the GOAWAY).
+        let send = h3_streams::as_request(n, conn.send(&self.request, Instant::now()));
+        tokio::pin!(send);
+        let result = tokio::select! {
+            biased;
+            id = h3.goaway() => {
+                if h3.stream_of(n).is_none() {
+                    return Err(failure::not_sent_after_goaway(id));
+                }
+                send.await
+            }
+            result = &mut send => result,
+        };
+        result.map_err(|e| {
+            failure::send_failure(e, failure::quic_cause(h3.quic().as_ref()).as_deref())
+        })
     }
 
     /// TCP connected and TLS/QUIC handshake done, at the times connect measured.
@@ -294,32 +358,6 @@ impl Session<'_> {
                     alpn,
                 },
             );
-        }
-    }
-}
-
-fn connect_failure(kind: ErrorKind, target: &Target) -> String {
-    match kind {
-        ErrorKind::Refused => format!("refused: nothing listens at {}", target.addr),
-        ErrorKind::Tls => format!(
-            "tls: handshake with {} failed (certificate or ALPN); try --cacert FILE or -k",
-            target.addr
-        ),
-        ErrorKind::ConnectTimeout => format!("connect_timeout: no connection to {}", target.addr),
-        kind => format!("connect failed: {kind}"),
-    }
-}
-
-fn send_failure(e: SendError) -> String {
-    match e {
-        SendError::Failed(kind) => kind.to_string(),
-        SendError::Retry(reason) => {
-            let why = match reason {
-                RetryReason::Goaway => "above the GOAWAY's last stream id",
-                RetryReason::Refused => "refused (REFUSED_STREAM / H3_REQUEST_REJECTED)",
-                RetryReason::ConnectionClosed => "the connection closed before its response",
-            };
-            format!("not processed by the server: {why} (load retries such requests on a new connection)")
         }
     }
 }

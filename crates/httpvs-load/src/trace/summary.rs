@@ -1,20 +1,29 @@
-//! The trace's last line: streams opened, the most requests in flight at once (as the wire
-//! showed them), bytes each way, and what header compression saved.
+//! The trace's last line: what became of the requests (answered, by status; failed once sent;
+//! never sent), streams opened, the most requests in flight at once (as the wire showed them),
+//! bytes each way, and what header compression saved.
 
 use super::event::{Direction, EventKind, H2Detail, TraceEvent};
 use crate::protocol::h2::frame_tap::kind;
 use crate::protocol::{ProtocolKind, WireBytes};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
-/// The numbers of one trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The numbers of one trace. `requests == succeeded + failed + not_sent` always.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Summary {
     /// Requests asked for.
     pub requests: u32,
-    /// Requests that got a complete response.
+    /// Whether the connection (with its TLS or QUIC handshake) was established.
+    pub connected: bool,
+    /// Requests that got a complete response, whatever its status.
     pub succeeded: u32,
-    /// Requests that failed (or were never processed).
+    /// Complete responses by status.
+    pub statuses: BTreeMap<u16, u32>,
+    /// Requests that went on the wire (a head written, a stream opened) but got no complete
+    /// response.
     pub failed: u32,
+    /// Requests that never went on the wire (no connection, a GOAWAY first, the connection
+    /// closed before their turn).
+    pub not_sent: u32,
     /// Request streams opened on the wire (h1: request heads written).
     pub streams_opened: u32,
     /// Most requests on the wire at once: opened and not yet answered in full.
@@ -79,13 +88,17 @@ pub fn summarize(
                 false
             }
             EventKind::H3StreamOpened { .. } => true,
-            EventKind::Response { .. } => {
+            EventKind::TcpConnected { .. } | EventKind::QuicHandshake { .. } => {
+                s.connected = true;
+                false
+            }
+            EventKind::Response { status, .. } => {
                 s.succeeded += 1;
+                *s.statuses.entry(*status).or_default() += 1;
                 in_flight = in_flight.saturating_sub(1);
                 false
             }
             EventKind::RequestFailed { .. } => {
-                s.failed += 1;
                 in_flight = in_flight.saturating_sub(1);
                 false
             }
@@ -97,6 +110,11 @@ pub fn summarize(
             s.max_in_flight = s.max_in_flight.max(in_flight);
         }
     }
+    // Each request opens at most one stream (writes one head), and an answered one did: the
+    // requests that reached the wire are the streams opened, and the rest never left.
+    let sent = s.streams_opened.max(s.succeeded).min(requests);
+    s.failed = sent - s.succeeded.min(sent);
+    s.not_sent = requests - sent;
     if protocol == ProtocolKind::H3 {
         // QPACK blocks are not decoded, so the decoded size of both directions is unknown.
         s.header_decoded = None;
@@ -150,5 +168,42 @@ mod tests {
         assert_eq!((s.streams_opened, s.max_in_flight, s.succeeded), (3, 2, 3));
         assert_eq!(s.header_encoded, 120);
         assert_eq!(s.header_savings_percent(), Some(0.0));
+    }
+
+    fn failed(n: u32) -> EventKind {
+        EventKind::RequestFailed {
+            request: n,
+            error: "reset: the server reset the connection".into(),
+        }
+    }
+
+    #[test]
+    fn counts_add_up_when_the_connection_breaks_mid_way() {
+        // Three asked, two heads written, one answered: one failed on the wire, one never left.
+        let events = [
+            at(
+                0,
+                Direction::Local,
+                EventKind::TcpConnected {
+                    addr: "127.0.0.1:1".parse().unwrap(),
+                },
+            ),
+            at(1, Direction::Send, head(40)),
+            at(2, Direction::Send, head(40)),
+            at(3, Direction::Local, response(1)),
+            at(4, Direction::Local, failed(2)),
+            at(4, Direction::Local, failed(3)),
+        ];
+        let s = summarize(ProtocolKind::H1, 3, &events, WireBytes::default());
+        assert!(s.connected);
+        assert_eq!((s.succeeded, s.failed, s.not_sent), (1, 1, 1));
+        assert_eq!(s.statuses.get(&200), Some(&1));
+    }
+
+    #[test]
+    fn nothing_is_sent_without_a_connection() {
+        let s = summarize(ProtocolKind::H2c, 4, &[], WireBytes::default());
+        assert!(!s.connected);
+        assert_eq!((s.succeeded, s.failed, s.not_sent), (0, 0, 4));
     }
 }

@@ -60,6 +60,7 @@ pub fn render_event(out: &mut String, event: &TraceEvent) {
             stream,
             frame_type,
             length,
+            text,
         } => {
             let name = names::h3_frame(*frame_type);
             let what = match *frame_type {
@@ -71,6 +72,9 @@ pub fn render_event(out: &mut String, event: &TraceEvent) {
                 out,
                 format!("{dir} h3 {name} frame <length={length}, stream_id={stream}>{what}"),
             );
+            if let Some(text) = text {
+                body_text(out, text);
+            }
         }
         EventKind::H3Goaway { stream, id } => line(
             out,
@@ -249,9 +253,27 @@ pub fn summary_line(protocol: &str, s: &Summary) -> String {
             s.header_encoded
         ),
     };
+    let statuses = if s.statuses.is_empty() {
+        String::new()
+    } else {
+        let each: Vec<String> = s
+            .statuses
+            .iter()
+            .map(|(st, n)| format!("{st}:{n}"))
+            .collect();
+        format!(" statuses={}", each.join(","))
+    };
     format!(
-        "summary: protocol={protocol} connections=1 streams={} max_in_flight={} ok={} failed={} \
-         sent={} B received={} B; {headers}",
-        s.streams_opened, s.max_in_flight, s.succeeded, s.failed, s.bytes_sent, s.bytes_received
+        "summary: protocol={protocol} connections={} streams={} max_in_flight={} requests={} \
+         answered={} failed={} not_sent={}{statuses} sent={} B received={} B; {headers}",
+        u8::from(s.connected),
+        s.streams_opened,
+        s.max_in_flight,
+        s.requests,
+        s.succeeded,
+        s.failed,
+        s.not_sent,
+        s.bytes_sent,
+        s.bytes_received
     )
 }

@@ -1,0 +1,154 @@
+//! Why a connection or a request failed, in one line: the classified kind, what it means, and
+//! the cause the connection showed (the QUIC close reason, the server's GOAWAY), when it did.
+
+use super::event::{Direction, EventKind, H2Detail, TraceEvent};
+use crate::error::{h2_code_name, ErrorKind};
+use crate::protocol::{RetryReason, SendError, Target};
+
+/// One line for a connection that could not be opened.
+pub fn connect_failure(kind: ErrorKind, target: &Target, cause: Option<&str>) -> String {
+    let addr = target.addr;
+    let line = match kind {
+        ErrorKind::Refused => format!("refused: nothing listens at {addr}"),
+        ErrorKind::Tls => format!(
+            "tls: handshake with {addr} failed (certificate or ALPN); try --cacert FILE or -k"
+        ),
+        ErrorKind::ConnectTimeout => format!("connect_timeout: no connection to {addr}"),
+        ErrorKind::ConnectionClosed | ErrorKind::Reset => format!(
+            "connect failed: {kind}: {} before the first request (https:// to a cleartext \
+             port, or http:// to a TLS one?)",
+            meaning(kind)
+        ),
+        ErrorKind::Protocol => format!(
+            "connect failed: {kind}: the server's first bytes at {addr} were not the protocol \
+             asked for (-p h2c to a server without cleartext HTTP/2?)"
+        ),
+        kind => format!("connect failed: {kind}: {}", meaning(kind)),
+    };
+    with_cause(line, cause)
+}
+
+/// One line for a request that failed or was not processed.
+pub fn send_failure(e: SendError, cause: Option<&str>) -> String {
+    match e {
+        SendError::Failed(kind) => with_cause(format!("{kind}: {}", meaning(kind)), cause),
+        SendError::Retry(reason) => {
+            let why = match reason {
+                RetryReason::Goaway => "above the GOAWAY's last stream id",
+                RetryReason::Refused => "refused (REFUSED_STREAM / H3_REQUEST_REJECTED)",
+                RetryReason::ConnectionClosed => "the connection closed before its response",
+            };
+            format!(
+                "not processed by the server: {why} (load retries such requests on a new \
+                 connection)"
+            )
+        }
+    }
+}
+
+/// One line for a request that never went on the wire because a GOAWAY came first.
+pub fn not_sent_after_goaway(goaway_id: u64) -> String {
+    format!(
+        "not sent: the server's GOAWAY (first unprocessed stream id {goaway_id}) came before \
+         its stream opened (load sends such requests on a new connection)"
+    )
+}
+
+/// What a failure kind means, in words.
+fn meaning(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Dns => "the host name did not resolve",
+        ErrorKind::Refused => "nothing listens there",
+        ErrorKind::ConnectTimeout => "no connection within --connect-timeout",
+        ErrorKind::Tls => "the TLS handshake failed (certificate, ALPN or an alert)",
+        ErrorKind::Handshake => "the QUIC handshake failed",
+        ErrorKind::VersionNegotiation => "the server speaks no QUIC version we do",
+        ErrorKind::RequestTimeout => "no complete response within --timeout",
+        ErrorKind::Reset => "the server reset the connection",
+        ErrorKind::ConnectionClosed => "the server closed the connection",
+        ErrorKind::Goaway(_) => "the server's GOAWAY with an error code ended this request",
+        ErrorKind::StreamReset(_) => "the server reset the stream",
+        ErrorKind::H3(_) => "the stream or connection ended with this HTTP/3 error",
+        ErrorKind::QuicTransport(_) => "the QUIC connection closed with this transport error",
+        ErrorKind::IdleTimeout => "the QUIC connection idled out",
+        ErrorKind::Protocol => "the server's bytes broke the protocol",
+        ErrorKind::TruncatedBody => "the body ended before its announced length",
+        ErrorKind::Io => "a local I/O error",
+    }
+}
+
+fn with_cause(line: String, cause: Option<&str>) -> String {
+    match cause {
+        Some(cause) => format!("{line} ({})", one_line(cause)),
+        None => line,
+    }
+}
+
+/// Control characters (a peer's reason phrase may carry newlines) become spaces.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// The cause an h3 connection shows: quinn's close reason, once it closed.
+pub fn quic_cause(quic: Option<&quinn::Connection>) -> Option<String> {
+    let reason = quic?.close_reason()?;
+    Some(format!("QUIC connection: {reason}"))
+}
+
+/// The cause an h2 connection shows: the server's last GOAWAY with an error code, if any.
+pub fn h2_cause(events: &[TraceEvent]) -> Option<String> {
+    events.iter().rev().find_map(|e| match &e.kind {
+        EventKind::H2Frame(f) if e.dir == Direction::Recv => match &f.detail {
+            H2Detail::Goaway {
+                last_stream,
+                code,
+                debug,
+            } if *code != 0 => Some(format!(
+                "the server's GOAWAY: last_stream_id={last_stream}, {}, debug {debug:?}",
+                h2_code_name(u64::from(*code))
+            )),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_names_its_kind_meaning_and_cause_on_one_line() {
+        let line = send_failure(
+            SendError::Failed(ErrorKind::H3(0x105)),
+            Some("closed by peer:\nframe unexpected"),
+        );
+        assert_eq!(
+            line,
+            "h3(H3_FRAME_UNEXPECTED): the stream or connection ended with this HTTP/3 error \
+             (closed by peer: frame unexpected)"
+        );
+        let line = send_failure(SendError::Failed(ErrorKind::Reset), None);
+        assert_eq!(line, "reset: the server reset the connection");
+    }
+
+    #[test]
+    fn connect_failures_say_what_usually_causes_them() {
+        let target = Target {
+            scheme: "http".into(),
+            host: "127.0.0.1".into(),
+            port: 1,
+            addr: "127.0.0.1:1".parse().expect("addr"),
+            dns: std::time::Duration::ZERO,
+        };
+        let line = connect_failure(ErrorKind::ConnectionClosed, &target, None);
+        assert!(
+            line.starts_with("connect failed: connection_closed: the server closed the connection"),
+            "{line}"
+        );
+        assert!(line.contains("http:// to a TLS one?"), "{line}");
+        assert!(!line.contains('\n'));
+    }
+}
