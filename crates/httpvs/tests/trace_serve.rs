@@ -1,7 +1,9 @@
 //! `httpvs trace` through the binary against the in-process reference server: h2c
 //! multiplexing (SETTINGS both ways, two HEADERS out before the first response), GOAWAY with
 //! the right last-stream-id under a request limit, h1 heads, h3 on one QUIC connection, the
-//! JSON-lines shape, and failures as events plus one line and exit 1.
+//! JSON-lines shape, failures as events plus one line and exit 1, a summary whose counts add
+//! up (answered + failed + not sent = requests) when the server stops early or refuses, and
+//! `-d` implying POST unless `-X` says otherwise.
 
 use httpvs_server::{Limits, RunningServer, ServeConfig};
 use serde_json::Value;
@@ -289,6 +291,89 @@ fn refused_connection_is_an_event_then_one_line_and_exit_1() {
     assert!(errors[0]["error"].as_str().unwrap().starts_with("refused"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    // No connection, so nothing was sent.
+    let s = summary(&events);
+    assert_eq!(s["connections"], 0);
+    assert_eq!(
+        (
+            s["succeeded"].as_u64(),
+            s["failed"].as_u64(),
+            s["not_sent"].as_u64()
+        ),
+        (Some(0), Some(0), Some(1))
+    );
+}
+
+/// The counts of a summary: (succeeded, failed, not_sent), which must add up to `requests`.
+fn counts(s: &Value) -> (u64, u64, u64) {
+    let n = |k: &str| s[k].as_u64().unwrap_or_else(|| panic!("no {k}: {s}"));
+    let counts = (n("succeeded"), n("failed"), n("not_sent"));
+    assert_eq!(counts.0 + counts.1 + counts.2, n("requests"), "{s}");
+    counts
+}
+
+#[test]
+fn requests_the_server_never_let_us_send_are_counted_as_not_sent() {
+    // One stream at a time and one request per connection: requests 2 and 3 wait for a
+    // stream, then the GOAWAY ends them before their HEADERS leave.
+    let server = serve(Limits {
+        max_streams: 1,
+        max_requests_per_conn: Some(1),
+        ..Limits::default()
+    });
+    let url = format!("http://{}/?status=503", server.http_addr().expect("http"));
+    let out = trace(&["-p", "h2c", "-m", "3", "--json", &url]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let events = events(&out);
+    let s = summary(&events);
+    assert_eq!(counts(s), (1, 0, 2));
+    assert_eq!(s["statuses"], serde_json::json!({"503": 1}));
+    assert_eq!(s["streams_opened"], 1);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("httpvs: trace failed: 2 of 3 requests not sent"),
+        "{stderr}"
+    );
+    let text = trace(&["-p", "h2c", "-m", "3", &url]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    let last = text.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(" requests=3 answered=1 failed=0 not_sent=2 statuses=503:1 "),
+        "{last}"
+    );
+}
+
+#[test]
+fn a_connection_closed_mid_way_counts_sent_and_unsent_requests() {
+    // `close=1`: the first response says Connection: close; the pipelined others were sent
+    // but never answered.
+    let server = serve(Limits::default());
+    let url = format!("http://{}/?close=1", server.http_addr().expect("http"));
+    let out = trace(&["-p", "h1", "-m", "3", "--json", &url]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let events = events(&out);
+    assert_eq!(counts(summary(&events)), (1, 2, 0));
+}
+
+#[test]
+fn data_implies_post_unless_a_method_is_given() {
+    let server = serve(Limits::default());
+    let url = format!("http://{}/", server.http_addr().expect("http"));
+    for (args, line) in [
+        (&["-d", "hello"][..], "POST / HTTP/1.1"),
+        (&["-X", "PUT", "-d", "hello"], "PUT / HTTP/1.1"),
+        (&["-X", "GET", "-d", "hello"], "GET / HTTP/1.1"),
+        (&[], "GET / HTTP/1.1"),
+    ] {
+        let mut all = vec!["-p", "h1", "--json"];
+        all.extend_from_slice(args);
+        all.push(&url);
+        let out = trace(&all);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        let events = events(&out);
+        let sent = of_type(&events, "h1_head", "send");
+        assert_eq!(sent[0]["start_line"], line, "{args:?}");
+    }
 }
 
 #[test]

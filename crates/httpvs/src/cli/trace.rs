@@ -26,9 +26,9 @@ pub struct Args {
     /// Requests sent at once on the one connection (h1: pipelined).
     #[arg(short = 'm', long, value_name = "N", default_value_t = 1)]
     requests: u32,
-    /// Request method.
-    #[arg(short = 'X', long, value_name = "METHOD", default_value = "GET")]
-    method: String,
+    /// Request method [default: GET, or POST with -d/--data-file, as curl does].
+    #[arg(short = 'X', long, value_name = "METHOD")]
+    method: Option<String>,
     /// Request header "Name: value" (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     headers: Vec<String>,
@@ -125,8 +125,7 @@ fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
         }
     }
     let request = RequestSpec {
-        method: http::Method::from_bytes(args.method.as_bytes())
-            .map_err(|_| usage(format!("invalid method {:?}", args.method)))?,
+        method: method(args)?,
         uri: with_root_path(url.clone()),
         headers: args
             .headers
@@ -155,6 +154,16 @@ fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
         show_body: args.body,
         linger: duration_flag("--linger", &args.linger)?,
     })
+}
+
+/// `-X` when given; else, as curl does, POST when a body is given and GET otherwise.
+fn method(args: &Args) -> anyhow::Result<http::Method> {
+    match &args.method {
+        Some(m) => http::Method::from_bytes(m.as_bytes())
+            .map_err(|_| usage(format!("invalid method {m:?}"))),
+        None if args.data.is_some() || args.data_file.is_some() => Ok(http::Method::POST),
+        None => Ok(http::Method::GET),
+    }
 }
 
 /// "http://host:port" means the root path.
