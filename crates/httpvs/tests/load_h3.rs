@@ -120,6 +120,34 @@ fn load_h3_insecure_flag_accepts_the_self_signed_certificate() {
     assert_eq!(report["requests"]["succeeded"], 200);
 }
 
+/// `--0rtt` against a server that takes no early data: the run works and the report says why
+/// nothing went early.
+#[test]
+fn load_h3_0rtt_without_early_data_says_why() {
+    let server = serve(Limits::default());
+    let url = format!(
+        "https://127.0.0.1:{}/",
+        server.h3_addr().expect("h3").port()
+    );
+    let args = [
+        "-p",
+        "h3",
+        "--0rtt",
+        "--no-keepalive",
+        "-k",
+        "-n",
+        "10",
+        "-c",
+        "1",
+        &url,
+    ];
+    let report = report_of(spawn_load(&args));
+    assert_eq!(report["requests"]["succeeded"], 10);
+    assert_eq!(report["quic"]["early_requests"], 0);
+    let note = report["quic"]["note"].as_str().unwrap_or_default();
+    assert!(note.contains("httpvs serve does not"), "{note}");
+}
+
 /// An IPv6 literal: QUIC gets the host without its brackets (it once failed before sending a
 /// packet, reported as a certificate problem).
 #[test]

@@ -113,7 +113,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
             .collect(),
         wire: wire(stats, completed),
         connections: connections(config, stats, facts.probes),
-        quic: quic(stats),
+        quic: quic(config, stats),
         network: None,
         series: facts.series,
         thresholds: Vec::new(),
@@ -249,7 +249,7 @@ fn connections(config: &LoadConfig, stats: &WorkerStats, probes: u64) -> Connect
     }
 }
 
-fn quic(stats: &WorkerStats) -> Option<Quic> {
+fn quic(config: &LoadConfig, stats: &WorkerStats) -> Option<Quic> {
     let q = &stats.quic;
     (q.connections > 0).then(|| Quic {
         connections: q.connections,
@@ -263,6 +263,12 @@ fn quic(stats: &WorkerStats) -> Option<Quic> {
         min_rtt_us: q.min_rtt_us.unwrap_or(0),
         mean_cwnd_bytes: q.cwnd_sum / q.connections,
         early_requests: q.sum.early_requests,
+        note: (config.zero_rtt && q.sum.early_requests == 0).then(|| {
+            "--0rtt sent no early data: 0-RTT needs a connection that resumes a session with a \
+             server that accepts early data (httpvs serve does not; caddy does), and with \
+             keep-alive only the first connections open (--no-keepalive opens one per request)"
+                .to_string()
+        }),
     })
 }
 

@@ -350,6 +350,9 @@ pub struct Quic {
     pub mean_cwnd_bytes: u64,
     /// Requests sent as 0-RTT early data.
     pub early_requests: u64,
+    /// Why `--0rtt` sent nothing early, when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The emulated link a run went through (`httpvs load --net`), with the relay's counters.

@@ -424,6 +424,9 @@ fn quic(out: &mut String, r: &Report) {
         bytes(q.mean_cwnd_bytes as f64),
         group(q.early_requests)
     );
+    if let Some(note) = &q.note {
+        let _ = writeln!(out, "  note: {note}");
+    }
 }
 
 /// The emulated link's relay counters, one row per direction, as `httpvs netem` prints them.
