@@ -251,6 +251,25 @@ fn load_auto_with_alt_svc_follows_caddys_h3_advertisement() {
     assert_eq!(report["protocol"]["requested"], "auto");
     assert_h3_with_quic_section(&report);
     assert_eq!(report["requests"]["succeeded"], 50);
+    let alt_svc = report["protocol"]["alt_svc"].as_str().unwrap_or_default();
+    assert!(alt_svc.starts_with("h3 on UDP port "), "{alt_svc}");
+}
+
+/// `--alt-svc` against an origin that advertises no h3: the run stays on TCP and says why.
+#[test]
+fn load_auto_with_alt_svc_says_when_nothing_was_offered() {
+    let server = httpvs_server::start(ServeConfig::loopback_ephemeral()).expect("server starts");
+    let url = format!(
+        "https://127.0.0.1:{}/",
+        server.https_addr().expect("https").port()
+    );
+    let report = report_of(spawn_load(&["--alt-svc", "-k", "-n", "10", &url]));
+    assert_eq!(report["protocol"]["negotiated"], "h2");
+    assert_eq!(
+        report["protocol"]["alt_svc"],
+        "no same-host h3 alternative, so TCP"
+    );
+    assert_eq!(report["requests"]["succeeded"], 10);
 }
 
 #[test]

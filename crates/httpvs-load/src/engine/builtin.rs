@@ -50,6 +50,7 @@ fn run_on(
     let https = target.scheme.eq_ignore_ascii_case("https");
     // Connections opened here to choose the protocol, reported next to the engine's own probe.
     let mut probes = 0;
+    let mut alt_svc = None;
     let kind = match config.protocol {
         ProtocolChoice::Fixed(kind) => kind,
         ProtocolChoice::Auto if https && config.alt_svc => {
@@ -58,10 +59,12 @@ fn run_on(
                 // The origin (URL, :authority) stays; only the UDP port comes from Alt-Svc.
                 Some(port) => {
                     target.addr.set_port(port);
+                    alt_svc = Some(format!("h3 on UDP port {port}"));
                     ProtocolKind::H3
                 }
                 None => {
                     probes += 1;
+                    alt_svc = Some("no same-host h3 alternative, so TCP".to_string());
                     alpn_probe(config, &target)?
                 }
             }
@@ -95,6 +98,7 @@ fn run_on(
     };
     report.map(|mut report| {
         report.connections.probes += probes;
+        report.protocol.alt_svc = alt_svc;
         report
     })
 }

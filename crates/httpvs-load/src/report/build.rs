@@ -58,6 +58,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
                 .alpn
                 .as_ref()
                 .map(|a| String::from_utf8_lossy(a).into_owned()),
+            alt_svc: None,
         },
         shape: shape(config, &facts, stats),
         duration_s: secs,

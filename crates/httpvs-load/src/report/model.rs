@@ -77,6 +77,9 @@ pub struct ProtocolInfo {
     pub negotiated: String,
     /// ALPN the server chose, if TLS.
     pub alpn: Option<String>,
+    /// With `--alt-svc`: what the origin's Alt-Svc header offered and what came of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alt_svc: Option<String>,
 }
 
 /// The load's shape.

@@ -48,8 +48,13 @@ fn header(out: &mut String, r: &Report) {
     let _ = writeln!(out, "httpvs load {} ({})", r.target.url, r.target.address);
     let _ = writeln!(
         out,
-        "Protocol:     {}{alpn}, requested {}",
-        r.protocol.negotiated, r.protocol.requested
+        "Protocol:     {}{alpn}, requested {}{}",
+        r.protocol.negotiated,
+        r.protocol.requested,
+        r.protocol
+            .alt_svc
+            .as_ref()
+            .map_or(String::new(), |a| format!("; Alt-Svc: {a}"))
     );
     let _ = writeln!(
         out,
