@@ -36,7 +36,12 @@ where
     let mut draining = false;
     loop {
         tokio::select! {
-            _ = conn.as_mut() => return,
+            served = conn.as_mut() => {
+                if let Err(e) = served {
+                    count_hyper_ending(&e, proto, ctx);
+                }
+                return;
+            }
             _ = &mut idle => {
                 ctx.counters.event(Event::IdleClosed);
                 return;
@@ -46,6 +51,23 @@ where
                 draining = true;
             }
         }
+    }
+}
+
+/// Counts what hyper did on its own when it ended the connection: its header read timeout (the
+/// idle timeout, which usually fires before the idle watch's), and the 400 or 431 it writes for a
+/// head it cannot parse. hyper's error does not tell its 414 (a URI over 64 KiB, possible only
+/// with `max_header_bytes` over about 56 KiB) from its 431, so a 414 counts as a 431; a parse
+/// error hyper answers nothing to (an internal one) counts as a 400.
+fn count_hyper_ending(e: &hyper::Error, proto: Proto, ctx: &WorkerCtx) {
+    if e.is_timeout() {
+        ctx.counters.event(Event::IdleClosed);
+    } else if e.is_parse_too_large() {
+        ctx.counters.request(proto);
+        ctx.counters.event(Event::HeadersTooLarge);
+    } else if e.is_parse() && !e.is_parse_version_h2() {
+        ctx.counters.request(proto);
+        ctx.counters.event(Event::BadRequest);
     }
 }
 

@@ -65,12 +65,27 @@ pub async fn accept_loop(endpoint: quinn::Endpoint, ctx: Arc<WorkerCtx>) {
 
 async fn serve_connection(incoming: quinn::Incoming, ctx: Arc<WorkerCtx>, _slot: ConnSlot) {
     let connecting = tokio::time::timeout(ctx.handshake_timeout(), incoming).await;
-    let Ok(Ok(quic)) = connecting else { return };
+    let quic = match connecting {
+        Ok(Ok(quic)) => quic,
+        Ok(Err(quinn::ConnectionError::TimedOut)) | Err(_) => {
+            ctx.counters.event(Event::IdleClosed);
+            return;
+        }
+        Ok(Err(_)) => return,
+    };
     ctx.counters.connection(Proto::H3);
+    if serve_h3(quic, &ctx).await {
+        ctx.counters.event(Event::IdleClosed);
+    }
+}
+
+/// Serves HTTP/3 on `quic` until it ends; true when QUIC's idle timeout (the server's
+/// `idle_timeout`) ended it.
+async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
     let mut builder = h3::server::builder();
     builder.max_field_section_size(ctx.limits.max_header_bytes as u64 + 32 * 64);
-    let Ok(mut conn) = builder.build(h3_quinn::Connection::new(quic)).await else {
-        return;
+    let Ok(mut conn) = builder.build(h3_quinn::Connection::new(quic.clone())).await else {
+        return false;
     };
     let mut shutdown = ctx.shutdown.clone();
     let (close_tx, mut close_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
@@ -80,14 +95,16 @@ async fn serve_connection(incoming: quinn::Incoming, ctx: Arc<WorkerCtx>, _slot:
         let resolver = tokio::select! {
             r = conn.accept() => match r {
                 Ok(Some(resolver)) => resolver,
-                _ => return,
+                Ok(None) => return false,
+                // Asked now: once the h3 connection is dropped, the reason reads LocallyClosed.
+                Err(_) => return timed_out(&quic),
             },
             Some(()) = close_rx.recv(), if !goaway_sent => {
-                go_away(&mut conn, &ctx, &mut goaway_sent).await;
+                go_away(&mut conn, ctx, &mut goaway_sent).await;
                 continue;
             }
             _ = crate::worker::stopping(&mut shutdown), if !goaway_sent => {
-                go_away(&mut conn, &ctx, &mut goaway_sent).await;
+                go_away(&mut conn, ctx, &mut goaway_sent).await;
                 continue;
             }
         };
@@ -96,8 +113,15 @@ async fn serve_connection(incoming: quinn::Incoming, ctx: Arc<WorkerCtx>, _slot:
         let task_ctx = ctx.clone();
         let close_tx = close_tx.clone();
         tokio::spawn(async move {
-            let Ok((request, mut stream)) = resolver.resolve_request().await else {
-                return;
+            let (request, mut stream) = match resolver.resolve_request().await {
+                Ok(resolved) => resolved,
+                // The h3 crate has answered 431 itself (over max_field_section_size).
+                Err(h3::error::StreamError::HeaderTooBig { .. }) => {
+                    task_ctx.counters.request(Proto::H3);
+                    task_ctx.counters.event(Event::HeadersTooLarge);
+                    return;
+                }
+                Err(_) => return,
             };
             if over {
                 // h3 lets through the stream whose id our GOAWAY names; RFC 9114 says it was not processed.
@@ -111,9 +135,13 @@ async fn serve_connection(incoming: quinn::Incoming, ctx: Arc<WorkerCtx>, _slot:
             .max_requests_per_conn
             .is_some_and(|n| accepted >= n);
         if last && !goaway_sent {
-            go_away(&mut conn, &ctx, &mut goaway_sent).await;
+            go_away(&mut conn, ctx, &mut goaway_sent).await;
         }
     }
+}
+
+fn timed_out(quic: &quinn::Connection) -> bool {
+    matches!(quic.close_reason(), Some(quinn::ConnectionError::TimedOut))
 }
 
 async fn go_away(conn: &mut H3Conn, ctx: &WorkerCtx, sent: &mut bool) {

@@ -2,7 +2,7 @@
 //! (cleartext) or by ALPN (TLS) and hand the connection to its protocol.
 
 use crate::conn_io::{linger, ConnIo, ConnState};
-use crate::totals::Proto;
+use crate::totals::{Event, Proto};
 use crate::worker::{ConnSlot, WorkerCtx};
 use crate::{h1, h2};
 use std::sync::Arc;
@@ -43,7 +43,15 @@ pub async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, ctx: A
 
 async fn serve_cleartext(mut stream: TcpStream, ctx: Arc<WorkerCtx>, _slot: ConnSlot) {
     let probed = tokio::time::timeout(ctx.handshake_timeout(), probe(&mut stream)).await;
-    let Ok(Ok((kind, seen))) = probed else { return };
+    let (kind, seen) = match probed {
+        Ok(Ok(opened)) => opened,
+        Ok(Err(_)) => return,
+        // Counted as idle, though not in `connections` (no protocol is known yet).
+        Err(_) => {
+            ctx.counters.event(Event::IdleClosed);
+            return;
+        }
+    };
     let socket = Arc::new(stream);
     let state = Arc::new(ConnState::default());
     match kind {
@@ -119,7 +127,14 @@ async fn serve_tls(stream: TcpStream, acceptor: TlsAcceptor, ctx: Arc<WorkerCtx>
     let state = Arc::new(ConnState::default());
     let io = ConnIo::new(socket.clone(), Vec::new(), state.clone());
     let accepted = tokio::time::timeout(ctx.handshake_timeout(), acceptor.accept(io)).await;
-    let Ok(Ok(tls)) = accepted else { return };
+    let tls = match accepted {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(_)) => return,
+        Err(_) => {
+            ctx.counters.event(Event::IdleClosed);
+            return;
+        }
+    };
     if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
         ctx.counters.connection(Proto::H2);
         h2::serve(tls, Proto::H2, &ctx, state).await;

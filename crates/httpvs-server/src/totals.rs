@@ -118,13 +118,17 @@ impl ByProto {
 pub struct Rejections {
     /// Connections closed at once because `max_connections` were open.
     pub over_max_connections: u64,
-    /// 431 responses.
+    /// 431 responses: the server's, hyper's (a head past its buffer) and the h3 crate's. Not the
+    /// h2 crate's on `--h2-engine hyper` (a header list past SETTINGS_MAX_HEADER_LIST_SIZE), which
+    /// it answers inside the crate where nothing can see it.
     pub headers_too_large: u64,
     /// 413 responses.
     pub bodies_too_large: u64,
     /// Connections cut off with GOAWAY for rapid resets.
     pub rapid_reset_cutoffs: u64,
-    /// Connections closed after the idle timeout.
+    /// Connections closed after the idle timeout, by whoever noticed: the server's idle watch,
+    /// hyper's header read timeout, QUIC's idle timeout, or the bound on the opening bytes and
+    /// handshakes (those connections are not in `connections`: no protocol was known yet).
     pub idle_closed: u64,
     /// 400 responses for malformed queries.
     pub bad_queries: u64,

@@ -70,3 +70,42 @@ fn an_http_1_1_request_without_exactly_one_host_gets_400() {
     assert_eq!(totals.rejected.bad_requests, 4, "{totals:?}");
     assert_eq!(totals.requests.h1, 5, "{totals:?}");
 }
+
+/// Heads hyper cannot parse get its own 400 or 431, and the totals count them.
+#[test]
+fn heads_hyper_rejects_are_counted() {
+    let server = support::server(Limits {
+        max_header_bytes: 1024,
+        ..Limits::default()
+    });
+    let text = exchange(
+        &server,
+        "GET / HTTP/1.1\r\nHost: x\r\nbad header line\r\n\r\n",
+    );
+    assert!(text.starts_with("HTTP/1.1 400"), "{text}");
+    // Past hyper's buffer (max_header_bytes + 8 KiB): hyper answers before the server sees it.
+    let big = format!(
+        "GET / HTTP/1.1\r\nHost: x\r\nx-big: {}\r\n\r\n",
+        "a".repeat(20_000)
+    );
+    let text = exchange(&server, &big);
+    assert!(text.starts_with("HTTP/1.1 431"), "{text}");
+    // hyper sends its FIN before its connection future ends with the error that is counted.
+    let counted = |t: &httpvs_server::ServerTotals| {
+        t.rejected.headers_too_large > 0 && t.rejected.bad_requests > 0
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !counted(&server.totals()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let totals = server.totals();
+    assert_eq!(
+        (
+            totals.rejected.bad_requests,
+            totals.rejected.headers_too_large,
+            totals.requests.h1
+        ),
+        (1, 1, 2),
+        "{totals:?}"
+    );
+}

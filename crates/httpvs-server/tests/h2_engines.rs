@@ -149,3 +149,29 @@ fn a_peer_that_stops_reading_is_closed_by_the_idle_timeout_on_both_engines() {
         drop(client);
     }
 }
+
+/// A field the owned engine cannot turn into a `HeaderValue` (a control byte, which RFC 9113
+/// does not forbid) gets 400, counted with the other malformed requests.
+#[test]
+fn an_owned_engine_400_for_a_bad_field_is_counted() {
+    let server = support::server_on(Limits::default(), H2Engine::Owned);
+    let mut client = support::raw_h2::RawH2::connect(server.http_addr().unwrap());
+    // :method GET, :scheme http, :path /x (off the fast path), then x-a: \x01 (literals, no
+    // Huffman, no indexing).
+    let block = [
+        0x82, 0x86, 0x04, 2, b'/', b'x', 0x00, 3, b'x', b'-', b'a', 1, 0x01,
+    ];
+    client.send(&support::raw_h2::frame(0x1, 0x4 | 0x1, 1, &block));
+    let frames = client.frames_until_closed(Duration::from_secs(1));
+    let head = frames
+        .iter()
+        .find(|f| f.kind == 0x1 && f.stream == 1)
+        .expect("an answer");
+    assert_eq!(
+        head.payload.first(),
+        Some(&0x8c),
+        "static-table :status 400"
+    );
+    let totals = server.totals();
+    assert_eq!(totals.rejected.bad_requests, 1, "{totals:?}");
+}

@@ -128,6 +128,21 @@ async fn h3_no_content_statuses_and_head_carry_no_body() {
 }
 
 #[tokio::test]
+async fn an_idle_h3_connection_is_closed_and_counted() {
+    let server = support::server(Limits {
+        idle_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    });
+    let mut client = connect(&server).await;
+    assert_eq!(get(&mut client, "/").await.unwrap().0, 200);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while server.totals().rejected.idle_closed == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(server.totals().rejected.idle_closed, 1);
+}
+
+#[tokio::test]
 async fn h3_sends_goaway_after_n_requests() {
     let server = support::server(Limits {
         max_requests_per_conn: Some(3),

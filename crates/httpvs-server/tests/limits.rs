@@ -56,6 +56,8 @@ fn idle_and_stalled_connections_are_closed_after_the_timeout() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(server.open_connections(), 0);
+    // Whoever closed them (the idle watch, hyper's header read timeout, the opening probe's).
+    assert_eq!(server.totals().rejected.idle_closed, 4);
 }
 
 #[test]

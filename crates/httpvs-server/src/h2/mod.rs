@@ -63,8 +63,13 @@ async fn run<I>(
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let handshake = ctx.h2.handshake::<I, Bytes>(io);
-    let Ok(Ok(mut conn)) = tokio::time::timeout(ctx.handshake_timeout(), handshake).await else {
-        return;
+    let mut conn = match tokio::time::timeout(ctx.handshake_timeout(), handshake).await {
+        Ok(Ok(conn)) => conn,
+        Ok(Err(_)) => return,
+        Err(_) => {
+            ctx.counters.event(Event::IdleClosed);
+            return;
+        }
     };
     let mut idle = pin!(state.idle(ctx.limits.idle_timeout));
     let mut shutdown = ctx.shutdown.clone();

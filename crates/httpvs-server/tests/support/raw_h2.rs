@@ -40,7 +40,8 @@ pub struct RawH2 {
     inbox: Vec<u8>,
 }
 
-fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+/// One frame: 9-byte header and payload.
+pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     let len = payload.len();
     let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
     f.extend_from_slice(&stream.to_be_bytes());

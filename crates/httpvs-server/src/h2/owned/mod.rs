@@ -285,6 +285,7 @@ impl Shell<'_> {
 /// The answer for a request off the fast path, and whether it is a HEAD.
 fn decide(head: &RequestHead, end_stream: bool, ctx: &WorkerCtx) -> (Decision, bool) {
     let bad = |text: &str| {
+        ctx.counters.event(Count::BadRequest);
         let answer = respond::error(StatusCode::BAD_REQUEST, format!("{text}\n"));
         (Decision::Now(answer), false)
     };
