@@ -75,6 +75,10 @@ pub enum EventKind {
         framing: &'static str,
         /// The body text, with `--body`.
         text: Option<String>,
+        /// The connection ended before the body did (`length` is what arrived).
+        cut_off: bool,
+        /// The length the head announced (`content-length` framing).
+        announced: Option<u64>,
     },
     /// An HTTP/3 request stream opened.
     H3StreamOpened {

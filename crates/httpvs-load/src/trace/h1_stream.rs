@@ -297,12 +297,23 @@ impl Body {
 }
 
 fn body_event(recorder: &Recorder, dir: Direction, body: Body) {
+    let cut_off = match &body.left {
+        BodyLeft::Length(left) => *left > 0,
+        BodyLeft::Chunked(chunked, _) => !chunked.is_done(),
+        BodyLeft::UntilClose => false,
+    };
+    let announced = match &body.left {
+        BodyLeft::Length(left) if body.framing == "content-length" => Some(body.length + left),
+        _ => None,
+    };
     recorder.record(
         dir,
         EventKind::H1Body {
             length: body.length,
             framing: body.framing,
             text: body.text.map(|t| String::from_utf8_lossy(&t).into_owned()),
+            cut_off,
+            announced,
         },
     );
 }
@@ -400,5 +411,24 @@ HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nHTTP/1.1 204 No Content\r\nConnec
             .events()
             .iter()
             .any(|e| matches!(&e.kind, EventKind::Note { text } if text.contains("unparseable"))));
+    }
+
+    #[test]
+    fn a_body_the_close_cut_short_says_so_and_what_was_announced() {
+        let recorder = Recorder::start_now();
+        let mut wire = H1Wire::new(recorder.clone(), false);
+        wire.sent(b"GET / HTTP/1.1\r\n\r\n");
+        wire.received(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc");
+        wire.finish();
+        let mut text = String::new();
+        for event in recorder.events() {
+            crate::trace::text::render_event(&mut text, &event);
+        }
+        assert!(
+            text.contains(
+                "recv body: 3 of 100 bytes (content-length, cut off: the connection ended first)"
+            ),
+            "{text}"
+        );
     }
 }

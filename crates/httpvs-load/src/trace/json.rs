@@ -76,9 +76,12 @@ fn kind_json(kind: &EventKind) -> (String, Value) {
             length,
             framing,
             text,
+            cut_off,
+            announced,
         } => (
             "h1_body".into(),
-            json!({"proto": "h1", "length": length, "framing": framing, "text": text}),
+            json!({"proto": "h1", "length": length, "framing": framing, "text": text,
+                   "cut_off": cut_off, "announced": announced}),
         ),
         EventKind::H3StreamOpened { stream } => (
             "stream_opened".into(),

@@ -49,8 +49,19 @@ pub fn render_event(out: &mut String, event: &TraceEvent) {
             length,
             framing,
             text,
+            cut_off,
+            announced,
         } => {
-            line(out, format!("{dir} body: {length} bytes ({framing})"));
+            let of = match announced {
+                Some(n) if *cut_off => format!(" of {n}"),
+                _ => String::new(),
+            };
+            let cut = if *cut_off {
+                ", cut off: the connection ended first"
+            } else {
+                ""
+            };
+            line(out, format!("{dir} body: {length}{of} bytes ({framing}{cut})"));
             if let Some(text) = text {
                 body_text(out, text);
             }
