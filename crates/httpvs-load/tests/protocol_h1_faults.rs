@@ -85,6 +85,11 @@ async fn close_delimited_bodies_end_at_eof() {
     let resp = result.unwrap();
     assert_eq!(resp.body_bytes, 18);
     assert!(resp.close_requested);
+    // The server never said `Connection: close`: its FIN ended the body.
+    assert_eq!(cause, CloseCause::Fin);
+    let reply = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nbody until the end";
+    let (result, cause) = one_exchange(reply, Ending::Fin).await;
+    assert_eq!(result.unwrap().body_bytes, 18);
     assert_eq!(cause, CloseCause::ConnectionClose);
 }
 

@@ -182,7 +182,14 @@ impl Http1Connection {
             Ok((head, info)) => {
                 self.counter.add_header_received(info.header_bytes);
                 let last = if head.close {
-                    self.closed_by_server(ticket);
+                    // A body delimited by the close ends with the server's FIN, not with a
+                    // `Connection: close` it never sent.
+                    let cause = if head.close_announced {
+                        CloseCause::ConnectionClose
+                    } else {
+                        CloseCause::Fin
+                    };
+                    self.closed_by_server(ticket, cause);
                     ticket
                 } else {
                     self.read_ahead(&mut side, ticket)
@@ -203,14 +210,17 @@ impl Http1Connection {
         }
     }
 
-    /// The server's response `ticket` said `Connection: close`.
-    fn closed_by_server(&self, ticket: u64) {
+    /// The server ends the connection after response `ticket`: it said `Connection: close`
+    /// (`cause` ConnectionClose), or the body runs until its FIN (`cause` Fin).
+    fn closed_by_server(&self, ticket: u64, cause: CloseCause) {
         // A pipelined write may already have hit the close (Fin/Reset); the server's
         // explicit close is the reason behind it.
-        if matches!(self.cause.get(), CloseCause::Fin | CloseCause::Reset) {
+        if cause == CloseCause::ConnectionClose
+            && matches!(self.cause.get(), CloseCause::Fin | CloseCause::Reset)
+        {
             self.cause.set(CloseCause::ConnectionClose);
         }
-        self.retire(CloseCause::ConnectionClose);
+        self.retire(cause);
         self.end_reading_after(ticket);
     }
 
@@ -234,7 +244,7 @@ impl Http1Connection {
             let arrived = *arrived.get_or_insert_with(Instant::now);
             self.ready.put(last, Ready { info, arrived });
             if info.close_requested {
-                self.closed_by_server(last);
+                self.closed_by_server(last, CloseCause::ConnectionClose);
                 break;
             }
         }

@@ -33,6 +33,9 @@ pub struct ResponseHead {
     /// The connection ends after this response (`Connection: close`, HTTP/1.0 without
     /// keep-alive, or a close-delimited body).
     pub close: bool,
+    /// The head itself said so (`Connection: close`, HTTP/1.0 without keep-alive); false when
+    /// only a close-delimited body ends the connection.
+    pub close_announced: bool,
 }
 
 impl ResponseHead {
@@ -132,14 +135,13 @@ impl HeadFacts {
         } else {
             BodyFraming::UntilClose
         };
-        let close = self.close_token
-            || (http10 && !self.keep_alive_token)
-            || framing == BodyFraming::UntilClose;
+        let close_announced = self.close_token || (http10 && !self.keep_alive_token);
         ResponseHead {
             status,
             head_len,
             framing,
-            close,
+            close: close_announced || framing == BodyFraming::UntilClose,
+            close_announced,
         }
     }
 }
