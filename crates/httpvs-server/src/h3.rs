@@ -3,12 +3,14 @@
 //! and at shutdown; a client that vanishes only ends its own tasks.
 
 use crate::body::CHUNK;
+use crate::date;
 use crate::respond::{self, Answer, Decision, RequestView};
 use crate::totals::{Event, Proto};
 use crate::worker::{ConnSlot, WorkerCtx};
 use bytes::{Buf, Bytes};
 use futures_util::FutureExt;
 use h3::server::{Connection, RequestStream};
+use http::header::DATE;
 use http::{Method, Response};
 use std::sync::Arc;
 
@@ -206,7 +208,9 @@ async fn send(
     answer: Answer,
     head_only: bool,
 ) -> Result<(), h3::error::StreamError> {
-    let (parts, mut body) = answer.response.into_parts();
+    let (mut parts, mut body) = answer.response.into_parts();
+    // The `date` hyper writes on HTTP/1.1, unless the query set one.
+    parts.headers.entry(DATE).or_insert_with(date::header_value);
     stream
         .send_response(Response::from_parts(parts, ()))
         .await?;

@@ -8,6 +8,7 @@ pub mod body;
 pub mod cert;
 mod config;
 mod conn_io;
+mod date;
 mod error;
 pub mod h1;
 pub mod h2;

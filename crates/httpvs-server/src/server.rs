@@ -7,7 +7,7 @@ use crate::config::ServeConfig;
 use crate::error::ServeError;
 use crate::totals::{Counters, ServerTotals};
 use crate::worker::WorkerCtx;
-use crate::{h3, listen, tcp};
+use crate::{date, h3, listen, tcp};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -165,6 +165,7 @@ fn run_worker(plan: WorkerPlan, tls: Option<TlsAcceptor>) {
         ..
     } = plan;
     runtime.block_on(async move {
+        tokio::spawn(date::keep_current());
         if let Some(l) = http.and_then(|l| tokio::net::TcpListener::from_std(l).ok()) {
             tokio::spawn(tcp::accept_loop(l, None, ctx.clone()));
         }

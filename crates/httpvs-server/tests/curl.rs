@@ -130,6 +130,14 @@ fn every_protocol_serves_sizes_statuses_headers_and_echo() {
         let (code, _, head, _) = fetch(&curl, &mode, "/?status=503&header=x-test:hello", &[]);
         assert_eq!(code, 503, "{m}");
         assert!(head.contains("x-test: hello"), "{m}: {head}");
+        for target in ["/", "/?size=10", "/?delay=1ms"] {
+            let (_, _, head, _) = fetch(&curl, &mode, target, &[]);
+            assert!(head.contains(" gmt\r\n"), "{m} {target}: no date in {head}");
+            assert_eq!(head.matches("date: ").count(), 1, "{m} {target}: {head}");
+        }
+        let (_, _, head, _) = fetch(&curl, &mode, "/?header=date:set", &[]);
+        assert!(head.contains("date: set\r\n"), "{m}: {head}");
+        assert_eq!(head.matches("date: ").count(), 1, "{m}: {head}");
         let (code, _, _, body) = fetch(&curl, &mode, "/echo", &["--data-binary", "echo me back"]);
         assert_eq!((code, body.as_slice()), (200, &b"echo me back"[..]), "{m}");
         let (code, _, _, body) = fetch(&curl, &mode, "/?status=abc", &[]);

@@ -124,6 +124,8 @@ async fn h3_no_content_statuses_and_head_carry_no_body() {
             .unwrap();
         assert_eq!((code, body.len()), (200, 0), "HEAD {target}");
         assert_eq!(headers["content-length"], len, "HEAD {target}");
+        let date = headers["date"].to_str().unwrap();
+        assert!(date.len() == 29 && date.ends_with(" GMT"), "{date}");
     }
 }
 

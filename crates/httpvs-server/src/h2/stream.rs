@@ -3,12 +3,14 @@
 
 use crate::body::{Body, CHUNK};
 use crate::conn_io::ConnState;
+use crate::date;
 use crate::respond::{self, Answer, Decision, Pending, RequestView};
 use crate::totals::Proto;
 use crate::worker::WorkerCtx;
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{RecvStream, SendStream};
+use http::header::DATE;
 use http::{Method, Request, Response};
 use std::sync::Arc;
 
@@ -57,7 +59,8 @@ pub fn answer(
 
 /// Sends a response whose body is small enough to hand to h2 at once.
 fn send_small(mut respond: SendResponse<Bytes>, answer: Answer, head_only: bool) {
-    let (parts, mut body) = answer.response.into_parts();
+    let (mut parts, mut body) = answer.response.into_parts();
+    add_date(&mut parts.headers);
     let end = head_only || body.is_empty();
     let Ok(mut stream) = respond.send_response(Response::from_parts(parts, ()), end) else {
         return;
@@ -124,10 +127,17 @@ async fn send(mut respond: SendResponse<Bytes>, answer: Answer, head_only: bool)
             head_only,
         );
     }
+    let mut parts = parts;
+    add_date(&mut parts.headers);
     let Ok(mut stream) = respond.send_response(Response::from_parts(parts, ()), false) else {
         return;
     };
     let _ = send_body(&mut stream, &mut body).await;
+}
+
+/// The `date` hyper writes on HTTP/1.1, unless the query set one.
+fn add_date(headers: &mut http::HeaderMap) {
+    headers.entry(DATE).or_insert_with(date::header_value);
 }
 
 async fn send_body(stream: &mut SendStream<Bytes>, body: &mut Body) -> Result<(), h2::Error> {

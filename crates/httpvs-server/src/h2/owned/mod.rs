@@ -10,10 +10,12 @@ mod send;
 use self::core::{CoreLimits, Event, ServerCore};
 use self::head::RequestHead;
 use crate::conn_io::ConnState;
+use crate::date::{self, Stamp};
 use crate::respond::{self, Answer, BodyCollector, Decision, Pending, RequestView};
 use crate::totals::{Event as Count, Proto};
 use crate::worker::WorkerCtx;
 use bytes::Bytes;
+use http::header::DATE;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use std::collections::{BTreeMap, HashMap};
 use std::pin::pin;
@@ -37,7 +39,9 @@ struct Shell<'a> {
     ctx: &'a WorkerCtx,
     proto: Proto,
     state: &'a ConnState,
+    /// The fixed answer's head block, encoded again when `date` turns to a new second.
     fixed_block: Vec<u8>,
+    date: Stamp,
     scratch: Vec<u8>,
     collecting: HashMap<u32, Collecting>,
     delayed: BTreeMap<(Instant, u32), (Answer, bool)>,
@@ -64,12 +68,14 @@ where
         ctx,
         proto,
         state: &state,
-        fixed_block: send::fixed_block(),
+        fixed_block: Vec::with_capacity(64),
+        date: date::now(),
         scratch: Vec::with_capacity(256),
         collecting: HashMap::new(),
         delayed: BTreeMap::new(),
         delayed_at: HashMap::new(),
     };
+    send::fixed_block(&shell.date.text, &mut shell.fixed_block);
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut idle = pin!(state.idle(limits.idle_timeout));
     let mut shutdown = ctx.shutdown.clone();
@@ -149,6 +155,7 @@ impl Shell<'_> {
 
     /// Handles every whole frame in `input`; `Err` when the connection must end.
     fn on_read(&mut self, input: &mut Vec<u8>) -> Result<(), ()> {
+        self.refresh_date();
         let mut consumed = 0;
         self.core.begin_batch();
         let result = loop {
@@ -254,7 +261,18 @@ impl Shell<'_> {
         }
     }
 
+    /// Takes the worker's current date (a thread-local read, no clock) once per read batch or
+    /// timer turn; the fixed head is encoded again only when the second turned.
+    fn refresh_date(&mut self) {
+        let now = date::now();
+        if now.second != self.date.second {
+            self.date = now;
+            send::fixed_block(&self.date.text, &mut self.fixed_block);
+        }
+    }
+
     fn answer_due(&mut self) {
+        self.refresh_date();
         let now = Instant::now();
         while let Some(entry) = self.delayed.first_entry() {
             if entry.key().0 > now {
@@ -270,10 +288,13 @@ impl Shell<'_> {
         let close = answer.close;
         let (parts, body) = answer.response.into_parts();
         self.scratch.clear();
+        let date =
+            (!parts.headers.contains_key(DATE)).then_some((&b"date"[..], &self.date.text[..]));
         let fields = parts
             .headers
             .iter()
-            .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));
+            .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()))
+            .chain(date);
         send::encode_head(parts.status.as_u16(), fields, &mut self.scratch);
         self.core.respond(stream, &self.scratch, body, head_only);
         if close {

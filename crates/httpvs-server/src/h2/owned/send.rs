@@ -24,19 +24,20 @@ fn status_index(status: u16) -> Option<usize> {
     })
 }
 
-/// The header block of `GET /`'s fixed answer (200, text/plain, content-length 18).
-pub fn fixed_block() -> Vec<u8> {
-    let mut block = Vec::with_capacity(32);
+/// Encodes the header block of `GET /`'s fixed answer (200, text/plain, content-length 18,
+/// `date`) into `block`, reusing its capacity.
+pub fn fixed_block(date: &[u8], block: &mut Vec<u8>) {
+    block.clear();
     encode_head(
         200,
         [
             (&b"content-type"[..], &b"text/plain"[..]),
             (b"content-length", FIXED_LEN.as_bytes()),
+            (b"date", date),
         ]
         .into_iter(),
-        &mut block,
+        block,
     );
-    block
 }
 
 const FIXED_LEN: &str = "18";

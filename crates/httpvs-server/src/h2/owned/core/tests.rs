@@ -1,8 +1,15 @@
 //! The server core without sockets: frames in, events and frames out.
 
 use super::*;
-use crate::h2::owned::send::fixed_block;
+use crate::h2::owned::send;
 use httpvs_h2wire::hpack::encoder::request_blocks;
+
+/// The fixed answer's head block for some date.
+fn fixed_block() -> Vec<u8> {
+    let mut block = Vec::new();
+    send::fixed_block(b"Thu, 01 Jan 1970 00:00:00 GMT", &mut block);
+    block
+}
 
 fn core(accept_limit: Option<u64>) -> ServerCore {
     let mut core = ServerCore::new(CoreLimits {
