@@ -120,6 +120,13 @@ fn serve_prints_addresses_and_fingerprint_then_totals_on_sigterm() {
     conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     conn.read_to_string(&mut response).unwrap();
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    // No Host: 400 (RFC 9112 §3.2), counted in the totals.
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    std::io::Write::write_all(&mut conn, b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    let mut response = String::new();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    conn.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 400"), "{response}");
 
     // SAFETY: sending SIGTERM to our own child process.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
@@ -127,5 +134,6 @@ fn serve_prints_addresses_and_fingerprint_then_totals_on_sigterm() {
     stdout.read_to_string(&mut rest).unwrap();
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
-    assert!(rest.contains("requests") && rest.contains("h1 1"), "{rest}");
+    assert!(rest.contains("requests") && rest.contains("h1 2"), "{rest}");
+    assert!(rest.contains("400 request 1"), "{rest}");
 }
