@@ -133,6 +133,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
 pub const MAX_IN_FLIGHT: u64 = 1_000_000;
 /// The most worker threads (`-t`).
 pub const MAX_THREADS: usize = 4096;
+/// Lowest `--rate`, requests/s: one request per 1000 s. Far lower rates put a schedule's
+/// second send past what a clock can hold.
+pub const MIN_RATE: f64 = 0.001;
 /// Default connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -242,6 +245,11 @@ impl LoadConfig {
         if let Some(rate) = self.rate {
             if !(rate.is_finite() && rate > 0.0) {
                 return bad(format!("--rate must be a positive number, not {rate}"));
+            }
+            if rate < MIN_RATE {
+                return bad(format!(
+                    "--rate must be at least {MIN_RATE} (one request per 1000 s), not {rate}"
+                ));
             }
         }
         if self.connect_timeout.is_zero() {
@@ -379,6 +387,9 @@ mod tests {
         assert!(c.clone().shape(1000, 1000).validate().is_ok());
         assert!(c.clone().threads(usize::MAX).validate().is_err());
         assert!(c.clone().rate(-1.0).validate().is_err());
+        // Far below one request per 1000 s, a schedule's second send is past any clock.
+        assert!(c.clone().rate(1e-19).validate().is_err());
+        assert!(c.clone().rate(MIN_RATE).validate().is_ok());
         assert_eq!(c.clone().shape(3, 1).threads(8).worker_count(), 3);
     }
 }

@@ -61,6 +61,7 @@ fn bad_input_is_one_line_and_exit_2() {
         &["https://127.0.0.1:1/", "--cacert", "/no/such/ca.pem"],
         &["http://127.0.0.1:1/", "--rate", "-5"],
         &["http://127.0.0.1:1/", "--rate", "fast"],
+        &["http://127.0.0.1:1/", "--rate", "1e-19", "-n", "2"],
         &["http://127.0.0.1:1/", "--cpus", "3-1"],
         &["http://127.0.0.1:1/", "--cpus", "4095"],
         &["http://127.0.0.1:1/", "--fail-on", "p99"],
@@ -248,7 +249,33 @@ fn the_report_says_what_succeeded_means() {
 fn an_open_model_short_of_its_rate_says_so() {
     let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
     let url = format!("http://{}/?delay=50ms", server.http_addr().unwrap());
-    let out = httpvs(&[&url, "--rate", "200", "-z", "1s", "-c", "2", "-t", "1"]);
+    let out = httpvs(&[
+        &url,
+        "--rate",
+        "200",
+        "-z",
+        "1s",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--fail-on",
+        "unsent>0",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("note: asked for 200.0 req/s, sent "),
+        "{text}"
+    );
+    // About 40 of the 200 due went out: the rest are named, and the rule trips.
+    assert!(
+        text.contains("sends due by the end never went out"),
+        "{text}"
+    );
+    assert!(text.contains("unsent>0"), "{text}");
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    // A -n run sends everything, late: the note still says the rate fell short.
+    let out = httpvs(&[&url, "--rate", "200", "-n", "20", "-c", "2", "-t", "1"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("note: asked for 200.0 req/s, sent "),

@@ -35,11 +35,16 @@ impl Totals {
 }
 
 /// Receives worker messages until every worker finished; returns the per-second series.
+///
+/// With a `deadline` (`-z`), the tick at or past it is not shown on time: the workers' last
+/// intervals arrive when they finish, which can be well after the deadline (dropping thousands
+/// of connections), so that stretch becomes the last point, ending at the deadline, whatever
+/// it holds. A stall at the end is then a low point, not a missing one, and a slow teardown is
+/// not an empty point followed by a spike.
 pub fn coordinate(
     rx: Receiver<WorkerMsg>,
     workers: usize,
-    origin: Instant,
-    measure_start: Instant,
+    (origin, measure_start, deadline): (Instant, Instant, Option<Instant>),
     observer: &mut dyn Observer,
 ) -> Vec<SeriesPoint> {
     let mut totals = Totals::new();
@@ -49,6 +54,14 @@ pub fn coordinate(
     let mut tick = 1u64;
     let mut last_shown = origin;
     while finished < workers {
+        if deadline.is_some_and(|d| origin + Duration::from_secs(tick) >= d) {
+            match rx.recv() {
+                Ok(WorkerMsg::Interval { stats, .. }) => pending.merge(&stats),
+                Ok(WorkerMsg::Finished) => finished += 1,
+                Err(_) => break,
+            }
+            continue;
+        }
         let due = origin + Duration::from_secs(tick) + GRACE;
         match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
             Ok(WorkerMsg::Interval { stats, .. }) => pending.merge(&stats),
@@ -69,9 +82,12 @@ pub fn coordinate(
             Err(RecvTimeoutError::Disconnected) => break,
         }
     }
-    // The last partial interval, if it holds anything.
-    let end = Instant::now();
-    if pending.requests.started + pending.requests.succeeded + pending.requests.failed > 0 {
+    // The last partial interval: up to the deadline, even empty (a stall); without one, if it
+    // holds anything.
+    let now = Instant::now();
+    let end = deadline.map_or(now, |d| d.min(now));
+    let holds = pending.requests.started + pending.requests.succeeded + pending.requests.failed;
+    if deadline.is_some() || holds > 0 {
         let snap = snapshot(&mut totals, &pending, last_shown, end, measure_start);
         observer.on_interval(&snap);
         if !snap.warmup && snap.interval >= MIN_POINT {
@@ -149,5 +165,26 @@ mod tests {
             measure_start,
         );
         assert!((next.requests_per_sec - 750.0).abs() < 1e-6, "{next:?}");
+    }
+
+    /// A `-z` run's last point ends at the deadline however late the workers' last intervals
+    /// arrive, and shows even when it is empty (a stall at the end is a zero, not a gap).
+    #[test]
+    fn the_last_point_ends_at_the_deadline_and_shows_a_stall() {
+        for succeeded in [100, 0] {
+            let origin = Instant::now() - Duration::from_secs(3);
+            let deadline = origin + Duration::from_millis(2500);
+            let (tx, rx) = std::sync::mpsc::channel();
+            let mut stats = IntervalStats::default();
+            stats.requests.succeeded = succeeded;
+            tx.send(WorkerMsg::Interval { stats }).unwrap();
+            tx.send(WorkerMsg::Finished).unwrap();
+            let mut quiet = crate::stats::Quiet;
+            let series = coordinate(rx, 1, (origin, origin, Some(deadline)), &mut quiet);
+            let last = series.last().expect("a last point");
+            assert!((last.t_s - 2.5).abs() < 1e-6, "{series:?}");
+            let rate = succeeded as f64 / 2.5;
+            assert!((last.requests_per_s - rate).abs() < 1e-6, "{series:?}");
+        }
     }
 }

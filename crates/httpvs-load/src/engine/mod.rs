@@ -116,7 +116,7 @@ pub fn run_with_protocol<F: ProtocolFactory>(
         handles.push(handle);
     }
     drop(tx);
-    let series = coordinator::coordinate(rx, workers, origin, measure_start, observer);
+    let series = coordinator::coordinate(rx, workers, (origin, measure_start, deadline), observer);
     let (stats, finished_at) = join_workers(handles)?;
     let interrupted = shared.stop.load(std::sync::atomic::Ordering::Relaxed);
     let duration = measured_span(

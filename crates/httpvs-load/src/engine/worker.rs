@@ -137,6 +137,11 @@ async fn run_slots<P: Protocol>(ctx: &WorkerCtx<P>, slots: &[Rc<Slot<P>>], strea
         () = all_done => false,
         () = ctx.run_ended() => true,
     };
+    // An open `-z` run lasts its `-z`, as wrk2's does, even when its last send came early
+    // (`--rate 0.5 -z 3s` sends at 0 and 2 s).
+    if !ended_early && ctx.schedule.borrow().is_open() && ctx.shared.deadline.is_some() {
+        ctx.run_ended().await;
+    }
     if ended_early {
         for task in &tasks {
             task.abort();

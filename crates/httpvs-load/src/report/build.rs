@@ -84,10 +84,15 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
         },
         latency: distribution(&stats.latency),
         latency_uncorrected: open.then(|| distribution(&stats.latency_uncorrected)),
-        schedule: open.then(|| ScheduleLag {
-            late_sends: stats.late_sends,
-            late_threshold_us: LATE_AFTER.as_micros() as u64,
-            lag: distribution(&stats.send_lag),
+        schedule: open.then(|| {
+            let (unsent, unsent_oldest_us) = unsent(config, r.started, facts.interrupted);
+            ScheduleLag {
+                late_sends: stats.late_sends,
+                late_threshold_us: LATE_AFTER.as_micros() as u64,
+                lag: distribution(&stats.send_lag),
+                unsent,
+                unsent_oldest_us,
+            }
         }),
         phases: Phases {
             dns_us: facts.target.dns.as_micros() as u64,
@@ -250,6 +255,37 @@ fn connections(config: &LoadConfig, stats: &WorkerStats, probes: u64) -> Connect
     }
 }
 
+/// Sends an open `-z` run had due by its end that it never started, and how long before the
+/// end the oldest was due. The count follows the schedule's own arithmetic (`schedule::open`):
+/// send k is due at k / rate from the origin, measured from the warm-up's end, and sent only
+/// before the deadline. A `-n` run sends all of its requests, however late; an interrupted one
+/// ended early on purpose.
+fn unsent(config: &LoadConfig, started: u64, interrupted: bool) -> (u64, u64) {
+    let (Some(rate), StopAfter::Duration(d)) = (config.rate, config.stop) else {
+        return (0, 0);
+    };
+    if interrupted {
+        return (0, 0);
+    }
+    let due_at = |k: u64| Duration::try_from_secs_f64(k as f64 / rate).unwrap_or(Duration::MAX);
+    let first = (config.warmup.as_secs_f64() * rate).ceil() as u64;
+    let limit = config.warmup.saturating_add(d);
+    // The first send at or past the deadline, from an estimate corrected against `due_at`.
+    let mut end = (limit.as_secs_f64() * rate).ceil() as u64;
+    while end > first && due_at(end - 1) >= limit {
+        end -= 1;
+    }
+    while due_at(end) < limit {
+        end += 1;
+    }
+    let unsent = end.saturating_sub(first).saturating_sub(started);
+    if unsent == 0 {
+        return (0, 0);
+    }
+    let oldest = limit.saturating_sub(due_at(first + started));
+    (unsent, oldest.as_micros() as u64)
+}
+
 fn quic(config: &LoadConfig, stats: &WorkerStats) -> Option<Quic> {
     let q = &stats.quic;
     (q.connections > 0).then(|| Quic {
@@ -295,5 +331,29 @@ mod tests {
         let back: Phases = serde_json::from_value(json).unwrap();
         assert_eq!(back, phases);
         assert_eq!(back.settings.percentiles.len(), PERCENTILES.len());
+    }
+
+    /// An open `-z` run at 200/s for 4 s that started 466 of its 800 sends: 334 never went
+    /// out, the oldest due 1.67 s before the end. Closed, `-n` and interrupted runs have none.
+    #[test]
+    fn unsent_counts_the_sends_due_by_the_end_that_never_went() {
+        let open = LoadConfig::new("http://127.0.0.1:1/")
+            .unwrap()
+            .rate(200.0)
+            .duration(std::time::Duration::from_secs(4));
+        assert_eq!(unsent(&open, 466, false), (334, 1_670_000));
+        assert_eq!(unsent(&open, 800, false), (0, 0));
+        assert_eq!(unsent(&open, 466, true), (0, 0));
+        let n = open.clone().requests(800);
+        assert_eq!(unsent(&n, 466, false), (0, 0));
+        // A warm-up of 1/3 s: sends 67 (at 0.335 s) through 866 (4.33 s) are measured.
+        let mut warm = open.clone();
+        warm.warmup = std::time::Duration::from_secs_f64(1.0 / 3.0);
+        assert_eq!(unsent(&warm, 800, false), (0, 0));
+        assert_eq!(unsent(&warm, 799, false).0, 1);
+        let closed = LoadConfig::new("http://127.0.0.1:1/")
+            .unwrap()
+            .duration(std::time::Duration::from_secs(4));
+        assert_eq!(unsent(&closed, 466, false), (0, 0));
     }
 }

@@ -212,6 +212,13 @@ pub struct ScheduleLag {
     pub late_threshold_us: u64,
     /// Lag of every send behind its intended time.
     pub lag: Distribution,
+    /// Sends the schedule had due before the end of a `-z` run that never went out (every stream
+    /// was busy, or the server stalled): their wait is in no latency figure.
+    #[serde(default)]
+    pub unsent: u64,
+    /// How long before the end the oldest of them was due, µs.
+    #[serde(default)]
+    pub unsent_oldest_us: u64,
 }
 
 /// Time per phase.
@@ -443,8 +450,11 @@ impl SeriesPoint {
 pub struct ThresholdResult {
     /// The rule as written, e.g. "p99>250ms".
     pub rule: String,
-    /// The measured value, in the rule's unit (percent, milliseconds, or requests/s).
+    /// The measured value, in the rule's unit (`unit`).
     pub actual: f64,
+    /// The unit of `actual` and of the rule's limit: `%`, `ms`, `req/s` or `requests`.
+    #[serde(default)]
+    pub unit: String,
     /// Whether the run broke the rule.
     pub breached: bool,
 }

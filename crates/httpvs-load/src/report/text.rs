@@ -155,21 +155,34 @@ fn requests(out: &mut String, r: &Report) {
         bytes(t.bytes_received_per_s),
         bytes(t.bytes_sent_per_s)
     );
-    // With -z only: a -n run's duration also holds the wait for its last responses.
-    let timed = r.shape.duration_s.is_some() && r.duration_s > 0.0;
-    if let Some(asked) = r.shape.rate.filter(|_| timed) {
-        let sent = q.started as f64 / r.duration_s;
-        if sent < 0.9 * asked {
+    if let Some((asked, sent)) = send_rate(r) {
+        if sent < 0.97 * asked {
             let _ = writeln!(
                 out,
                 "  note: asked for {} req/s, sent {} req/s: every one of the -c x -m streams was \
-                 busy (raise -c or -m), or the client ran out of CPU",
+                 waiting on the server (raise -c or -m if it can take more), or the client ran \
+                 out of CPU",
                 rate(asked),
                 rate(sent)
             );
         }
     }
     series(out, r);
+}
+
+/// The open model's asked and achieved send rates. A `-z` run divides what it started by the
+/// span; a `-n` run's span also holds the wait for its last responses, so its sends took the
+/// schedule's own span plus how late the last of them went (the lag's max).
+fn send_rate(r: &Report) -> Option<(f64, f64)> {
+    let asked = r.shape.rate?;
+    let started = r.requests.started as f64;
+    if r.shape.duration_s.is_some() {
+        (r.duration_s > 0.0).then(|| (asked, started / r.duration_s))
+    } else {
+        let lag_s = r.schedule.as_ref()?.lag.max_us as f64 / 1e6;
+        let span = started / asked + lag_s;
+        (span > 0.0).then(|| (asked, started / span))
+    }
 }
 
 /// The per-second series in one line: every second for short runs, else min/mean/max.
@@ -251,6 +264,15 @@ fn latency(out: &mut String, r: &Report) {
             us(s.lag.percentile(99.0).unwrap_or(0)),
             us(s.lag.max_us)
         );
+        if s.unsent > 0 {
+            let _ = writeln!(
+                out,
+                "  {} sends due by the end never went out (the oldest was due {} before it): \
+                 their wait is in no figure above",
+                group(s.unsent),
+                us(s.unsent_oldest_us)
+            );
+        }
     }
 }
 
@@ -493,13 +515,24 @@ fn thresholds(out: &mut String, r: &Report) {
     if r.thresholds.is_empty() {
         return;
     }
-    let _ = writeln!(out, "\nThresholds (--fail-on)");
+    let latency = if r.latency_uncorrected.is_some() {
+        "; latency rules read the corrected latency"
+    } else {
+        ""
+    };
+    let _ = writeln!(out, "\nThresholds (--fail-on{latency})");
     for t in &r.thresholds {
+        let actual = match t.unit.as_str() {
+            "ms" => us((t.actual * 1000.0).round() as u64),
+            "%" => format!("{:.2}%", t.actual),
+            "req/s" => format!("{} req/s", rate(t.actual)),
+            _ => group(t.actual.round() as u64),
+        };
         let _ = writeln!(
             out,
-            "  {:<24} actual {:<12.3} {}",
+            "  {:<24} actual {:<14} {}",
             t.rule,
-            t.actual,
+            actual,
             if t.breached { "BREACHED" } else { "ok" }
         );
     }

@@ -2,7 +2,8 @@
 //!
 //! Metrics: `error-rate` and `non-2xx-rate` (percent of started requests), `p50` … `p99.99`,
 //! `mean`, `max` (durations: us, ms or s; a bare number is ms) and `rps` (succeeded requests/s:
-//! a run whose requests all fail has an rps of 0, whatever its rate of failures).
+//! a run whose requests all fail has an rps of 0, whatever its rate of failures) and `unsent`
+//! (open model: sends due by the end of a `-z` run that never went out).
 //! Operators: `>` (breached when above) and `<` (breached when below).
 
 use super::model::{Report, ThresholdResult};
@@ -16,6 +17,19 @@ enum Metric {
     Mean,
     Max,
     Rps,
+    Unsent,
+}
+
+impl Metric {
+    /// The unit of the rule's limit and of the measured value.
+    fn unit(self) -> &'static str {
+        match self {
+            Metric::ErrorRate | Metric::Non2xxRate => "%",
+            Metric::Percentile(_) | Metric::Mean | Metric::Max => "ms",
+            Metric::Rps => "req/s",
+            Metric::Unsent => "requests",
+        }
+    }
 }
 
 /// One parsed rule.
@@ -51,19 +65,20 @@ fn parse_one(rule: &str) -> Result<Threshold, String> {
         "mean" => Metric::Mean,
         "max" => Metric::Max,
         "rps" | "req/s" => Metric::Rps,
+        "unsent" => Metric::Unsent,
         p if p.starts_with('p') => match p[1..].parse::<f64>() {
             Ok(x) if x > 0.0 && x <= 100.0 => Metric::Percentile(x),
             _ => return Err(format!("--fail-on: unknown percentile {p:?}")),
         },
         other => {
             return Err(format!(
-                "--fail-on: unknown metric {other:?} (error-rate, non-2xx-rate, p50..p99.99, mean, max, rps)"
+                "--fail-on: unknown metric {other:?} (error-rate, non-2xx-rate, p50..p99.99, mean, max, rps, unsent)"
             ))
         }
     };
     let limit = match metric {
         Metric::ErrorRate | Metric::Non2xxRate => parse_number(value.trim_end_matches('%')),
-        Metric::Rps => parse_number(value),
+        Metric::Rps | Metric::Unsent => parse_number(value),
         _ => parse_ms(value),
     }
     .ok_or_else(|| format!("--fail-on rule {rule:?}: cannot read the value {value:?}"))?;
@@ -108,6 +123,7 @@ pub fn evaluate(rules: &[Threshold], report: &Report) -> Vec<ThresholdResult> {
             ThresholdResult {
                 rule: t.rule.clone(),
                 actual,
+                unit: t.metric.unit().to_string(),
                 breached,
             }
         })
@@ -132,6 +148,7 @@ fn measure(metric: Metric, r: &Report) -> f64 {
         Metric::Mean => r.latency.mean_us / 1000.0,
         Metric::Max => ms(r.latency.max_us),
         Metric::Rps => r.throughput.succeeded_per_s,
+        Metric::Unsent => r.schedule.as_ref().map_or(0, |s| s.unsent) as f64,
     }
 }
 
@@ -149,6 +166,15 @@ impl super::model::Distribution {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn units_and_unsent() {
+        let rules = parse("p99>1s,error-rate>1%,rps<10,unsent>0").unwrap();
+        let units: Vec<_> = rules.iter().map(|r| r.metric.unit()).collect();
+        assert_eq!(units, ["ms", "%", "req/s", "requests"]);
+        assert_eq!(rules[3].metric, Metric::Unsent);
+        assert_eq!(rules[3].limit, 0.0);
+    }
 
     #[test]
     fn parses_the_issue_example() {

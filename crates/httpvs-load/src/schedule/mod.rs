@@ -88,7 +88,13 @@ impl WorkerSchedule {
         }
     }
 
-    /// The next ticket, or `None` when this worker is done. `now` is only read in the closed model.
+    /// Whether sends follow a rate (`--rate`) rather than completions.
+    pub fn is_open(&self) -> bool {
+        matches!(self.arrivals, Arrivals::Open { .. })
+    }
+
+    /// The next ticket, or `None` when this worker is done. `now` ends the schedule at the
+    /// deadline; in the closed model it also decides whether a ticket is measured.
     pub fn next(&mut self, now: Instant) -> Option<Ticket> {
         match &mut self.arrivals {
             Arrivals::Closed { remaining } => {
@@ -121,8 +127,13 @@ impl WorkerSchedule {
                 if end_k.is_some_and(|end| k >= end) {
                     return None;
                 }
-                let at = *origin + Duration::from_secs_f64(k as f64 / *rate);
-                if self.deadline.is_some_and(|d| at >= d) {
+                // Past what an Instant can hold is past any deadline: the schedule ends there.
+                let at = Duration::try_from_secs_f64(k as f64 / *rate)
+                    .ok()
+                    .and_then(|after| origin.checked_add(after))?;
+                // A schedule running behind would release its backlog after the deadline:
+                // nothing is sent once the run's time is up.
+                if self.deadline.is_some_and(|d| at >= d || now >= d) {
                     return None;
                 }
                 *next_k += *stride;
