@@ -244,6 +244,26 @@ fn the_report_says_what_succeeded_means() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
 }
 
+/// `-c` beyond the open-file limit (after raising the soft limit to the hard one) is one line
+/// and exit 2, before any connection: not hundreds of connects failing as `io`.
+#[test]
+fn connections_beyond_the_open_file_limit_are_refused_up_front() {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 256 && exec {} load http://127.0.0.1:1/ -c 1000",
+            env!("CARGO_BIN_EXE_httpvs")
+        ))
+        .output()
+        .expect("sh runs");
+    assert_eq!(out.status.code(), Some(2));
+    let line = one_line_error(&out);
+    assert!(
+        line.contains("-c 1000 needs about 1064 open files"),
+        "{line}"
+    );
+}
+
 /// The open model says when it could not send at the rate asked (every stream busy).
 #[test]
 fn an_open_model_short_of_its_rate_says_so() {

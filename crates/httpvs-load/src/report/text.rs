@@ -17,7 +17,12 @@ pub fn render(r: &Report) -> String {
     header(&mut out, r);
     requests(&mut out, r);
     latency(&mut out, r);
-    histogram(&mut out, &r.latency);
+    let heading = if r.latency_uncorrected.is_some() {
+        "Latency histogram (corrected)"
+    } else {
+        "Latency histogram"
+    };
+    histogram(&mut out, heading, &r.latency);
     phases(&mut out, r);
     statuses_and_errors(&mut out, r);
     wire(&mut out, r);
@@ -31,7 +36,7 @@ pub fn render(r: &Report) -> String {
 fn header(out: &mut String, r: &Report) {
     let s = &r.shape;
     let stop = match (s.requests, s.duration_s) {
-        (Some(n), _) => format!("{} requests", group(n)),
+        (Some(n), _) => plural(n, "request"),
         (None, Some(d)) => format!("{d}s"),
         _ => String::new(),
     };
@@ -277,7 +282,7 @@ fn latency(out: &mut String, r: &Report) {
 }
 
 /// Buckets regrouped by powers of two, one row each, with a bar.
-fn histogram(out: &mut String, d: &Distribution) {
+fn histogram(out: &mut String, heading: &str, d: &Distribution) {
     if d.buckets.is_empty() {
         return;
     }
@@ -296,7 +301,7 @@ fn histogram(out: &mut String, d: &Distribution) {
         top.0 = top.0.min(max);
     }
     let most = rows.iter().map(|r| r.1).max().unwrap_or(1).max(1);
-    let _ = writeln!(out, "\nLatency histogram");
+    let _ = writeln!(out, "\n{heading}");
     for (le, n) in rows {
         let bar = "■".repeat(((n * BAR_WIDTH).div_ceil(most)) as usize);
         let _ = writeln!(
@@ -421,9 +426,9 @@ fn connections(out: &mut String, r: &Report) {
     let p = &c.requests_per_connection;
     let _ = writeln!(
         out,
-        "  requests per connection: min {}, mean {:.1}, max {}",
+        "  requests per connection: min {}, mean {}, max {}",
         group(p.min),
-        p.mean,
+        rate(p.mean),
         group(p.max)
     );
     if let Some(d) = &c.diagnosis {
@@ -570,7 +575,7 @@ mod tests {
             },
         ];
         let mut out = String::new();
-        histogram(&mut out, &d);
+        histogram(&mut out, "Latency histogram", &d);
         let labels: Vec<&str> = out
             .lines()
             .filter_map(|l| l.trim().strip_prefix("≤"))

@@ -4,6 +4,28 @@ use super::usage;
 use httpvs_compare::options;
 use std::time::Duration;
 
+/// Raises this process's open-file limit to its hard limit; returns the limit now in force
+/// (`None` when it cannot be read).
+pub(super) fn raise_fd_limit() -> Option<u64> {
+    // SAFETY: getrlimit/setrlimit on a local struct; failure leaves the limit as it was.
+    unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return None;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                return Some(raised.rlim_cur);
+            }
+        }
+        Some(limit.rlim_cur)
+    }
+}
+
 /// Whether `path` can be written, checked before a run so a bad path costs no run. Nothing the
 /// user had there is changed: an existing file is opened for appending (not emptied), and only
 /// a file this check created is removed again (never a device, a symlink or an older file).
@@ -65,7 +87,7 @@ pub(super) fn parse_header(h: &str) -> anyhow::Result<(http::HeaderName, http::H
 pub(super) fn duration_flag(flag: &str, s: &str) -> anyhow::Result<Duration> {
     parse_duration(s).ok_or_else(|| {
         usage(format!(
-            "invalid {flag} {s:?}: use a number with a unit, like 500ms, 10s or 1m"
+            "invalid {flag} {s:?}: use a number with a unit under 31 years, like 500ms, 10s or 1m"
         ))
     })
 }

@@ -91,7 +91,7 @@ pub struct Args {
     #[arg(long)]
     alt_svc: bool,
     /// Open model: this many requests per second in total (latency corrected for coordinated omission).
-    #[arg(long, value_name = "R")]
+    #[arg(long, value_name = "R", allow_negative_numbers = true)]
     rate: Option<f64>,
     /// Pin worker threads to these CPUs, round-robin (like 0,2 or 0-3).
     #[arg(long, value_name = "LIST")]
@@ -135,6 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, None) => None,
     };
     ignore_sigpipe();
+    check_fd_limit(u64::from(config.connections))?;
     let rules = match &args.fail_on {
         Some(spec) => thresholds::parse(spec).map_err(usage)?,
         None => Vec::new(),
@@ -268,6 +269,23 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
     }
     config.validate().map_err(|e| usage(e.to_string()))?;
     Ok(config)
+}
+
+/// Open files a run needs beyond one per connection: stdio, the runtime's epoll and eventfds per
+/// worker, the probe connection, an output file.
+const FD_SLACK: u64 = 64;
+
+/// Raises the open-file limit as far as it goes; `-c` beyond it is one clear line, not a run
+/// whose connects fail as `io` errors.
+fn check_fd_limit(connections: u64) -> anyhow::Result<()> {
+    let need = connections.saturating_add(FD_SLACK);
+    match super::common::raise_fd_limit() {
+        Some(limit) if limit < need => Err(usage(format!(
+            "-c {connections} needs about {need} open files, and this process may open {limit} \
+             (ulimit -n): raise the limit or lower -c"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// A server closing a connection we are writing to is a counted event (EPIPE), not a reason

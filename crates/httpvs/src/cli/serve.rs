@@ -66,7 +66,7 @@ pub struct Args {
 /// Runs `httpvs serve`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (config, grace) = config_from(&args)?;
-    raise_fd_limit();
+    super::common::raise_fd_limit();
     // Worker threads inherit this mask, so SIGINT/SIGTERM reach only `sigwait` below.
     let signals = block_stop_signals();
     let server = httpvs_server::start(config)?;
@@ -195,17 +195,5 @@ fn wait_for(signals: libc::sigset_t) {
     // SAFETY: `signals` is a valid set blocked in every thread; sigwait only writes `received`.
     unsafe {
         libc::sigwait(&signals, &mut received);
-    }
-}
-
-fn raise_fd_limit() {
-    // SAFETY: getrlimit/setrlimit on a local struct; failure leaves the limit as it was.
-    unsafe {
-        let mut limit: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
-        {
-            limit.rlim_cur = limit.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
     }
 }
