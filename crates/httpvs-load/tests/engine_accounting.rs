@@ -34,6 +34,8 @@ struct Behaviour {
     refuse_every_request: bool,
     /// Connection attempts allowed before refusing (0: unlimited), "server killed".
     connects_allowed: u64,
+    /// Each connect takes this long.
+    connect_delay: Duration,
 }
 
 struct Fake {
@@ -45,6 +47,10 @@ struct Fake {
 struct Counters {
     requests: AtomicU64,
     connects: AtomicU64,
+    /// Connects that had completed.
+    connected: AtomicU64,
+    /// `connected` when the first request was sent.
+    connected_at_first_request: AtomicU64,
     stalled: AtomicBool,
 }
 
@@ -71,6 +77,12 @@ impl Connection for FakeConn {
             return Err(SendError::Retry(RetryReason::Goaway));
         }
         let global = self.counters.requests.fetch_add(1, Ordering::Relaxed) + 1;
+        if global == 1 {
+            let connected = self.counters.connected.load(Ordering::Relaxed);
+            self.counters
+                .connected_at_first_request
+                .store(connected, Ordering::Relaxed);
+        }
         if !self.b.first_stall.is_zero() && !self.counters.stalled.swap(true, Ordering::Relaxed) {
             tokio::time::sleep(self.b.first_stall).await;
         }
@@ -130,6 +142,8 @@ impl Protocol for Fake {
         if self.b.refuse || killed {
             return Err(ErrorKind::Refused);
         }
+        tokio::time::sleep(self.b.connect_delay).await;
+        self.counters.connected.fetch_add(1, Ordering::Relaxed);
         let conn = FakeConn {
             b: self.b.clone(),
             counters: self.counters.clone(),
@@ -160,10 +174,15 @@ impl ProtocolFactory for FakeFactory {
 }
 
 fn run(config: &LoadConfig, b: Behaviour) -> Result<httpvs_load::Report, LoadError> {
-    let factory = FakeFactory {
-        b,
-        counters: Arc::default(),
-    };
+    run_counted(config, b, Arc::default())
+}
+
+fn run_counted(
+    config: &LoadConfig,
+    b: Behaviour,
+    counters: Arc<Counters>,
+) -> Result<httpvs_load::Report, LoadError> {
+    let factory = FakeFactory { b, counters };
     let mut rec = Recording::default();
     let target = resolve_target(&config.url)?;
     run_with_protocol(
@@ -297,6 +316,29 @@ fn open_model_corrects_for_a_stall_and_counts_late_sends() {
     assert!(unc.percentile(90.0).unwrap() < 100_000, "{unc:?}");
     let lag = r.schedule.as_ref().unwrap();
     assert!(lag.late_sends >= 50, "{}", lag.late_sends);
+    assert!(r.requests.identity_holds);
+}
+
+/// The open model opens every connection before its clock starts (as wrk2): the first send
+/// finds all six open, though each connect takes 20 ms and the sends are 1 ms apart. Those
+/// connections count as opened at their first request, and no connect happens after.
+#[test]
+fn the_open_model_connects_before_its_first_send() {
+    let b = Behaviour {
+        connect_delay: Duration::from_millis(20),
+        ..Behaviour::default()
+    };
+    let counters = Arc::new(Counters::default());
+    let c = config().shape(6, 1).threads(2).rate(1000.0).requests(60);
+    let r = run_counted(&c, b, counters.clone()).unwrap();
+    // Six connections and the probe.
+    assert_eq!(
+        counters.connected_at_first_request.load(Ordering::Relaxed),
+        7
+    );
+    assert_eq!(counters.connects.load(Ordering::Relaxed), 7);
+    assert_eq!(r.connections.opened, 6);
+    assert_eq!(r.connections.opened + r.connections.reused_requests, 60);
     assert!(r.requests.identity_holds);
 }
 

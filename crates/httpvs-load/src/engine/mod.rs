@@ -28,9 +28,10 @@ use context::RunShared;
 use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
-use worker::{run_worker, WorkerJob, WorkerResult};
+use worker::{run_worker, WorkerJob, WorkerResult, WorkerStart};
 
-/// Time between setup and the first request, so every worker starts on the same clock.
+/// Time between the workers' set-up and the first request, so every worker starts on the same
+/// clock.
 const START_DELAY: Duration = Duration::from_millis(20);
 
 /// Runs a load with a given protocol factory; `crate::run` picks the factory from the config.
@@ -58,15 +59,53 @@ pub fn run_with_protocol<F: ProtocolFactory>(
         .map_or(config.streams, |limit| config.streams.min(limit.max(1)));
     options.streams = streams;
     let workers = config.worker_count();
+    let requests = match config.stop {
+        StopAfter::Requests(n) => Some(n),
+        StopAfter::Duration(_) => None,
+    };
+    let plan = RunPlan::new(
+        config.connections,
+        workers,
+        requests.filter(|_| !config.is_open_model()),
+    );
+    // The open model opens its connections before its clock starts, as wrk2 does: a send due
+    // at its intended time then finds a connection, and no handshake lands in the corrected
+    // latency. The closed model's first request on a slot opens it, as h2load's do.
+    let preconnect = config.is_open_model() && config.keepalive;
+    let (tx, rx) = mpsc::channel();
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let mut handles = Vec::with_capacity(workers);
+    let mut starts = Vec::with_capacity(workers);
+    for index in 0..workers {
+        let job = WorkerJob {
+            target: target.clone(),
+            connections: plan.connections[index],
+            streams,
+            preconnect: preconnect.then(|| options.clone()),
+            cpu: config.cpus.as_ref().map(|c| c[index % c.len()]),
+        };
+        let (start_tx, start_rx) = tokio::sync::oneshot::channel();
+        starts.push(start_tx);
+        let (factory, tx, ready) = (factory.clone(), tx.clone(), ready_tx.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("httpvs-load-{index}"))
+            .spawn(move || run_worker(job, factory, (ready, start_rx), tx))
+            .map_err(|e| LoadError::Worker(e.to_string()))?;
+        handles.push(handle);
+    }
+    drop((tx, ready_tx));
+    // Every worker has its runtime (and, in the open model, its connections): the clock starts.
+    // A worker that failed to set up drops its sender unsent; its error comes with the join.
+    for _ in 0..workers {
+        if ready_rx.recv().is_err() {
+            break;
+        }
+    }
     let origin = Instant::now() + START_DELAY;
     let measure_start = origin + config.warmup;
     let deadline = match config.stop {
         StopAfter::Duration(d) => Some(measure_start + d),
         StopAfter::Requests(_) => None,
-    };
-    let requests = match config.stop {
-        StopAfter::Requests(n) => Some(n),
-        StopAfter::Duration(_) => None,
     };
     let shared = Arc::new(RunShared {
         target: target.clone(),
@@ -79,14 +118,7 @@ pub fn run_with_protocol<F: ProtocolFactory>(
         backoff_on_connect_failure: deadline.is_some(),
         stop,
     });
-    let plan = RunPlan::new(
-        config.connections,
-        workers,
-        requests.filter(|_| !config.is_open_model()),
-    );
-    let (tx, rx) = mpsc::channel();
-    let mut handles = Vec::with_capacity(workers);
-    for index in 0..workers {
+    for (index, start) in starts.into_iter().enumerate() {
         let schedule = match config.rate {
             Some(rate) => WorkerSchedule::open(
                 origin,
@@ -102,20 +134,12 @@ pub fn run_with_protocol<F: ProtocolFactory>(
                 deadline,
             ),
         };
-        let job = WorkerJob {
-            connections: plan.connections[index],
-            streams,
+        // A worker that is gone has its error waiting in its join handle.
+        let _ = start.send(WorkerStart {
+            shared: shared.clone(),
             schedule,
-            cpu: config.cpus.as_ref().map(|c| c[index % c.len()]),
-        };
-        let (shared, factory, tx) = (shared.clone(), factory.clone(), tx.clone());
-        let handle = std::thread::Builder::new()
-            .name(format!("httpvs-load-{index}"))
-            .spawn(move || run_worker(job, shared, factory, tx))
-            .map_err(|e| LoadError::Worker(e.to_string()))?;
-        handles.push(handle);
+        });
     }
-    drop(tx);
     let series = coordinator::coordinate(rx, workers, (origin, measure_start, deadline), observer);
     let (stats, finished_at) = join_workers(handles)?;
     let interrupted = shared.stop.load(std::sync::atomic::Ordering::Relaxed);

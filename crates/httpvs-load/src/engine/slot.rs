@@ -198,6 +198,27 @@ impl<P: Protocol> Slot<P> {
         .await
     }
 
+    /// Takes a connection opened before the run's clock started (the open model opens them
+    /// first): like a warm-up connection, it is counted as opened at its first measured request.
+    pub fn adopt(&self, conn: P::Conn, info: ConnectInfo) {
+        self.install(conn, info, false);
+    }
+
+    fn install(&self, conn: P::Conn, info: ConnectInfo, counted_open: bool) -> Rc<LiveConn<P>> {
+        let live = Rc::new(LiveConn {
+            conn,
+            ctx: self.ctx.clone(),
+            requests: Cell::new(0),
+            uses: Cell::new(0),
+            served: Cell::new(0),
+            counted_open: Cell::new(counted_open),
+            wire_baseline: Cell::new(None),
+            info,
+        });
+        *self.current.borrow_mut() = Some(live.clone());
+        live
+    }
+
     /// Drops the current connection (end of run); it is counted as closed by us.
     pub fn release(&self) {
         self.current.borrow_mut().take();
@@ -237,18 +258,7 @@ impl<P: Protocol> Slot<P> {
                 }
                 self.last_failure.set(None);
                 self.consecutive_failures.set(0);
-                let live = Rc::new(LiveConn {
-                    conn,
-                    ctx: self.ctx.clone(),
-                    requests: Cell::new(0),
-                    uses: Cell::new(0),
-                    served: Cell::new(0),
-                    counted_open: Cell::new(opened_measured),
-                    wire_baseline: Cell::new(None),
-                    info,
-                });
-                *self.current.borrow_mut() = Some(live.clone());
-                Ok(live)
+                Ok(self.install(conn, info, opened_measured))
             }
             Err(kind) => {
                 if Instant::now() >= shared.measure_start {

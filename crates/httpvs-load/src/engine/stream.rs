@@ -90,14 +90,6 @@ enum Attempt {
 /// runs without the set, which would cost it a second future-sized node.
 pub async fn run_slot<P: Protocol>(slot: Rc<Slot<P>>, streams: usize) {
     let all_done = async {
-        // The open model connects first, as wrk2 does: a send then finds its connection open,
-        // and connect and handshake time stay out of the corrected latency (with a lazy connect
-        // and `-c` near rate x duration, every request paid a handshake). A failure here is
-        // left for the first send to meet and count.
-        let open_model = slot.ctx.schedule.borrow().is_open();
-        if open_model && slot.ctx.shared.options.keepalive {
-            let _ = slot.connection().await;
-        }
         if streams == 1 {
             return run_stream(slot.clone(), 0).await;
         }

@@ -8,7 +8,7 @@ use super::factory::ProtocolFactory;
 use super::setup::LoadError;
 use super::slot::Slot;
 use super::stream::run_slot;
-use crate::protocol::Protocol;
+use crate::protocol::{ConnectInfo, ConnectOptions, Protocol, Target};
 use crate::schedule::WorkerSchedule;
 use crate::stats::{IntervalStats, WorkerRecorder, WorkerStats};
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -20,6 +20,7 @@ use std::rc::Rc;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
 
 /// What a worker sends to the coordinator.
 pub enum WorkerMsg {
@@ -34,14 +35,24 @@ pub enum WorkerMsg {
 
 /// What one worker was given.
 pub struct WorkerJob {
+    /// Where its connections go.
+    pub target: Target,
     /// Connections (slots) this worker runs.
     pub connections: u64,
     /// Streams per connection.
     pub streams: u32,
-    /// This worker's tickets.
-    pub schedule: WorkerSchedule,
+    /// Open model: how to open this worker's connections before the clock starts.
+    pub preconnect: Option<ConnectOptions>,
     /// CPU to pin this thread to, if any.
     pub cpu: Option<usize>,
+}
+
+/// What a worker gets once every worker is ready: the run's clock and its tickets.
+pub struct WorkerStart {
+    /// The run's shared facts, times included.
+    pub shared: Arc<RunShared>,
+    /// This worker's tickets.
+    pub schedule: WorkerSchedule,
 }
 
 /// What a worker returns.
@@ -52,11 +63,12 @@ pub struct WorkerResult {
     pub finished_at: Instant,
 }
 
-/// Runs one worker to completion on the current thread.
+/// Runs one worker to completion on the current thread: sets up (its runtime, its protocol and,
+/// in the open model, its connections), says it is `ready`, waits for its start, then runs.
 pub fn run_worker<F: ProtocolFactory>(
     job: WorkerJob,
-    shared: Arc<RunShared>,
     factory: Arc<F>,
+    (ready, start): (Sender<()>, oneshot::Receiver<WorkerStart>),
     tx: Sender<WorkerMsg>,
 ) -> Result<WorkerResult, LoadError> {
     if let Some(cpu) = job.cpu {
@@ -68,12 +80,22 @@ pub fn run_worker<F: ProtocolFactory>(
         .map_err(|e| LoadError::Worker(e.to_string()))?;
     let local = tokio::task::LocalSet::new();
     let result = local.block_on(&runtime, async move {
-        let protocol = factory.make(&shared.target)?;
+        let protocol = factory.make(&job.target)?;
+        let opened = match &job.preconnect {
+            Some(options) => preconnect(&protocol, &job.target, options, job.connections).await,
+            None => Vec::new(),
+        };
+        let _ = ready.send(());
+        drop(ready);
+        // The run was abandoned before it started (set-up failed elsewhere).
+        let Ok(WorkerStart { shared, schedule }) = start.await else {
+            return Err(LoadError::Worker("the run did not start".into()));
+        };
         let ctx = Rc::new(WorkerCtx {
             shared: shared.clone(),
             protocol,
             recorder: RefCell::new(WorkerRecorder::default()),
-            schedule: RefCell::new(job.schedule),
+            schedule: RefCell::new(schedule),
             cancelled: Cell::new(false),
             cancel: tokio::sync::Notify::new(),
         });
@@ -83,6 +105,9 @@ pub fn run_worker<F: ProtocolFactory>(
         let slots: Vec<Rc<Slot<F::Protocol>>> = (0..job.connections)
             .map(|_| Rc::new(Slot::new(ctx.clone(), job.streams as usize)))
             .collect();
+        for (slot, (conn, info)) in slots.iter().zip(opened) {
+            slot.adopt(conn, info);
+        }
         run_slots(&ctx, &slots, job.streams as usize).await;
         let finished_at = Instant::now();
         ticker.abort();
@@ -99,6 +124,26 @@ pub fn run_worker<F: ProtocolFactory>(
     // Drive connection shutdowns (close frames, FINs) that the drops above queued.
     local.block_on(&runtime, tokio::task::yield_now());
     result
+}
+
+/// Opens up to `n` connections at once, each bounded by the connect timeout; those that fail
+/// are left for the slots to open (and count) when they first send.
+async fn preconnect<P: Protocol>(
+    protocol: &P,
+    target: &Target,
+    options: &ConnectOptions,
+    n: u64,
+) -> Vec<(P::Conn, ConnectInfo)> {
+    let mut attempts: FuturesUnordered<_> = (0..n)
+        .map(|_| tokio::time::timeout(options.connect_timeout, protocol.connect(target, options)))
+        .collect();
+    let mut opened = Vec::with_capacity(n as usize);
+    while let Some(result) = attempts.next().await {
+        if let Ok(Ok(conn)) = result {
+            opened.push(conn);
+        }
+    }
+    opened
 }
 
 /// Runs every slot until the schedule runs dry or the run ends (deadline or interrupt); a
