@@ -137,3 +137,52 @@ fn serve_prints_addresses_and_fingerprint_then_totals_on_sigterm() {
     assert!(rest.contains("requests") && rest.contains("h1 2"), "{rest}");
     assert!(rest.contains("400 request 1"), "{rest}");
 }
+
+/// A second signal during the grace stops at once (exit 130) instead of waiting out a long grace
+/// for a request that is still delayed.
+#[test]
+fn a_second_signal_during_the_grace_stops_at_once() {
+    let args = [
+        "--http",
+        "0",
+        "--https",
+        "off",
+        "--h3",
+        "off",
+        "--threads",
+        "1",
+        "--grace",
+        "60s",
+    ];
+    let (mut child, mut stdout, banner) = spawn_serve(&args);
+    let addr = banner
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap()
+        .to_owned();
+    // A request that would hold the grace open for its whole delay.
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    std::io::Write::write_all(&mut conn, b"GET /?delay=50s HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    assert!(line.contains("stopping (grace"), "{line}");
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("serve did not stop on the second signal");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+}

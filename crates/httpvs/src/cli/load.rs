@@ -152,7 +152,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let stop = interrupt_flag();
     let show_progress = !args.no_progress && std::io::stderr().is_terminal();
-    let mut progress = config.rate.map_or_else(ProgressLine::new, ProgressLine::open);
+    let mut progress = config
+        .rate
+        .map_or_else(ProgressLine::new, ProgressLine::open);
     let mut quiet = Quiet;
     let observer: &mut (dyn Observer + Send) = if show_progress {
         &mut progress

@@ -76,7 +76,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     print_banner(&server, &args);
     wait_for(signals);
-    println!("httpvs serve: stopping (grace {grace:?})");
+    println!("httpvs serve: stopping (grace {grace:?}; a second Ctrl-C stops at once)");
+    // A second signal during the grace ends the process now, as a second Ctrl-C does for nginx
+    // (`quit` then `stop`): the in-flight requests are abandoned and no totals are printed.
+    std::thread::spawn(move || {
+        wait_for(signals);
+        eprintln!("httpvs serve: second signal: stopped without waiting for the grace");
+        std::process::exit(130);
+    });
     let totals = server.shutdown(grace);
     println!("{totals}");
     Ok(ExitCode::SUCCESS)
