@@ -3,13 +3,15 @@
 //! malformed heads and dynamic QPACK references, a retry for H3_REQUEST_REJECTED, GOAWAY read
 //! from the server's control stream, and a response written a byte at a time.
 
+mod protocol_support;
+
 use bytes::Bytes;
 use httpvs_load::protocol::h3::{H3Options, Http3};
 use httpvs_load::protocol::{
     CloseCause, ConnectOptions, Connection, Protocol, RequestSpec, RetryReason, SendError, Target,
 };
 use httpvs_load::ErrorKind;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::CertificateDer;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,17 +37,7 @@ fn ok_response() -> Vec<u8> {
 /// A scripted HTTP/3 peer on 127.0.0.1:0; with `goaway` it opens a control stream carrying
 /// SETTINGS and GOAWAY(id) first. Returns its address and its certificate.
 fn scripted_peer(answer: Answer, goaway: Option<u64>) -> (SocketAddr, CertificateDer<'static>) {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("rcgen");
-    let der = cert.cert.der().clone();
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der()));
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .expect("TLS 1.3")
-        .with_no_client_auth()
-        .with_single_cert(vec![der.clone()], key)
-        .expect("server cert");
-    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let (tls, der) = protocol_support::h3_server_tls();
     let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
     let config = quinn::ServerConfig::with_crypto(Arc::new(quic));
     let endpoint =

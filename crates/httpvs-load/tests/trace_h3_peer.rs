@@ -3,12 +3,13 @@
 //! request stream opened past a GOAWAY, the request body (`-d`) on the wire and shown with
 //! `--body`, and the peer's close reason in a failed request's one line.
 
+mod protocol_support;
+
 use bytes::Bytes;
 use httpvs_load::protocol::{ProtocolKind, RequestSpec};
 use httpvs_load::trace::event::EventKind;
 use httpvs_load::trace::{self, Trace, TraceConfig};
 use httpvs_load::{ProtocolChoice, TlsOptions};
-use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -46,17 +47,7 @@ fn ok_response() -> Vec<u8> {
 
 /// Starts the peer on its own thread; it serves one connection.
 fn peer(script: Script, max_streams: u32) -> (SocketAddr, mpsc::Receiver<Seen>) {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("rcgen");
-    let der = cert.cert.der().clone();
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der()));
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .expect("TLS 1.3")
-        .with_no_client_auth()
-        .with_single_cert(vec![der], key)
-        .expect("server cert");
-    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let (tls, _) = protocol_support::h3_server_tls();
     let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(quic));
     let mut transport = quinn::TransportConfig::default();

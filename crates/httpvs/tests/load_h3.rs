@@ -24,6 +24,14 @@ fn serve(limits: Limits) -> RunningServer {
     httpvs_server::start(config).expect("server starts")
 }
 
+/// `https://127.0.0.1:PORT/` for the server's HTTP/3 listener.
+fn h3_url(server: &RunningServer) -> String {
+    format!(
+        "https://127.0.0.1:{}/",
+        server.h3_addr().expect("h3").port()
+    )
+}
+
 fn write_ca(server: &RunningServer, dir: &Path) -> PathBuf {
     let path = dir.join("ca.pem");
     std::fs::write(&path, server.ca_pem()).expect("write CA");
@@ -110,10 +118,7 @@ fn load_h3_against_serve_reports_h3_and_quic() {
 #[test]
 fn load_h3_insecure_flag_accepts_the_self_signed_certificate() {
     let server = serve(Limits::default());
-    let url = format!(
-        "https://127.0.0.1:{}/",
-        server.h3_addr().expect("h3").port()
-    );
+    let url = h3_url(&server);
     let args = ["-p", "h3", "-k", "-n", "200", "-c", "2", "-m", "4", &url];
     let report = report_of(spawn_load(&args));
     assert_h3_with_quic_section(&report);
@@ -125,22 +130,11 @@ fn load_h3_insecure_flag_accepts_the_self_signed_certificate() {
 #[test]
 fn load_h3_0rtt_without_early_data_says_why() {
     let server = serve(Limits::default());
-    let url = format!(
-        "https://127.0.0.1:{}/",
-        server.h3_addr().expect("h3").port()
-    );
-    let args = [
-        "-p",
-        "h3",
-        "--0rtt",
-        "--no-keepalive",
-        "-k",
-        "-n",
-        "10",
-        "-c",
-        "1",
-        &url,
-    ];
+    let url = h3_url(&server);
+    let mut args: Vec<&str> = "-p h3 --0rtt --no-keepalive -k -n 10 -c 1"
+        .split(' ')
+        .collect();
+    args.push(&url);
     let report = report_of(spawn_load(&args));
     assert_eq!(report["requests"]["succeeded"], 10);
     assert_eq!(report["quic"]["early_requests"], 0);
@@ -176,10 +170,7 @@ fn load_h3_goaway_after_n_is_retried_not_failed() {
         ..Limits::default()
     };
     let server = serve(limits);
-    let url = format!(
-        "https://127.0.0.1:{}/",
-        server.h3_addr().expect("h3").port()
-    );
+    let url = h3_url(&server);
     let args = ["-p", "h3", "-k", "-n", "300", "-c", "2", "-m", "8", &url];
     let report = report_of(spawn_load(&args));
     assert_identity(&report);

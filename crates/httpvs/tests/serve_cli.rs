@@ -21,6 +21,16 @@ fn assert_one_line_failure(out: &Output, what: &str) {
     assert!(!stderr.contains("panicked"), "{what}: {stderr}");
 }
 
+/// The `host:port` of the banner's `http://` line.
+fn http_addr(banner: &str) -> String {
+    banner
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .expect("an http:// line in the banner")
+        .to_owned()
+}
+
 #[test]
 fn bad_flags_exit_2_with_one_line() {
     for args in [
@@ -104,12 +114,7 @@ fn serve_prints_addresses_and_fingerprint_then_totals_on_sigterm() {
     let (mut child, mut stdout, banner) = spawn_serve(&args);
     assert!(banner.contains("http://127.0.0.1:"), "{banner}");
     assert!(banner.contains("SHA-256 "), "{banner}");
-    let addr = banner
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap()
-        .to_owned();
+    let addr = http_addr(&banner);
     let mut conn = std::net::TcpStream::connect(&addr).unwrap();
     std::io::Write::write_all(
         &mut conn,
@@ -142,25 +147,11 @@ fn serve_prints_addresses_and_fingerprint_then_totals_on_sigterm() {
 /// for a request that is still delayed.
 #[test]
 fn a_second_signal_during_the_grace_stops_at_once() {
-    let args = [
-        "--http",
-        "0",
-        "--https",
-        "off",
-        "--h3",
-        "off",
-        "--threads",
-        "1",
-        "--grace",
-        "60s",
-    ];
+    let args: Vec<&str> = "--http 0 --https off --h3 off --threads 1 --grace 60s"
+        .split(' ')
+        .collect();
     let (mut child, mut stdout, banner) = spawn_serve(&args);
-    let addr = banner
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap()
-        .to_owned();
+    let addr = http_addr(&banner);
     // A request that would hold the grace open for its whole delay.
     let mut conn = std::net::TcpStream::connect(&addr).unwrap();
     std::io::Write::write_all(&mut conn, b"GET /?delay=50s HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();

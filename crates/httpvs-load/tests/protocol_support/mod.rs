@@ -133,3 +133,24 @@ pub async fn silent_server() -> SocketAddr {
     });
     addr
 }
+
+/// A self-signed TLS 1.3 server config with ALPN h3, for a scripted QUIC peer, and its
+/// certificate (for the client to trust).
+pub fn h3_server_tls() -> (
+    rustls::ServerConfig,
+    rustls::pki_types::CertificateDer<'static>,
+) {
+    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("rcgen");
+    let der = cert.cert.der().clone();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der()));
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("TLS 1.3")
+        .with_no_client_auth()
+        .with_single_cert(vec![der.clone()], key)
+        .expect("server cert");
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    (tls, der)
+}
