@@ -416,7 +416,9 @@ fn a_server_that_processes_nothing_fails_requests_instead_of_looping() {
     let r = run(&c, b).unwrap();
     assert_eq!(r.requests.failed, 20);
     assert_eq!(r.errors[0].kind, "rst_stream(REFUSED_STREAM)");
-    assert_eq!(r.requests.retried.refused, 20 * 8);
+    // A refusal is charged at the next one, once its connection is known to have served
+    // nothing: nine retries, and the tenth refusal fails the request.
+    assert_eq!(r.requests.retried.refused, 20 * 9);
     assert!(r.requests.identity_holds);
 }
 

@@ -30,8 +30,9 @@ pub struct LiveConn<P: Protocol> {
     requests: Cell<u64>,
     /// Requests of any kind sent on it (for `--no-keepalive`).
     uses: Cell<u64>,
-    /// Sends that ended in a response or a failure (not refused for a retry).
-    served: Cell<u64>,
+    /// Sends that ended in a response or a failure (not refused for a retry). Shared so a
+    /// request it refused can look later at whether it served anyone after all.
+    served: Rc<Cell<u64>>,
     /// Counted as opened: at once when opened during the measured part, else (a warm-up
     /// connection) at its first measured request, with its warm-up bytes subtracted. Once.
     counted_open: Cell<bool>,
@@ -77,9 +78,10 @@ impl<P: Protocol> LiveConn<P> {
         self.served.set(self.served.get() + 1);
     }
 
-    /// Sends here that ended with a response or a failure.
-    pub fn served(&self) -> u64 {
-        self.served.get()
+    /// How many sends here ended with a response or a failure, as a counter that outlives
+    /// the connection.
+    pub fn served_counter(&self) -> Rc<Cell<u64>> {
+        self.served.clone()
     }
 
     fn counts(&self) -> bool {
@@ -210,7 +212,7 @@ impl<P: Protocol> Slot<P> {
             ctx: self.ctx.clone(),
             requests: Cell::new(0),
             uses: Cell::new(0),
-            served: Cell::new(0),
+            served: Rc::new(Cell::new(0)),
             counted_open: Cell::new(counted_open),
             wire_baseline: Cell::new(None),
             info,

@@ -10,7 +10,7 @@ use crate::protocol::{Connection, Protocol, ResponseInfo, RetryReason, SendError
 use crate::schedule::Ticket;
 use crate::stats::{RequestTimings, WorkerRecorder};
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -18,7 +18,10 @@ use std::time::Instant;
 use tokio::time::Sleep;
 
 /// A request refused this many times by connections that processed nothing fails instead
-/// (a server that never processes anything must not keep a `-n` run going forever).
+/// (a server that never processes anything must not keep a `-n` run going forever). Whether a
+/// refusing connection processed anything is judged at the request's next refusal, once that
+/// connection has had the time to: a GOAWAY after one request refuses the other streams before
+/// the one it processes has finished.
 const MAX_RETRIES: u32 = 8;
 
 /// One request between its release by the schedule and its outcome. Dropping it unresolved
@@ -32,6 +35,8 @@ struct InFlight<'a> {
     origin: Instant,
     first_send: Option<Instant>,
     retries: u32,
+    /// What the last connection to refuse this request served, read at its next refusal.
+    refused_by: Option<Rc<Cell<u64>>>,
     resolved: bool,
 }
 
@@ -52,6 +57,7 @@ impl<'a> InFlight<'a> {
             origin: ticket.intended.map_or(now, |at| at.min(now)),
             first_send: None,
             retries: 0,
+            refused_by: None,
             resolved: false,
         }
     }
@@ -247,11 +253,13 @@ fn settle<P: Protocol>(
         end,
     } = sent;
     // A refusal from a connection that did serve others (a request limit reached) is bad
-    // luck, not a server that processes nothing: it does not use up the retry budget.
+    // luck, not a server that processes nothing: it does not use up the retry budget. The
+    // previous refuser has settled by now; this one is judged at the next refusal.
     let mut refused_without_progress = false;
     if let Err(SendError::Retry(_)) = result {
         live.unnote_request(req.measured);
-        refused_without_progress = live.served() == 0;
+        let previous = req.refused_by.replace(live.served_counter());
+        refused_without_progress = previous.is_some_and(|served| served.get() == 0);
     } else {
         live.note_served();
         if reused && req.measured {
