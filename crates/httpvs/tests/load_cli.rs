@@ -264,6 +264,25 @@ fn connections_beyond_the_open_file_limit_are_refused_up_front() {
     );
 }
 
+/// `-d` and `--data-file` mean POST unless `-X` names a method, as with curl and h2load; the
+/// report's Shape line names the method and the body.
+#[test]
+fn a_body_means_post_unless_a_method_is_named() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/echo", server.http_addr().unwrap());
+    for (extra, method) in [(&[][..], "POST"), (&["-X", "PUT"][..], "PUT")] {
+        let mut args = vec![url.as_str(), "-n", "2", "-c", "1", "-d", "hello", "--json"];
+        args.extend_from_slice(extra);
+        let out = httpvs(&args);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(report["shape"]["method"], method);
+        assert_eq!(report["shape"]["request_body_bytes"], 5);
+    }
+    let out = httpvs(&[&url, "-n", "2", "-c", "1", "-d", "hello"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("2 requests, POST with a 5B body"), "{text}");
+}
+
 /// The open model says when it could not send at the rate asked (every stream busy).
 #[test]
 fn an_open_model_short_of_its_rate_says_so() {

@@ -44,6 +44,12 @@ fn header(out: &mut String, r: &Report) {
         Some(rate) => format!("open model at {rate} req/s"),
         None => "closed model".to_string(),
     };
+    // GET without a body goes without saying; anything else is named.
+    let stop = match (s.method.as_str(), s.request_body_bytes) {
+        ("GET", 0) => stop,
+        (method, 0) => format!("{stop}, {method} without a body"),
+        (method, n) => format!("{stop}, {method} with a {} body", bytes(n as f64)),
+    };
     let alpn = r
         .protocol
         .alpn

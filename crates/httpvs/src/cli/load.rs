@@ -57,9 +57,9 @@ pub struct Args {
     /// Run this long first without counting, like 2s.
     #[arg(long, value_name = "DUR")]
     warmup: Option<String>,
-    /// Request method.
-    #[arg(short = 'X', long, value_name = "METHOD", default_value = "GET")]
-    method: String,
+    /// Request method (default GET, or POST with -d/--data-file, as curl and h2load).
+    #[arg(short = 'X', long, value_name = "METHOD")]
+    method: Option<String>,
     /// Request header "Name: value" (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     headers: Vec<String>,
@@ -236,8 +236,13 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
     if let Some(w) = &args.warmup {
         config.warmup = duration_flag("--warmup", w)?;
     }
-    config.method = http::Method::from_bytes(args.method.as_bytes())
-        .map_err(|_| usage(format!("invalid method {:?}", args.method)))?;
+    let with_body = args.data.is_some() || args.data_file.is_some();
+    let method = args
+        .method
+        .as_deref()
+        .unwrap_or(if with_body { "POST" } else { "GET" });
+    config.method = http::Method::from_bytes(method.as_bytes())
+        .map_err(|_| usage(format!("invalid method {method:?}")))?;
     config.headers = args
         .headers
         .iter()
