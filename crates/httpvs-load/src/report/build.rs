@@ -117,7 +117,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
                 count,
             })
             .collect(),
-        wire: wire(stats, completed),
+        wire: wire(stats, r.succeeded),
         connections: connections(config, stats, facts.probes),
         quic: quic(config, stats),
         network: None,
@@ -203,13 +203,15 @@ pub fn distribution(h: &LatencyHistogram) -> Distribution {
     }
 }
 
-fn wire(stats: &WorkerStats, completed: u64) -> Wire {
+fn wire(stats: &WorkerStats, succeeded: u64) -> Wire {
     let w = &stats.wire;
+    // Per succeeded request, as compare and h2load's per-request figures: a refused connect
+    // moves no bytes and would only dilute them.
     let per = |n: u64| {
-        if completed == 0 {
+        if succeeded == 0 {
             0.0
         } else {
-            n as f64 / completed as f64
+            n as f64 / succeeded as f64
         }
     };
     let header_savings = (w.header_decoded_received > 0 && w.wire.header_received > 0)

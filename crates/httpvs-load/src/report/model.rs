@@ -265,9 +265,9 @@ pub struct Wire {
     pub sent: u64,
     /// All bytes read.
     pub received: u64,
-    /// `sent` per completed request.
+    /// `sent` per succeeded request.
     pub sent_per_request: f64,
-    /// `received` per completed request.
+    /// `received` per succeeded request.
     pub received_per_request: f64,
     /// Encoded request header bytes.
     pub header_sent: u64,

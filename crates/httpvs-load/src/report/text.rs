@@ -207,16 +207,22 @@ fn series(out: &mut String, r: &Report) {
     if whole.len() < 2 {
         return;
     }
+    // The series counts completions: with failures, the line says so.
+    let completed = if r.requests.failed > 0 {
+        " completed, failures included"
+    } else {
+        ""
+    };
     if whole.len() <= 10 {
         let list: Vec<String> = whole.iter().map(|&v| rate(v)).collect();
-        let _ = writeln!(out, "Per second:   {} req/s", list.join(", "));
+        let _ = writeln!(out, "Per second:   {} req/s{completed}", list.join(", "));
     } else {
         let min = whole.iter().copied().fold(f64::INFINITY, f64::min);
         let max = whole.iter().copied().fold(0.0, f64::max);
         let mean = whole.iter().sum::<f64>() / whole.len() as f64;
         let _ = writeln!(
             out,
-            "Per second:   min {} req/s, mean {}, max {} over {} seconds",
+            "Per second:   min {} req/s, mean {}, max {} over {} seconds{completed}",
             rate(min),
             rate(mean),
             rate(max),
