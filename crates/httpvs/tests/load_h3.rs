@@ -125,6 +125,30 @@ fn load_h3_insecure_flag_accepts_the_self_signed_certificate() {
     assert_eq!(report["requests"]["succeeded"], 200);
 }
 
+/// `-p h3` to a port with TCP (TLS) but no UDP listener: one line that says UDP, not a bare
+/// "connection refused" about a server that is plainly running.
+#[test]
+fn load_h3_to_a_tcp_only_port_says_udp() {
+    let server = httpvs_server::start(ServeConfig {
+        http: None,
+        h3: None,
+        ..ServeConfig::loopback_ephemeral()
+    })
+    .expect("server starts");
+    let url = format!(
+        "https://127.0.0.1:{}/",
+        server.https_addr().expect("https").port()
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["load", "-p", "h3", "-k", "-n", "2", &url])
+        .output()
+        .expect("httpvs runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("connection refused on UDP"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
 /// `--0rtt` against a server that takes no early data: the run works and the report says why
 /// nothing went early.
 #[test]

@@ -27,7 +27,7 @@ pub fn run_builtin(
     let mut first_refusal = None;
     for target in resolve_targets(&config.url)? {
         match run_on(config, target, observer, stop.clone()) {
-            Err(refused @ LoadError::Refused { .. }) => {
+            Err(refused @ (LoadError::Refused { .. } | LoadError::RefusedUdp { .. })) => {
                 first_refusal.get_or_insert(refused);
             }
             other => return other,

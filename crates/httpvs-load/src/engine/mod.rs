@@ -19,7 +19,7 @@ pub use factory::ProtocolFactory;
 pub use setup::LoadError;
 
 use crate::config::{LoadConfig, StopAfter};
-use crate::protocol::{ConnectInfo, ConnectOptions, Connection, Protocol, Target};
+use crate::protocol::{ConnectInfo, ConnectOptions, Connection, Protocol, ProtocolKind, Target};
 use crate::report::build::{build_report, RunFacts};
 use crate::report::Report;
 use crate::schedule::{RunPlan, WorkerSchedule};
@@ -210,6 +210,9 @@ fn probe<F: ProtocolFactory>(
                 // Let the close reach the socket before the runtime goes.
                 tokio::task::yield_now().await;
                 Ok(info)
+            }
+            Err(crate::error::ErrorKind::Refused) if factory.kind() == ProtocolKind::H3 => {
+                Err(LoadError::RefusedUdp { addr: target.addr })
             }
             Err(kind) => Err(LoadError::first_connection(
                 target.addr,

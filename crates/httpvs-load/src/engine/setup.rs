@@ -29,6 +29,15 @@ pub enum LoadError {
         /// The address tried.
         addr: SocketAddr,
     },
+    /// Nothing listens on the target's UDP port (HTTP/3).
+    #[error(
+        "connection refused on UDP: {addr} — is the server running with HTTP/3 on that port? \
+         (a TCP-only server refuses QUIC)"
+    )]
+    RefusedUdp {
+        /// The address tried.
+        addr: SocketAddr,
+    },
     /// The first connection did not complete in time.
     #[error("no connection to {addr} within {timeout:?} (--connect-timeout)")]
     ConnectTimeout {
