@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::scratch_dir;
+use support::{scratch_dir, spawn_serve};
 
 /// No run here may take longer; a hung client is killed and the test fails.
 const RUN_DEADLINE: Duration = Duration::from_secs(60);
@@ -123,6 +123,48 @@ fn load_h3_insecure_flag_accepts_the_self_signed_certificate() {
     let report = report_of(spawn_load(&args));
     assert_h3_with_quic_section(&report);
     assert_eq!(report["requests"]["succeeded"], 200);
+}
+
+/// A server killed outright (SIGKILL: no CONNECTION_CLOSE) mid-run: the requests in flight fail
+/// and the reconnects are refused, rather than all of it waiting out QUIC's 30 s idle timeout and
+/// a run that reports no error at all.
+#[test]
+fn load_h3_against_a_killed_server_counts_the_loss() {
+    let args = [
+        "--http",
+        "off",
+        "--https",
+        "off",
+        "--h3",
+        "0",
+        "--threads",
+        "1",
+    ];
+    let (mut serve, _stdout, banner) = spawn_serve(&args);
+    let port = banner
+        .split("https://127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .expect("the h3 line");
+    let url = format!("https://127.0.0.1:{port}/");
+    let child = spawn_load(&["-p", "h3", "-k", "-z", "5s", "-c", "2", "-m", "4", &url]);
+    std::thread::sleep(Duration::from_millis(1000));
+    serve.kill().expect("kill serve");
+    let _ = serve.wait();
+    let report = report_of(child);
+    assert_identity(&report);
+    let r = &report["requests"];
+    assert!(r["failed"].as_u64().unwrap_or(0) > 0, "{r}");
+    let errors = report["errors"].to_string();
+    assert!(errors.contains("refused"), "{errors}");
+    assert!(
+        report["connections"]["failed_to_open"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0,
+        "{}",
+        report["connections"]
+    );
 }
 
 /// `-p h3` to a port with TCP (TLS) but no UDP listener: one line that says UDP, not a bare

@@ -252,6 +252,42 @@ fn transport_config(options: &H3Options) -> quinn::TransportConfig {
     transport
 }
 
+/// H3_INTERNAL_ERROR (RFC 9114 §8.1): the code a connection closes with when its server is gone.
+const H3_INTERNAL_ERROR: u32 = 0x102;
+
+/// How often a connection's watch looks at its traffic.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// Closes a connection whose server is gone. A killed QUIC server sends no CONNECTION_CLOSE,
+/// and quinn's shared socket does not surface the ICMP port-unreachable its datagrams then
+/// draw: the requests in flight would wait out the idle timeout (30 s) and a `-z` run would
+/// end with no error at all. When a second passes in which this side sent and nothing came
+/// back, a connected probe asks the port; if it refuses, the connection closes, its requests
+/// fail, and the slots' reconnects meet the refusal and count it.
+async fn watch_reachable(quic: quinn::Connection, addr: SocketAddr) {
+    let traffic = |quic: &quinn::Connection| {
+        let stats = quic.stats();
+        (stats.udp_tx.datagrams, stats.udp_rx.datagrams)
+    };
+    let mut last = traffic(&quic);
+    loop {
+        tokio::select! {
+            _ = quic.closed() => return,
+            () = tokio::time::sleep(WATCH_EVERY) => {}
+        }
+        let now = traffic(&quic);
+        let silent = now.0 > last.0 && now.1 == last.1;
+        last = now;
+        if silent && port_unreachable(addr).await {
+            quic.close(
+                quinn::VarInt::from_u32(H3_INTERNAL_ERROR),
+                b"server unreachable",
+            );
+            return;
+        }
+    }
+}
+
 /// Resolves when `addr` answers with ICMP port-unreachable after `delay`; never otherwise.
 ///
 /// quinn's shared socket does not surface ICMP errors, so an unanswered handshake would only
@@ -299,6 +335,9 @@ impl Protocol for Http3 {
             .handshake_data()
             .and_then(|data| data.downcast::<HandshakeData>().ok())
             .and_then(|data| data.protocol);
+        // The watch holds a handle, but the slot closes the connection explicitly when it is
+        // done with it (`Connection::close`), which ends the watch.
+        tokio::spawn(watch_reachable(quic.clone(), target.addr));
         let conn = match self.engine {
             H3Engine::Owned => H3Connection::establish(quic, zero_rtt).await?,
             H3Engine::Reference => {
