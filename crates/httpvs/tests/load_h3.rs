@@ -167,6 +167,29 @@ fn load_h3_against_a_killed_server_counts_the_loss() {
     );
 }
 
+/// The server's stream limit is learned by the probe and caps `-m`, as for h2: `-m 64` against
+/// 16 streams runs 16 and says so (it used to queue 48 streams' worth of latency for credit).
+#[test]
+fn load_h3_caps_streams_at_the_servers_limit() {
+    let server = serve(Limits {
+        max_streams: 16,
+        ..Limits::default()
+    });
+    let url = h3_url(&server);
+    let args = ["-p", "h3", "-k", "-c", "1", "-m", "64", "-n", "200", &url];
+    let report = report_of(spawn_load(&args));
+    assert_eq!(report["requests"]["succeeded"], 200);
+    let shape = &report["shape"];
+    assert_eq!(shape["streams_requested"], 64, "{shape}");
+    assert_eq!(shape["streams"], 16, "{shape}");
+    assert_eq!(shape["server_max_streams"], 16, "{shape}");
+    // Under the limit, nothing changes.
+    let args = ["-p", "h3", "-k", "-c", "1", "-m", "8", "-n", "50", &url];
+    let report = report_of(spawn_load(&args));
+    assert_eq!(report["shape"]["streams"], 8);
+    assert_eq!(report["requests"]["succeeded"], 50);
+}
+
 /// `-p h3` to a port with TCP (TLS) but no UDP listener: one line that says UDP, not a bare
 /// "connection refused" about a server that is plainly running.
 #[test]

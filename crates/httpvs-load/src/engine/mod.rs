@@ -204,7 +204,10 @@ fn probe<F: ProtocolFactory>(
             .await
             .unwrap_or(Err(crate::error::ErrorKind::ConnectTimeout));
         match result {
-            Ok((conn, info)) => {
+            Ok((conn, mut info)) => {
+                if info.server_max_streams.is_none() && options.streams > 1 {
+                    info.server_max_streams = conn.stream_limit(options.streams);
+                }
                 conn.close();
                 drop(conn);
                 // Let the close reach the socket before the runtime goes.

@@ -229,6 +229,13 @@ pub trait Connection: 'static {
     fn quic_stats(&self) -> Option<QuicStats> {
         None
     }
+    /// On a fresh connection about to be closed (the engine's probe): the server's limit on
+    /// concurrent request streams when it is at most `want`, for protocols that learn it only by
+    /// trying (h3: quinn does not expose the peer's transport parameters). `None` when unknown
+    /// or above `want`. It may spend streams, so never on a connection that carries requests.
+    fn stream_limit(&self, _want: u32) -> Option<u32> {
+        None
+    }
 }
 
 /// A protocol: how to open a [`Connection`] to a target.

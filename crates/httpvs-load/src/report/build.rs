@@ -137,7 +137,12 @@ fn shape(config: &LoadConfig, facts: &RunFacts<'_>, stats: &WorkerStats) -> Shap
         connections: config.connections,
         streams_requested: config.streams,
         streams: facts.streams,
-        server_max_streams: stats.connections.server_max_streams,
+        // h3 learns the limit only from the probe (`Connection::stream_limit`); a cap on `-m`
+        // says what it found.
+        server_max_streams: stats
+            .connections
+            .server_max_streams
+            .or((facts.streams < config.streams).then_some(facts.streams)),
         threads: facts.threads,
         rate: config.rate,
         requests: match config.stop {

@@ -24,6 +24,8 @@ pub enum H3Engine {
 /// An open HTTP/3 connection.
 pub struct H3Connection {
     inner: Inner,
+    /// The QUIC connection, for [`Connection::stream_limit`].
+    quic: quinn::Connection,
 }
 
 enum Inner {
@@ -39,9 +41,10 @@ impl H3Connection {
         quic: quinn::Connection,
         zero_rtt: Option<quinn::ZeroRttAccepted>,
     ) -> Result<Self, ErrorKind> {
-        let owned = OwnedConnection::establish(quic, zero_rtt).await?;
+        let owned = OwnedConnection::establish(quic.clone(), zero_rtt).await?;
         Ok(H3Connection {
             inner: Inner::Owned(owned),
+            quic,
         })
     }
 
@@ -51,9 +54,11 @@ impl H3Connection {
         zero_rtt: Option<quinn::ZeroRttAccepted>,
         observer: Option<Arc<dyn H3TapObserver>>,
     ) -> Result<Self, ErrorKind> {
-        let reference = ReferenceConnection::establish_observed(quic, zero_rtt, observer).await?;
+        let reference =
+            ReferenceConnection::establish_observed(quic.clone(), zero_rtt, observer).await?;
         Ok(H3Connection {
             inner: Inner::Reference(reference),
+            quic,
         })
     }
 
@@ -110,7 +115,34 @@ impl Connection for H3Connection {
             Inner::Reference(c) => c.quic_stats(),
         }
     }
+
+    /// Opens request streams until quinn would wait for the server's MAX_STREAMS, then cancels
+    /// them (H3_REQUEST_CANCELLED, before any byte of a request): the count is the server's
+    /// initial_max_streams_bidi when it is at most `want`.
+    fn stream_limit(&self, want: u32) -> Option<u32> {
+        use futures_util::FutureExt;
+        let tries = want.min(MAX_STREAM_PROBE).saturating_add(1);
+        let mut opened = Vec::new();
+        while (opened.len() as u32) < tries {
+            match self.quic.open_bi().now_or_never() {
+                Some(Ok(stream)) => opened.push(stream),
+                _ => break,
+            }
+        }
+        let n = opened.len() as u32;
+        for (mut send, mut recv) in opened {
+            let _ = send.reset(quinn::VarInt::from_u32(H3_REQUEST_CANCELLED));
+            let _ = recv.stop(quinn::VarInt::from_u32(H3_REQUEST_CANCELLED));
+        }
+        (n < tries).then_some(n)
+    }
 }
+
+/// H3_REQUEST_CANCELLED (RFC 9114 §8.1).
+const H3_REQUEST_CANCELLED: u32 = 0x10c;
+
+/// Most streams [`Connection::stream_limit`] opens to find a limit.
+const MAX_STREAM_PROBE: u32 = 10_000;
 
 /// The report's close cause for a connection that ended as `ended` (after GOAWAY and local close
 /// have been ruled out).
