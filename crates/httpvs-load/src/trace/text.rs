@@ -255,12 +255,12 @@ fn savings(encoded: u64, decoded: Option<u64>) -> String {
 pub fn summary_line(protocol: &str, s: &Summary) -> String {
     let headers = match s.header_decoded {
         Some(decoded) => format!(
-            "headers {} B encoded / {decoded} B decoded{}",
+            "headers both ways {} B encoded / {decoded} B decoded{}",
             s.header_encoded,
             savings(s.header_encoded, Some(decoded))
         ),
         None => format!(
-            "headers {} B encoded (decoded size not visible)",
+            "headers both ways {} B encoded (decoded size not visible)",
             s.header_encoded
         ),
     };
