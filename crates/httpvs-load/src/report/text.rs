@@ -78,7 +78,15 @@ fn header(out: &mut String, r: &Report) {
         } else {
             String::new()
         },
-        if s.keepalive { "" } else { ", no keep-alive" }
+        match (s.keepalive, s.streams) {
+            (true, _) => String::new(),
+            (false, 1) => ", no keep-alive".to_string(),
+            // Each stream is then a connection of its own, one request long.
+            (false, m) => format!(
+                ", no keep-alive: up to {} one-request connections open at once",
+                group(u64::from(s.connections) * u64::from(m))
+            ),
+        }
     );
     if let Some(n) = &r.network {
         let _ = writeln!(
