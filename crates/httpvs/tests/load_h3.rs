@@ -190,6 +190,35 @@ fn load_h3_caps_streams_at_the_servers_limit() {
     assert_eq!(report["requests"]["succeeded"], 50);
 }
 
+/// `--alt-svc` to an origin advertising an h3 port where nothing answers: as a browser, the run
+/// falls back to TCP and says why, instead of ending on the h3 handshake's error.
+#[test]
+fn load_alt_svc_falls_back_to_tcp_when_the_advertised_h3_does_not_answer() {
+    let server = httpvs_server::start(ServeConfig {
+        http: None,
+        h3: None,
+        ..ServeConfig::loopback_ephemeral()
+    })
+    .expect("server starts");
+    // A UDP port with nothing behind it: bound, then released.
+    let dead = std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .expect("a free UDP port")
+        .port();
+    let url = format!(
+        "https://127.0.0.1:{}/?header=alt-svc:h3%3D%22:{dead}%22",
+        server.https_addr().expect("https").port()
+    );
+    let report = report_of(spawn_load(&["--alt-svc", "-k", "-n", "10", &url]));
+    assert_eq!(report["protocol"]["negotiated"], "h2");
+    assert_eq!(report["requests"]["succeeded"], 10);
+    let alt_svc = report["protocol"]["alt_svc"].as_str().unwrap_or_default();
+    assert!(
+        alt_svc.starts_with(&format!("h3 on UDP port {dead} did not connect")),
+        "{alt_svc}"
+    );
+}
+
 /// `-p h3` to a port with TCP (TLS) but no UDP listener: one line that says UDP, not a bare
 /// "connection refused" about a server that is plainly running.
 #[test]

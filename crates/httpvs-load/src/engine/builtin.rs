@@ -43,7 +43,7 @@ pub fn run_builtin(
 /// Runs `config` against one resolved address.
 fn run_on(
     config: &LoadConfig,
-    mut target: Target,
+    target: Target,
     observer: &mut dyn Observer,
     stop: Arc<AtomicBool>,
 ) -> Result<Report, LoadError> {
@@ -58,9 +58,26 @@ fn run_on(
             match alt_svc_probe(config, &target)? {
                 // The origin (URL, :authority) stays; only the UDP port comes from Alt-Svc.
                 Some(port) => {
-                    target.addr.set_port(port);
-                    alt_svc = Some(format!("h3 on UDP port {port}"));
-                    ProtocolKind::H3
+                    let mut h3_target = target.clone();
+                    h3_target.addr.set_port(port);
+                    let h3 = run_kind(config, &h3_target, ProtocolKind::H3, observer, &stop);
+                    match h3 {
+                        Err(e) if e.is_first_connection() => {
+                            // As a browser does: the advertised h3 does not answer, so TCP.
+                            probes += 1;
+                            alt_svc = Some(format!(
+                                "h3 on UDP port {port} did not connect ({e}), so TCP"
+                            ));
+                            alpn_probe(config, &target)?
+                        }
+                        other => {
+                            return other.map(|mut report| {
+                                report.connections.probes += probes;
+                                report.protocol.alt_svc = Some(format!("h3 on UDP port {port}"));
+                                report
+                            })
+                        }
+                    }
                 }
                 None => {
                     probes += 1;
@@ -75,13 +92,30 @@ fn run_on(
         }
         ProtocolChoice::Auto => ProtocolKind::H1,
     };
+    run_kind(config, &target, kind, observer, &stop).map(|mut report| {
+        report.connections.probes += probes;
+        report.protocol.alt_svc = alt_svc;
+        report
+    })
+}
+
+/// Runs `config` over `kind` against `target`.
+fn run_kind(
+    config: &LoadConfig,
+    target: &Target,
+    kind: ProtocolKind,
+    observer: &mut dyn Observer,
+    stop: &Arc<AtomicBool>,
+) -> Result<Report, LoadError> {
+    let https = target.scheme.eq_ignore_ascii_case("https");
     let tls = if https {
         Some(tls_config(config, alpn_for(kind))?)
     } else {
         None
     };
-    let report = match kind {
-        ProtocolKind::H1 => run_with_protocol(config, &target, Http1Factory, tls, observer, stop),
+    let stop = stop.clone();
+    match kind {
+        ProtocolKind::H1 => run_with_protocol(config, target, Http1Factory, tls, observer, stop),
         ProtocolKind::H3 => {
             let factory = Http3Factory {
                 options: H3Options {
@@ -89,18 +123,13 @@ fn run_on(
                     ..H3Options::default()
                 },
             };
-            run_with_protocol(config, &target, factory, tls, observer, stop)
+            run_with_protocol(config, target, factory, tls, observer, stop)
         }
         ProtocolKind::H2 | ProtocolKind::H2c => {
             let factory = Http2Factory { kind };
-            run_with_protocol(config, &target, factory, tls, observer, stop)
+            run_with_protocol(config, target, factory, tls, observer, stop)
         }
-    };
-    report.map(|mut report| {
-        report.connections.probes += probes;
-        report.protocol.alt_svc = alt_svc;
-        report
-    })
+    }
 }
 
 fn alpn_for(kind: ProtocolKind) -> &'static [&'static [u8]] {

@@ -90,6 +90,19 @@ fn first_connection_hint(kind: ErrorKind) -> &'static str {
 }
 
 impl LoadError {
+    /// Whether the first connection failed (refused, timed out, TLS or another connect
+    /// failure): the target does not speak the protocol there, as opposed to a bad setup.
+    pub fn is_first_connection(&self) -> bool {
+        matches!(
+            self,
+            LoadError::Refused { .. }
+                | LoadError::RefusedUdp { .. }
+                | LoadError::ConnectTimeout { .. }
+                | LoadError::Tls { .. }
+                | LoadError::FirstConnection { .. }
+        )
+    }
+
     /// The setup error for a failed first connection.
     pub fn first_connection(addr: SocketAddr, kind: ErrorKind, timeout: Duration) -> LoadError {
         match kind {
