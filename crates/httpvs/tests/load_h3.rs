@@ -219,6 +219,21 @@ fn load_alt_svc_falls_back_to_tcp_when_the_advertised_h3_does_not_answer() {
     );
 }
 
+/// A failed QUIC handshake's line carries quinn's reason (here the untrusted certificate),
+/// not only the list of things it might have been.
+#[test]
+fn load_h3_handshake_failure_says_what_quinn_saw() {
+    let server = serve(Limits::default());
+    let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["load", "-p", "h3", "-n", "2", &h3_url(&server)])
+        .output()
+        .expect("httpvs runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("invalid peer certificate"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
 /// `-p h3` to a port with TCP (TLS) but no UDP listener: one line that says UDP, not a bare
 /// "connection refused" about a server that is plainly running.
 #[test]

@@ -217,11 +217,12 @@ fn probe<F: ProtocolFactory>(
             Err(crate::error::ErrorKind::Refused) if factory.kind() == ProtocolKind::H3 => {
                 Err(LoadError::RefusedUdp { addr: target.addr })
             }
-            Err(kind) => Err(LoadError::first_connection(
-                target.addr,
-                kind,
-                options.connect_timeout,
-            )),
+            Err(kind) => {
+                Err(
+                    LoadError::first_connection(target.addr, kind, options.connect_timeout)
+                        .with_detail(protocol.failure_detail()),
+                )
+            }
         }
     })
 }

@@ -48,12 +48,14 @@ pub enum LoadError {
     },
     /// The first connection's TLS handshake failed.
     #[error(
-        "TLS handshake with {addr} failed (its certificate, ALPN, an alert, or no TLS on that port); \
-         for a certificate this client does not trust: --cacert FILE or -k"
+        "TLS handshake with {addr} failed{detail} (its certificate, ALPN, an alert, or no TLS on \
+         that port); for a certificate this client does not trust: --cacert FILE or -k"
     )]
     Tls {
         /// The address tried.
         addr: SocketAddr,
+        /// `: ` and what the stack saw (the peer's alert or close reason), or empty.
+        detail: String,
     },
     /// The first connection failed for another classified reason.
     #[error("first connection to {addr} failed: {kind}{}", first_connection_hint(*kind))]
@@ -103,12 +105,26 @@ impl LoadError {
         )
     }
 
+    /// Adds what the stack saw to a failed first connection's error (`detail`, if any).
+    pub fn with_detail(self, detail: Option<String>) -> LoadError {
+        match (self, detail) {
+            (LoadError::Tls { addr, .. }, Some(d)) => LoadError::Tls {
+                addr,
+                detail: format!(": {d}"),
+            },
+            (other, _) => other,
+        }
+    }
+
     /// The setup error for a failed first connection.
     pub fn first_connection(addr: SocketAddr, kind: ErrorKind, timeout: Duration) -> LoadError {
         match kind {
             ErrorKind::Refused => LoadError::Refused { addr },
             ErrorKind::ConnectTimeout => LoadError::ConnectTimeout { addr, timeout },
-            ErrorKind::Tls => LoadError::Tls { addr },
+            ErrorKind::Tls => LoadError::Tls {
+                addr,
+                detail: String::new(),
+            },
             kind => LoadError::FirstConnection { addr, kind },
         }
     }

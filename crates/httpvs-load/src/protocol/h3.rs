@@ -99,6 +99,8 @@ pub struct Http3 {
     trace: Option<Arc<dyn H3TapObserver>>,
     /// Which HTTP/3 implementation new connections run.
     engine: H3Engine,
+    /// quinn's words for the last failed handshake.
+    last_failure: RefCell<Option<String>>,
 }
 
 impl Http3 {
@@ -140,6 +142,7 @@ impl Http3 {
             client_config: RefCell::new(None),
             trace: None,
             engine: H3Engine::Owned,
+            last_failure: RefCell::new(None),
         })
     }
 
@@ -228,7 +231,10 @@ impl Http3 {
         tokio::select! {
             done = handshake => match done {
                 Ok(Ok(conn)) => Ok((conn, None)),
-                Ok(Err(e)) => Err(classify::handshake_failure(&e)),
+                Ok(Err(e)) => {
+                    *self.last_failure.borrow_mut() = Some(e.to_string());
+                    Err(classify::handshake_failure(&e))
+                }
                 Err(_elapsed) => Err(ErrorKind::ConnectTimeout),
             },
             () = refused_after(target.addr, REFUSED_PROBE_AFTER) => Err(ErrorKind::Refused),
@@ -322,6 +328,10 @@ async fn port_unreachable(addr: SocketAddr) -> bool {
 
 impl Protocol for Http3 {
     type Conn = H3Connection;
+
+    fn failure_detail(&self) -> Option<String> {
+        self.last_failure.borrow().clone()
+    }
 
     async fn connect(
         &self,

@@ -248,4 +248,9 @@ pub trait Protocol: 'static {
         target: &Target,
         options: &ConnectOptions,
     ) -> impl Future<Output = Result<(Self::Conn, ConnectInfo), ErrorKind>>;
+    /// What the last failed connect saw beyond its [`ErrorKind`] (h3: quinn's close reason, the
+    /// peer's words included), for the one line a failed first connection prints.
+    fn failure_detail(&self) -> Option<String> {
+        None
+    }
 }
