@@ -283,6 +283,21 @@ fn a_body_means_post_unless_a_method_is_named() {
     assert!(text.contains("2 requests, POST with a 5B body"), "{text}");
 }
 
+/// `-n` below `-c` (h2load refuses it; the default -c 10 with -n 5 is common): the run goes on,
+/// and the Shape line says that only -n of the connections ran.
+#[test]
+fn fewer_requests_than_connections_is_said() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let out = httpvs(&[&url, "-n", "5"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("-n 5 is below -c x -m (10): only 5 of them ran"),
+        "{text}"
+    );
+    assert!(text.contains("opened 5"), "{text}");
+}
+
 /// The open model says when it could not send at the rate asked (every stream busy).
 #[test]
 fn an_open_model_short_of_its_rate_says_so() {
