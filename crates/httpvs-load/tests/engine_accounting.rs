@@ -340,6 +340,11 @@ fn the_open_model_connects_before_its_first_send() {
     assert_eq!(r.connections.opened, 6);
     assert_eq!(r.connections.opened + r.connections.reused_requests, 60);
     assert!(r.requests.identity_holds);
+    // Two requests for six connections: all six opened (the server saw them), four unused.
+    let c = config().shape(6, 1).threads(2).rate(1000.0).requests(2);
+    let r = run(&c, Behaviour::default()).unwrap();
+    assert_eq!(r.connections.opened, 6);
+    assert_eq!(r.requests.succeeded, 2);
 }
 
 #[test]

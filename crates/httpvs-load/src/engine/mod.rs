@@ -83,6 +83,7 @@ pub fn run_with_protocol<F: ProtocolFactory>(
             streams,
             preconnect: preconnect.then(|| options.clone()),
             cpu: config.cpus.as_ref().map(|c| c[index % c.len()]),
+            stop: stop.clone(),
         };
         let (start_tx, start_rx) = tokio::sync::oneshot::channel();
         starts.push(start_tx);

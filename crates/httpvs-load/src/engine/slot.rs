@@ -37,6 +37,9 @@ pub struct LiveConn<P: Protocol> {
     /// connection) at its first measured request, with its warm-up bytes subtracted. Once.
     counted_open: Cell<bool>,
     wire_baseline: Cell<Option<WireBytes>>,
+    /// Opened before the run's clock with no warm-up to come (the open model's connections):
+    /// it counts as opened, its handshake bytes included, even if no request ever comes.
+    preopened: bool,
     /// How it opened; a warmup connection is counted as opened at its first measured request.
     info: ConnectInfo,
 }
@@ -57,7 +60,9 @@ impl<P: Protocol> LiveConn<P> {
                 // A flag, not `requests == 0`: a refused first request is un-noted, and the
                 // connection must not count as opened twice.
                 self.counted_open.set(true);
-                self.wire_baseline.set(Some(self.conn.wire()));
+                if self.wire_baseline.get().is_none() {
+                    self.wire_baseline.set(Some(self.conn.wire()));
+                }
                 self.ctx.recorder.borrow_mut().connection_opened(&self.info);
             }
             self.requests.set(self.requests.get() + 1);
@@ -94,7 +99,11 @@ impl<P: Protocol> Drop for LiveConn<P> {
         let cause = self.conn.close_cause();
         self.conn.close();
         if !self.counts() {
-            return;
+            if !self.preopened {
+                return;
+            }
+            // Opened for the run and never used: the server saw it, so the report counts it.
+            self.ctx.recorder.borrow_mut().connection_opened(&self.info);
         }
         let mut wire = self.conn.wire();
         if let Some(base) = self.wire_baseline.get() {
@@ -202,11 +211,21 @@ impl<P: Protocol> Slot<P> {
 
     /// Takes a connection opened before the run's clock started (the open model opens them
     /// first): like a warm-up connection, it is counted as opened at its first measured request.
+    /// Without a warm-up, its handshake bytes count as the closed model's do, and it counts as
+    /// opened even if no request comes to it.
     pub fn adopt(&self, conn: P::Conn, info: ConnectInfo) {
-        self.install(conn, info, false);
+        let shared = &self.ctx.shared;
+        let preopened = shared.measure_start <= shared.origin;
+        self.install(conn, info, false, preopened);
     }
 
-    fn install(&self, conn: P::Conn, info: ConnectInfo, counted_open: bool) -> Rc<LiveConn<P>> {
+    fn install(
+        &self,
+        conn: P::Conn,
+        info: ConnectInfo,
+        counted_open: bool,
+        preopened: bool,
+    ) -> Rc<LiveConn<P>> {
         let live = Rc::new(LiveConn {
             conn,
             ctx: self.ctx.clone(),
@@ -214,7 +233,8 @@ impl<P: Protocol> Slot<P> {
             uses: Cell::new(0),
             served: Rc::new(Cell::new(0)),
             counted_open: Cell::new(counted_open),
-            wire_baseline: Cell::new(None),
+            wire_baseline: Cell::new(preopened.then(WireBytes::default)),
+            preopened,
             info,
         });
         *self.current.borrow_mut() = Some(live.clone());
@@ -260,7 +280,7 @@ impl<P: Protocol> Slot<P> {
                 }
                 self.last_failure.set(None);
                 self.consecutive_failures.set(0);
-                Ok(self.install(conn, info, opened_measured))
+                Ok(self.install(conn, info, opened_measured, false))
             }
             Err(kind) => {
                 if Instant::now() >= shared.measure_start {

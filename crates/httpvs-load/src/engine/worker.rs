@@ -17,6 +17,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,6 +46,8 @@ pub struct WorkerJob {
     pub preconnect: Option<ConnectOptions>,
     /// CPU to pin this thread to, if any.
     pub cpu: Option<usize>,
+    /// The run's stop flag (an interrupt), watched while connections open before the start.
+    pub stop: Arc<AtomicBool>,
 }
 
 /// What a worker gets once every worker is ready: the run's clock and its tickets.
@@ -82,7 +85,19 @@ pub fn run_worker<F: ProtocolFactory>(
     let result = local.block_on(&runtime, async move {
         let protocol = factory.make(&job.target)?;
         let opened = match &job.preconnect {
-            Some(options) => preconnect(&protocol, &job.target, options, job.connections).await,
+            Some(options) => {
+                let opening = preconnect(&protocol, &job.target, options, job.connections);
+                let stopped = async {
+                    while !job.stop.load(Ordering::Relaxed) {
+                        tokio::time::sleep(STOP_POLL).await;
+                    }
+                };
+                // Interrupted while connecting: nothing more to open; the run ends at its start.
+                tokio::select! {
+                    opened = opening => opened,
+                    () = stopped => Vec::new(),
+                }
+            }
             None => Vec::new(),
         };
         let _ = ready.send(());
@@ -99,6 +114,9 @@ pub fn run_worker<F: ProtocolFactory>(
             cancelled: Cell::new(false),
             cancel: tokio::sync::Notify::new(),
         });
+        if shared.stopping() {
+            ctx.interrupt();
+        }
         let ticker = tokio::task::spawn_local(send_intervals(ctx.clone(), tx.clone()));
         // Every worker starts on the same clock, after all of them are set up.
         tokio::time::sleep_until(shared.origin.into()).await;

@@ -345,15 +345,16 @@ impl Protocol for Http3 {
             .handshake_data()
             .and_then(|data| data.downcast::<HandshakeData>().ok())
             .and_then(|data| data.protocol);
-        // The watch holds a handle, but the slot closes the connection explicitly when it is
-        // done with it (`Connection::close`), which ends the watch.
-        tokio::spawn(watch_reachable(quic.clone(), target.addr));
+        let watched = quic.clone();
         let conn = match self.engine {
             H3Engine::Owned => H3Connection::establish(quic, zero_rtt).await?,
             H3Engine::Reference => {
                 H3Connection::establish_reference(quic, zero_rtt, self.trace.clone()).await?
             }
         };
+        // Only once the connection exists: the watch holds a handle, and it is the connection's
+        // close (the slot's, the probe's, its Drop) that ends the watch.
+        tokio::spawn(watch_reachable(watched, target.addr));
         let info = ConnectInfo {
             tcp_connect: Duration::ZERO,
             handshake,

@@ -126,7 +126,10 @@ impl Connection for H3Connection {
         while (opened.len() as u32) < tries {
             match self.quic.open_bi().now_or_never() {
                 Some(Ok(stream)) => opened.push(stream),
-                _ => break,
+                // Waiting for MAX_STREAMS: the limit.
+                None => break,
+                // The connection is gone: no limit learned.
+                Some(Err(_)) => return None,
             }
         }
         let n = opened.len() as u32;
