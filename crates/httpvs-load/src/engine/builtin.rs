@@ -71,11 +71,8 @@ fn run_on(
                             alpn_probe(config, &target)?
                         }
                         other => {
-                            return other.map(|mut report| {
-                                report.connections.probes += probes;
-                                report.protocol.alt_svc = Some(format!("h3 on UDP port {port}"));
-                                report
-                            })
+                            let found = format!("h3 on UDP port {port}");
+                            return other.map(|r| with_choice(r, probes, Some(found)));
                         }
                     }
                 }
@@ -92,11 +89,14 @@ fn run_on(
         }
         ProtocolChoice::Auto => ProtocolKind::H1,
     };
-    run_kind(config, &target, kind, observer, &stop).map(|mut report| {
-        report.connections.probes += probes;
-        report.protocol.alt_svc = alt_svc;
-        report
-    })
+    run_kind(config, &target, kind, observer, &stop).map(|r| with_choice(r, probes, alt_svc))
+}
+
+/// The report with how its protocol was chosen: the probes that chose it and what Alt-Svc said.
+fn with_choice(mut report: Report, probes: u64, alt_svc: Option<String>) -> Report {
+    report.connections.probes += probes;
+    report.protocol.alt_svc = alt_svc;
+    report
 }
 
 /// Runs `config` over `kind` against `target`.

@@ -76,8 +76,8 @@ pub enum LoadError {
     Worker(String),
 }
 
-/// What usually causes a first connection to fail this way.
-fn first_connection_hint(kind: ErrorKind) -> &'static str {
+/// What usually causes a first connection to fail this way (`trace` says it too).
+pub(crate) fn first_connection_hint(kind: ErrorKind) -> &'static str {
     match kind {
         ErrorKind::ConnectionClosed | ErrorKind::Reset => {
             " (the server hung up before the first request: https:// to a cleartext port, or \

@@ -4,6 +4,7 @@ use super::diagnosis::churn_diagnosis;
 use super::model::*;
 use crate::config::{LoadConfig, StopAfter};
 use crate::protocol::{ProtocolKind, Target};
+use crate::schedule;
 use crate::stats::worker::LATE_AFTER;
 use crate::stats::{LatencyHistogram, WorkerStats};
 use std::time::Duration;
@@ -263,7 +264,7 @@ fn connections(config: &LoadConfig, stats: &WorkerStats, probes: u64) -> Connect
 }
 
 /// Sends an open `-z` run had due by its end that it never started, and how long before the
-/// end the oldest was due. The count follows the schedule's own arithmetic (`schedule::open`):
+/// end the oldest was due. The count uses the schedule's own arithmetic (`schedule::due_offset`):
 /// send k is due at k / rate from the origin, measured from the warm-up's end, and sent only
 /// before the deadline. A `-n` run sends all of its requests, however late; an interrupted one
 /// ended early on purpose.
@@ -274,22 +275,14 @@ fn unsent(config: &LoadConfig, started: u64, interrupted: bool) -> (u64, u64) {
     if interrupted {
         return (0, 0);
     }
-    let due_at = |k: u64| Duration::try_from_secs_f64(k as f64 / rate).unwrap_or(Duration::MAX);
-    let first = (config.warmup.as_secs_f64() * rate).ceil() as u64;
+    let first = schedule::first_measured(config.warmup.as_secs_f64(), rate);
     let limit = config.warmup.saturating_add(d);
-    // The first send at or past the deadline, from an estimate corrected against `due_at`.
-    let mut end = (limit.as_secs_f64() * rate).ceil() as u64;
-    while end > first && due_at(end - 1) >= limit {
-        end -= 1;
-    }
-    while due_at(end) < limit {
-        end += 1;
-    }
+    let end = schedule::sends_due_before(limit, rate);
     let unsent = end.saturating_sub(first).saturating_sub(started);
     if unsent == 0 {
         return (0, 0);
     }
-    let oldest = limit.saturating_sub(due_at(first + started));
+    let oldest = limit.saturating_sub(schedule::due_offset(first + started, rate).unwrap_or(limit));
     (unsent, oldest.as_micros() as u64)
 }
 

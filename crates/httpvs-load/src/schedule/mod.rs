@@ -73,7 +73,7 @@ impl WorkerSchedule {
         let warmup = measure_start
             .saturating_duration_since(origin)
             .as_secs_f64();
-        let first_measured_k = (warmup * rate).ceil() as u64;
+        let first_measured_k = first_measured(warmup, rate);
         WorkerSchedule {
             arrivals: Arrivals::Open {
                 origin,
@@ -128,9 +128,7 @@ impl WorkerSchedule {
                     return None;
                 }
                 // Past what an Instant can hold is past any deadline: the schedule ends there.
-                let at = Duration::try_from_secs_f64(k as f64 / *rate)
-                    .ok()
-                    .and_then(|after| origin.checked_add(after))?;
+                let at = due_offset(k, *rate).and_then(|after| origin.checked_add(after))?;
                 // A schedule running behind would release its backlog after the deadline:
                 // nothing is sent once the run's time is up.
                 if self.deadline.is_some_and(|d| at >= d || now >= d) {
@@ -144,6 +142,30 @@ impl WorkerSchedule {
             }
         }
     }
+}
+
+/// When open-model send `k` is due, after the schedule's origin (`None`: past any clock).
+pub fn due_offset(k: u64, rate: f64) -> Option<Duration> {
+    Duration::try_from_secs_f64(k as f64 / rate).ok()
+}
+
+/// The first open-model send counted: the first due at or after a warm-up of `warmup_s`.
+pub fn first_measured(warmup_s: f64, rate: f64) -> u64 {
+    (warmup_s * rate).ceil() as u64
+}
+
+/// How many open-model sends are due before `limit` after the origin (sends 0 to n - 1), by
+/// [`due_offset`]'s own rounding, so a count agrees exactly with what the schedule releases.
+pub fn sends_due_before(limit: Duration, rate: f64) -> u64 {
+    let due = |k: u64| due_offset(k, rate).unwrap_or(Duration::MAX);
+    let mut n = (limit.as_secs_f64() * rate).ceil() as u64;
+    while n > 0 && due(n - 1) >= limit {
+        n -= 1;
+    }
+    while due(n) < limit {
+        n += 1;
+    }
+    n
 }
 
 #[cfg(test)]

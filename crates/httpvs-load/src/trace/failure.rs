@@ -2,6 +2,7 @@
 //! the cause the connection showed (the QUIC close reason, the server's GOAWAY), when it did.
 
 use super::event::{Direction, EventKind, H2Detail, TraceEvent};
+use crate::engine::setup::first_connection_hint;
 use crate::error::{h2_code_name, ErrorKind};
 use crate::protocol::{RetryReason, SendError, Target};
 
@@ -14,14 +15,10 @@ pub fn connect_failure(kind: ErrorKind, target: &Target, cause: Option<&str>) ->
             "tls: handshake with {addr} failed (certificate or ALPN); try --cacert FILE or -k"
         ),
         ErrorKind::ConnectTimeout => format!("connect_timeout: no connection to {addr}"),
-        ErrorKind::ConnectionClosed | ErrorKind::Reset => format!(
-            "connect failed: {kind}: {} before the first request (https:// to a cleartext \
-             port, or http:// to a TLS one?)",
-            meaning(kind)
-        ),
-        ErrorKind::Protocol => format!(
-            "connect failed: {kind}: the server's first bytes at {addr} were not the protocol \
-             asked for (-p h2c to a server without cleartext HTTP/2?)"
+        ErrorKind::ConnectionClosed | ErrorKind::Reset | ErrorKind::Protocol => format!(
+            "connect failed: {kind}: {}{}",
+            meaning(kind),
+            first_connection_hint(kind)
         ),
         kind => format!("connect failed: {kind}: {}", meaning(kind)),
     };
