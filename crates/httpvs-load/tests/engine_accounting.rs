@@ -32,6 +32,9 @@ struct Behaviour {
     refuse: bool,
     /// Every request is refused for a retry (a server that processes nothing).
     refuse_every_request: bool,
+    /// After this many requests a connection refuses every request, with no GOAWAY and
+    /// still open (0: never): a server that served once and then stopped processing.
+    serve_then_refuse: u64,
     /// Connection attempts allowed before refusing (0: unlimited), "server killed".
     connects_allowed: u64,
     /// Each connect takes this long.
@@ -70,7 +73,9 @@ impl Connection for FakeConn {
     ) -> Result<ResponseInfo, SendError> {
         let n = self.sent.get() + 1;
         self.sent.set(n);
-        if self.b.refuse_every_request {
+        if self.b.refuse_every_request
+            || (self.b.serve_then_refuse > 0 && n > self.b.serve_then_refuse)
+        {
             return Err(SendError::Retry(RetryReason::Refused));
         }
         if self.b.goaway_after > 0 && n > self.b.goaway_after {
@@ -424,6 +429,28 @@ fn a_server_that_processes_nothing_fails_requests_instead_of_looping() {
     // A refusal is charged at the next one, once its connection is known to have served
     // nothing: nine retries, and the tenth refusal fails the request.
     assert_eq!(r.requests.retried.refused, 20 * 9);
+    assert!(r.requests.identity_holds);
+}
+
+#[test]
+fn a_connection_that_served_once_then_refuses_everything_ends_the_run() {
+    // No GOAWAY, the connection stays open and keeps refusing: each request is refused by
+    // the same connection with no progress between, so the retry budget runs out.
+    let b = Behaviour {
+        serve_then_refuse: 1,
+        ..Behaviour::default()
+    };
+    let c = config().shape(1, 1).threads(1).requests(5);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(run(&c, b)));
+    let r = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the run ended by itself")
+        .unwrap();
+    assert_eq!(r.requests.succeeded, 1);
+    assert_eq!(r.requests.failed, 4);
+    assert_eq!(r.errors[0].kind, "rst_stream(REFUSED_STREAM)");
+    assert_eq!(r.requests.retried.refused, 4 * 9);
     assert!(r.requests.identity_holds);
 }
 

@@ -17,11 +17,13 @@ use std::rc::Rc;
 use std::time::Instant;
 use tokio::time::Sleep;
 
-/// A request refused this many times by connections that processed nothing fails instead
-/// (a server that never processes anything must not keep a `-n` run going forever). Whether a
-/// refusing connection processed anything is judged at the request's next refusal, once that
-/// connection has had the time to: a GOAWAY after one request refuses the other streams before
-/// the one it processes has finished.
+/// A request refused this many times without progress fails instead (a server that never
+/// processes anything must not keep a `-n` run going forever). A refusal is without progress
+/// when the connection that made it processed nothing at all, or when it is the same open
+/// connection refusing again with nothing processed in between (it served once and stopped).
+/// This is judged at the request's next refusal, once the refusing connection has had the
+/// time to: a GOAWAY after one request refuses the other streams before the one it processes
+/// has finished.
 const MAX_RETRIES: u32 = 8;
 
 /// One request between its release by the schedule and its outcome. Dropping it unresolved
@@ -35,8 +37,9 @@ struct InFlight<'a> {
     origin: Instant,
     first_send: Option<Instant>,
     retries: u32,
-    /// What the last connection to refuse this request served, read at its next refusal.
-    refused_by: Option<Rc<Cell<u64>>>,
+    /// What the last connection to refuse this request served (its counter, and the count
+    /// at the refusal), read at the request's next refusal.
+    refused_by: Option<(Rc<Cell<u64>>, u64)>,
     resolved: bool,
 }
 
@@ -258,8 +261,15 @@ fn settle<P: Protocol>(
     let mut refused_without_progress = false;
     if let Err(SendError::Retry(_)) = result {
         live.unnote_request(req.measured);
-        let previous = req.refused_by.replace(live.served_counter());
-        refused_without_progress = previous.is_some_and(|served| served.get() == 0);
+        let counter = live.served_counter();
+        let now_served = counter.get();
+        if let Some((served, then)) = req.refused_by.replace((counter, now_served)) {
+            let again_here = req
+                .refused_by
+                .as_ref()
+                .is_some_and(|(here, _)| Rc::ptr_eq(here, &served));
+            refused_without_progress = served.get() == 0 || (again_here && then == now_served);
+        }
     } else {
         live.note_served();
         if reused && req.measured {
