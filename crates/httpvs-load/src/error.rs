@@ -35,6 +35,9 @@ pub enum ErrorKind {
     QuicTransport(u64),
     /// The QUIC connection idled out.
     IdleTimeout,
+    /// The server's UDP port answered ICMP port-unreachable mid-connection: the QUIC server is
+    /// gone (killed or restarted), and the connection was closed rather than left to idle out.
+    Unreachable,
     /// The peer violated the protocol (bad frame, bad response head, bad chunking).
     Protocol,
     /// The body ended before its announced length.
@@ -61,6 +64,7 @@ impl ErrorKind {
             ErrorKind::H3(c) => format!("h3({})", h3_code_name(*c)),
             ErrorKind::QuicTransport(c) => format!("quic_transport(0x{c:x})"),
             ErrorKind::IdleTimeout => "idle_timeout".into(),
+            ErrorKind::Unreachable => "unreachable".into(),
             ErrorKind::Protocol => "protocol".into(),
             ErrorKind::TruncatedBody => "truncated_body".into(),
             ErrorKind::Io => "io".into(),

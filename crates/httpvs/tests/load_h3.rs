@@ -157,6 +157,12 @@ fn load_h3_against_a_killed_server_counts_the_loss() {
     assert!(r["failed"].as_u64().unwrap_or(0) > 0, "{r}");
     let errors = report["errors"].to_string();
     assert!(errors.contains("refused"), "{errors}");
+    // The requests in flight when it died fail as the server being gone, and their
+    // connections count as failed, not as closed cleanly by the server.
+    assert!(errors.contains("\"unreachable\""), "{errors}");
+    let closed = &report["connections"]["closed_by_server"];
+    assert_eq!(closed["fin"].as_u64(), Some(0), "{closed}");
+    assert!(closed["reset"].as_u64().unwrap_or(0) > 0, "{closed}");
     assert!(
         report["connections"]["failed_to_open"]
             .as_u64()

@@ -36,6 +36,7 @@ use crate::protocol::{ConnectInfo, ConnectOptions, Protocol, Target};
 use quinn::crypto::rustls::{HandshakeData, QuicClientConfig};
 use std::cell::RefCell;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -269,8 +270,9 @@ const WATCH_EVERY: Duration = Duration::from_secs(1);
 /// draw: the requests in flight would wait out the idle timeout (30 s) and a `-z` run would
 /// end with no error at all. When a second passes in which this side sent and nothing came
 /// back, a connected probe asks the port; if it refuses, the connection closes, its requests
-/// fail, and the slots' reconnects meet the refusal and count it.
-async fn watch_reachable(quic: quinn::Connection, addr: SocketAddr) {
+/// fail as `unreachable` (the connection counts as reset), and the slots' reconnects meet the
+/// refusal and count it.
+async fn watch_reachable(quic: quinn::Connection, addr: SocketAddr, gone: Arc<AtomicBool>) {
     let traffic = |quic: &quinn::Connection| {
         let stats = quic.stats();
         (stats.udp_tx.datagrams, stats.udp_rx.datagrams)
@@ -285,6 +287,7 @@ async fn watch_reachable(quic: quinn::Connection, addr: SocketAddr) {
         let silent = now.0 > last.0 && now.1 == last.1;
         last = now;
         if silent && port_unreachable(addr).await {
+            gone.store(true, Ordering::Release);
             quic.close(
                 quinn::VarInt::from_u32(H3_INTERNAL_ERROR),
                 b"server unreachable",
@@ -354,7 +357,7 @@ impl Protocol for Http3 {
         };
         // Only once the connection exists: the watch holds a handle, and it is the connection's
         // close (the slot's, the probe's, its Drop) that ends the watch.
-        tokio::spawn(watch_reachable(watched, target.addr));
+        tokio::spawn(watch_reachable(watched, target.addr, conn.gone_flag()));
         let info = ConnectInfo {
             tcp_connect: Duration::ZERO,
             handshake,

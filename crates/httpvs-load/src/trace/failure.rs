@@ -68,6 +68,7 @@ fn meaning(kind: ErrorKind) -> &'static str {
         ErrorKind::H3(_) => "the stream or connection ended with this HTTP/3 error",
         ErrorKind::QuicTransport(_) => "the QUIC connection closed with this transport error",
         ErrorKind::IdleTimeout => "the QUIC connection idled out",
+        ErrorKind::Unreachable => "the server's UDP port stopped answering (ICMP port unreachable)",
         ErrorKind::Protocol => "the server's bytes broke the protocol",
         ErrorKind::TruncatedBody => "the body ended before its announced length",
         ErrorKind::Io => "a local I/O error",

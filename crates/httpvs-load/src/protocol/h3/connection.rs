@@ -8,6 +8,7 @@ use crate::error::ErrorKind;
 use crate::protocol::{
     CloseCause, Connection, QuicStats, RequestSpec, ResponseInfo, SendError, WireBytes,
 };
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -26,6 +27,9 @@ pub struct H3Connection {
     inner: Inner,
     /// The QUIC connection, for [`Connection::stream_limit`].
     quic: quinn::Connection,
+    /// Set by the reachability watch before it closes the connection: the server is gone, so
+    /// the close we made is reported as [`ErrorKind::Unreachable`], not as a plain close.
+    gone: Arc<AtomicBool>,
 }
 
 enum Inner {
@@ -45,6 +49,7 @@ impl H3Connection {
         Ok(H3Connection {
             inner: Inner::Owned(owned),
             quic,
+            gone: Arc::default(),
         })
     }
 
@@ -59,7 +64,18 @@ impl H3Connection {
         Ok(H3Connection {
             inner: Inner::Reference(reference),
             quic,
+            gone: Arc::default(),
         })
+    }
+
+    /// The flag the reachability watch sets just before it closes this connection because
+    /// the server's port answered ICMP port-unreachable.
+    pub(super) fn gone_flag(&self) -> Arc<AtomicBool> {
+        self.gone.clone()
+    }
+
+    fn is_gone(&self) -> bool {
+        self.gone.load(Ordering::Acquire)
     }
 
     /// Which implementation this connection runs.
@@ -73,11 +89,18 @@ impl H3Connection {
 
 impl Connection for H3Connection {
     async fn send(&self, req: &RequestSpec, start: Instant) -> Result<ResponseInfo, SendError> {
-        match &self.inner {
+        let result = match &self.inner {
             Inner::Owned(c) => c.send(req, start).await,
             // Boxed: the reference's future is several times the owned one's, and this future
             // sits in every stream in flight and is moved once per request.
             Inner::Reference(c) => Box::pin(c.send(req, start)).await,
+        };
+        match result {
+            // Our own close, made because the server is gone: say so.
+            Err(SendError::Failed(ErrorKind::ConnectionClosed)) if self.is_gone() => {
+                Err(SendError::Failed(ErrorKind::Unreachable))
+            }
+            other => other,
         }
     }
 
@@ -89,9 +112,14 @@ impl Connection for H3Connection {
     }
 
     fn close_cause(&self) -> CloseCause {
-        match &self.inner {
+        let cause = match &self.inner {
             Inner::Owned(c) => c.close_cause(),
             Inner::Reference(c) => c.close_cause(),
+        };
+        // The server vanished: the connection failed, it did not end cleanly.
+        match cause {
+            CloseCause::Fin if self.is_gone() => CloseCause::Reset,
+            cause => cause,
         }
     }
 
