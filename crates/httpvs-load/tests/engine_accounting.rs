@@ -442,7 +442,9 @@ fn a_connection_that_served_once_then_refuses_everything_ends_the_run() {
     };
     let c = config().shape(1, 1).threads(1).requests(5);
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || tx.send(run(&c, b)));
+    std::thread::spawn(move || {
+        let _ = tx.send(run(&c, b));
+    });
     let r = rx
         .recv_timeout(Duration::from_secs(30))
         .expect("the run ended by itself")
