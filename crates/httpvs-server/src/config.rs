@@ -50,7 +50,8 @@ pub struct Limits {
     pub max_body_bytes: u64,
     /// Open connections (all protocols) above which new ones are closed at once.
     pub max_connections: usize,
-    /// Streams a client may reset before the server accepts them before it gets GOAWAY (rapid reset).
+    /// Streams a client may reset before their answer could leave, beyond one per stream answered,
+    /// before it gets GOAWAY ENHANCE_YOUR_CALM (rapid reset; see `h2/reset_budget.rs`).
     pub max_pending_reset_streams: usize,
 }
 

@@ -26,11 +26,18 @@ impl ConnState {
         self.requests.fetch_add(1, Relaxed) + 1
     }
 
-    /// Waits `delay` while marking the connection busy, so the idle watch leaves it open.
+    /// Waits `delay` while marking the connection busy, so the idle watch leaves it open. A wait
+    /// dropped early (its stream was reset) unmarks it too.
     pub async fn delay(&self, delay: Duration) {
+        struct Busy<'a>(&'a AtomicU32);
+        impl Drop for Busy<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Relaxed);
+            }
+        }
         self.delaying.fetch_add(1, Relaxed);
+        let _busy = Busy(&self.delaying);
         tokio::time::sleep(delay).await;
-        self.delaying.fetch_sub(1, Relaxed);
     }
 
     /// Resolves once the connection has had no I/O and no pending delay for `timeout`

@@ -1,6 +1,6 @@
 //! HTTP/2 connection limits at the frame level, on both HTTP/2 engines: GOAWAY after exactly N
-//! requests with the right last-stream-id, and rapid reset (CVE-2023-44487) cut off while other
-//! clients are served.
+//! requests with the right last-stream-id, rapid reset (CVE-2023-44487) cut off while other
+//! clients are served, in one read or spread over many, and a reset stream's delay let go.
 
 mod support;
 
@@ -120,6 +120,71 @@ fn rapid_reset_is_cut_off_with_goaway_while_others_are_served_on(engine: H2Engin
     assert!(frames.iter().any(|f| f.kind == HEADERS && f.stream == 1));
     let totals = server.shutdown(Duration::from_secs(1));
     assert_eq!(totals.rejected.rapid_reset_cutoffs, 1);
+}
+
+/// One open-and-reset per read, 2 ms apart, never fills a per-read count (nor the h2 crate's
+/// accept queue); the connection's budget of early resets still runs dry.
+#[test]
+fn rapid_reset_spread_over_reads_is_cut_off_too() {
+    for engine in ENGINES {
+        rapid_reset_spread_over_reads_is_cut_off_too_on(engine);
+    }
+}
+
+fn rapid_reset_spread_over_reads_is_cut_off_too_on(engine: H2Engine) {
+    let server = server(Limits::default(), engine);
+    let mut attacker = RawH2::connect(server.http_addr().unwrap());
+    let mut frames = attacker.frames_until_closed(Duration::from_millis(20));
+    let mut pairs = 0;
+    while pairs < 200 && !frames.iter().any(|f| f.goaway().is_some()) {
+        let id = 2 * pairs + 1;
+        attacker.send(&[get_headers(id, "/"), rst_cancel(id)].concat());
+        frames.extend(attacker.frames_until_closed(Duration::from_millis(2)));
+        pairs += 1;
+    }
+    frames.extend(attacker.frames_until_closed(Duration::from_secs(5)));
+    let goaway = frames.iter().find_map(|f| f.goaway());
+    assert_eq!(
+        goaway.map(|g| g.1),
+        Some(0xb),
+        "{engine:?}: ENHANCE_YOUR_CALM after {pairs} pairs"
+    );
+    let limit = Limits::default().max_pending_reset_streams as u32;
+    assert!(pairs > limit, "{engine:?}: cut off after {pairs} pairs");
+    let totals = server.shutdown(Duration::from_secs(1));
+    assert_eq!(totals.rejected.rapid_reset_cutoffs, 1, "{engine:?}");
+}
+
+/// A client that gives up on a delayed request (a timeout) resets it in a later read: that
+/// costs no budget, and the delay stops holding the connection open at once.
+#[test]
+fn a_reset_delayed_stream_lets_the_connection_idle_out() {
+    for engine in ENGINES {
+        a_reset_delayed_stream_lets_the_connection_idle_out_on(engine);
+    }
+}
+
+fn a_reset_delayed_stream_lets_the_connection_idle_out_on(engine: H2Engine) {
+    let limits = Limits {
+        idle_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let server = server(limits, engine);
+    let mut client = RawH2::connect(server.http_addr().unwrap());
+    client.send(&get_headers(1, "/?delay=30s"));
+    let _ = client.frames_until_closed(Duration::from_millis(50));
+    client.send(&rst_cancel(1));
+    let start = std::time::Instant::now();
+    let frames = client.frames_until_closed(Duration::from_secs(5));
+    let waited = start.elapsed();
+    assert!(
+        waited < Duration::from_secs(3),
+        "{engine:?}: closed after {waited:?}"
+    );
+    assert!(!frames.iter().any(|f| f.kind == HEADERS), "{engine:?}");
+    let totals = server.shutdown(Duration::from_secs(1));
+    assert_eq!(totals.rejected.rapid_reset_cutoffs, 0, "{engine:?}");
+    assert_eq!(totals.rejected.idle_closed, 1, "{engine:?}");
 }
 
 #[test]

@@ -7,6 +7,7 @@
 mod cork;
 mod gate;
 mod owned;
+mod reset_budget;
 mod stream;
 
 pub use cork::{Cork, CorkedIo};
@@ -19,6 +20,7 @@ use bytes::Bytes;
 use h2::server::{Connection, SendResponse};
 use h2::{Reason, RecvStream};
 use http::Request;
+use reset_budget::ResetBudget;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::Poll;
@@ -74,6 +76,9 @@ async fn run<I>(
     let mut idle = pin!(state.idle(ctx.limits.idle_timeout));
     let mut shutdown = ctx.shutdown.clone();
     let mut going_away = false;
+    // The h2 crate's own guard (`max_pending_accept_reset_streams`) counts reset streams still
+    // in its accept queue, which a client resetting one stream per read never fills.
+    let mut resets = ResetBudget::new(ctx.limits.max_pending_reset_streams);
     loop {
         let next = tokio::select! {
             next = next_stream(&mut conn, &cork, gate.as_deref(), going_away) => next,
@@ -84,7 +89,14 @@ async fn run<I>(
             _ = crate::worker::stopping(&mut shutdown), if !going_away => Next::GateReached,
         };
         match next {
-            Next::Stream(request, respond) => {
+            Next::Stream(request, mut respond) => {
+                if !reset_budget_allows(&mut respond, &mut resets) {
+                    conn.abrupt_shutdown(Reason::ENHANCE_YOUR_CALM);
+                    ctx.counters.event(Event::RapidReset);
+                    ctx.counters.event(Event::GoAway);
+                    going_away = true;
+                    continue;
+                }
                 let close = stream::answer(request, respond, proto, ctx, &state);
                 if close && !going_away {
                     go_away(&mut conn, ctx, &mut going_away);
@@ -100,6 +112,19 @@ async fn run<I>(
                 }
                 return;
             }
+        }
+    }
+}
+
+/// Charges a stream the client reset before it was accepted (so before any answer could leave)
+/// to the connection's budget, or credits one that will be answered; `false` when spent.
+fn reset_budget_allows(respond: &mut SendResponse<Bytes>, resets: &mut ResetBudget) -> bool {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match respond.poll_reset(&mut cx) {
+        Poll::Ready(_) => resets.spend(),
+        Poll::Pending => {
+            resets.earn(1);
+            true
         }
     }
 }

@@ -1,5 +1,6 @@
 //! One HTTP/2 stream: decide the answer, send it inline when it is ready, or in a task that reads
-//! the body, waits the delay and sends a large body as flow control allows.
+//! the body, waits the delay and sends a large body as flow control allows (and ends early when
+//! the client resets the stream).
 
 use crate::body::{Body, CHUNK};
 use crate::conn_io::ConnState;
@@ -17,7 +18,7 @@ use std::sync::Arc;
 /// Answers a stream; returns whether the connection should go away after it (`close=1`).
 pub fn answer(
     request: Request<RecvStream>,
-    respond: SendResponse<Bytes>,
+    mut respond: SendResponse<Bytes>,
     proto: Proto,
     ctx: &Arc<WorkerCtx>,
     state: &Arc<ConnState>,
@@ -46,7 +47,12 @@ pub fn answer(
             let ctx = ctx.clone();
             let state = state.clone();
             tokio::spawn(async move {
-                let (answer, unread) = answer_later(*pending, body, &ctx, &state).await;
+                // A stream the client resets stops here, as on the owned engine: a reset delayed
+                // stream neither keeps a task nor holds the connection open until its delay ends.
+                let (answer, unread) = tokio::select! {
+                    answered = answer_later(*pending, body, &ctx, &state) => answered,
+                    _ = std::future::poll_fn(|cx| respond.poll_reset(cx)) => return,
+                };
                 send(respond, answer, head_only).await;
                 if let Some(body) = unread {
                     drain(body).await;

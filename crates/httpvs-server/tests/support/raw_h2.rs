@@ -93,7 +93,9 @@ impl RawH2 {
         let deadline = Instant::now() + limit;
         let mut frames = Vec::new();
         let mut buf = [0u8; 16384];
-        while Instant::now() < deadline {
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            let wait = left.clamp(Duration::from_millis(1), Duration::from_millis(200));
+            let _ = self.stream.set_read_timeout(Some(wait));
             match self.stream.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => self.inbox.extend_from_slice(&buf[..n]),

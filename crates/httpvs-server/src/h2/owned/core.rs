@@ -5,6 +5,7 @@
 
 use super::head::RequestHead;
 use crate::body::Body;
+use crate::h2::reset_budget::ResetBudget;
 use httpvs_h2wire::frame::{self as write, code, flag, kind, setting, FrameHeader};
 use httpvs_h2wire::hpack::Decoder;
 use std::collections::{HashMap, VecDeque};
@@ -100,10 +101,13 @@ pub struct ServerCore {
     block: Vec<u8>,
     /// Streams whose response body waits for window or for room in `out`.
     pub(super) blocked: VecDeque<u32>,
-    /// `last_opened` when the current read began, and resets of streams opened since.
+    /// `last_opened` when the current read began: streams above it were opened in this read.
     batch_floor: u32,
-    batch_resets: usize,
-    max_batch_resets: usize,
+    /// Rapid-reset guard: resets of streams opened in the read that resets them spend it.
+    resets: ResetBudget,
+    /// Streams answered since the current read began, earned back when the next one begins
+    /// (their answers have been written by then).
+    answered: usize,
     /// Set when ENHANCE_YOUR_CALM ended the connection.
     pub rapid_reset: bool,
 }
@@ -117,8 +121,9 @@ pub struct CoreLimits {
     pub max_header_list: u32,
     /// Streams after which GOAWAY names the last one.
     pub accept_limit: Option<u64>,
-    /// Streams opened and reset within one read before ENHANCE_YOUR_CALM.
-    pub max_batch_resets: usize,
+    /// Streams opened and reset within one read, beyond those answered, before
+    /// ENHANCE_YOUR_CALM (`reset_budget.rs`).
+    pub max_early_resets: usize,
 }
 
 impl ServerCore {
@@ -155,8 +160,8 @@ impl ServerCore {
             block: Vec::new(),
             blocked: VecDeque::new(),
             batch_floor: 0,
-            batch_resets: 0,
-            max_batch_resets: limits.max_batch_resets.max(1),
+            resets: ResetBudget::new(limits.max_early_resets),
+            answered: 0,
             rapid_reset: false,
         }
     }
@@ -164,7 +169,7 @@ impl ServerCore {
     /// Marks the start of a read's worth of frames (for rapid-reset counting).
     pub fn begin_batch(&mut self) {
         self.batch_floor = self.last_opened;
-        self.batch_resets = 0;
+        self.resets.earn(std::mem::take(&mut self.answered));
     }
 
     /// Sends GOAWAY naming the last stream opened so far (shutdown, `close=1`); idempotent.
@@ -321,6 +326,7 @@ impl ServerCore {
         {
             self.streams.remove(&id);
             self.remember_closed(id);
+            self.answered += 1;
         }
     }
 
@@ -576,9 +582,10 @@ impl ServerCore {
             return Ok(Step::None);
         }
         if id > self.batch_floor {
-            // Opened and reset before this read's answers left: the rapid-reset pattern.
-            self.batch_resets += 1;
-            if self.batch_resets > self.max_batch_resets {
+            // Opened and reset before this read's answers left: the rapid-reset pattern. If it
+            // was answered in this read, that answer earns nothing.
+            self.answered = self.answered.saturating_sub(1);
+            if !self.resets.spend() {
                 return Err(self.fail(code::ENHANCE_YOUR_CALM));
             }
         }

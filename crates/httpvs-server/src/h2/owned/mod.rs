@@ -61,7 +61,7 @@ where
             .unwrap_or(u32::MAX)
             .saturating_add(32 * 64),
         accept_limit: limits.max_requests_per_conn,
-        max_batch_resets: limits.max_pending_reset_streams,
+        max_early_resets: limits.max_pending_reset_streams,
     });
     let mut shell = Shell {
         core,

@@ -16,7 +16,7 @@ fn core(accept_limit: Option<u64>) -> ServerCore {
         max_streams: 4,
         max_header_list: 16 * 1024,
         accept_limit,
-        max_batch_resets: 3,
+        max_early_resets: 3,
     });
     core.out.clear();
     core
@@ -50,8 +50,17 @@ enum Seen {
     Reset(u32),
 }
 
-/// Feeds `input`, collecting events; `Err` carries the connection error code.
+/// Feeds `input` as one read, collecting events; `Err` carries the connection error code.
 fn feed(core: &mut ServerCore, input: &[u8]) -> (Vec<Seen>, Option<u32>) {
+    feed_with(core, input, false)
+}
+
+/// Feeds `input` as one read and answers each `GET /` as it comes, as the shell does.
+fn feed_answering(core: &mut ServerCore, input: &[u8]) -> (Vec<Seen>, Option<u32>) {
+    feed_with(core, input, true)
+}
+
+fn feed_with(core: &mut ServerCore, input: &[u8], answer: bool) -> (Vec<Seen>, Option<u32>) {
     let mut seen = Vec::new();
     let mut consumed = 0;
     core.begin_batch();
@@ -63,11 +72,13 @@ fn feed(core: &mut ServerCore, input: &[u8]) -> (Vec<Seen>, Option<u32>) {
                 stream,
                 head,
                 end_stream,
-            })) => seen.push(Seen::Request(
-                stream,
-                String::from_utf8_lossy(&head.path).into(),
-                end_stream,
-            )),
+            })) => {
+                let path = String::from_utf8_lossy(&head.path).into_owned();
+                if answer && path == "/" {
+                    core.respond_fixed(stream, &fixed_block());
+                }
+                seen.push(Seen::Request(stream, path, end_stream));
+            }
             Ok(Some(Event::Data {
                 stream,
                 data,
@@ -183,6 +194,51 @@ fn resets_of_streams_opened_in_the_same_read_end_with_enhance_your_calm() {
     let (_, error) = feed(&mut core, &input);
     assert_eq!(error, Some(code::ENHANCE_YOUR_CALM));
     assert!(core.rapid_reset);
+}
+
+/// CVE-2023-44487 spread out: one open-and-reset per read never trips a per-read count.
+#[test]
+fn one_open_and_reset_per_read_still_ends_with_enhance_your_calm() {
+    let mut core = core(None);
+    assert_eq!(feed(&mut core, &hello(&[])).1, None);
+    for (n, id) in (1..).step_by(2).take(4).enumerate() {
+        let mut input = Vec::new();
+        get(&mut input, id, "/");
+        write::rst_stream(&mut input, id, code::CANCEL);
+        let (_, error) = feed_answering(&mut core, &input);
+        // The budget is 3: the fourth read's reset is one too many.
+        let expected = (n == 3).then_some(code::ENHANCE_YOUR_CALM);
+        assert_eq!(error, expected, "read {n}");
+    }
+    assert!(core.rapid_reset);
+}
+
+#[test]
+fn answered_streams_earn_resets_back_and_resets_in_a_later_read_are_free() {
+    let mut core = core(None);
+    assert_eq!(feed(&mut core, &hello(&[])).1, None);
+    for round in 0..50u32 {
+        let id = 1 + 6 * round;
+        // One answered request, and one answered but reset in the read that opened it.
+        let mut input = Vec::new();
+        get(&mut input, id, "/");
+        get(&mut input, id + 2, "/");
+        write::rst_stream(&mut input, id + 2, code::CANCEL);
+        assert_eq!(feed_answering(&mut core, &input).1, None, "round {round}");
+        // A request given up in a later read (a client's timeout), as a load run's end does.
+        let mut input = Vec::new();
+        get(&mut input, id + 4, "/?delay=1s");
+        assert_eq!(feed_answering(&mut core, &input).1, None, "round {round}");
+        let mut input = Vec::new();
+        write::rst_stream(&mut input, id + 4, code::CANCEL);
+        let (seen, error) = feed_answering(&mut core, &input);
+        assert_eq!(
+            (seen, error),
+            (vec![Seen::Reset(id + 4)], None),
+            "round {round}"
+        );
+    }
+    assert!(!core.rapid_reset);
 }
 
 #[test]

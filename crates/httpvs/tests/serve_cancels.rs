@@ -1,0 +1,35 @@
+//! Clients that cancel requests as a load run does (per-request timeouts, streams in flight at
+//! its end) never trip the server's rapid-reset guard, on either HTTP/2 engine.
+
+use httpvs_server::{H2Engine, ServeConfig};
+use std::process::Command;
+
+#[test]
+fn a_load_run_that_times_requests_out_is_never_cut_off_as_rapid_reset() {
+    for engine in [H2Engine::Owned, H2Engine::Hyper] {
+        let config = ServeConfig {
+            h2_engine: engine,
+            ..ServeConfig::loopback_ephemeral()
+        };
+        let server = httpvs_server::start(config).expect("server starts");
+        // A fifth of the requests wait 60 ms and time out at 25 ms: each is reset (CANCEL) while
+        // the server has not answered it; the run ends with up to 64 streams in flight.
+        let url = format!("http://{}/?delay=60ms:20", server.http_addr().unwrap());
+        let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+            .args(["load", &url, "-p", "h2c", "-c", "2", "-m", "32", "-t", "1"])
+            .args(["-z", "1s", "--timeout", "25ms"])
+            .output()
+            .expect("httpvs runs");
+        let report = String::from_utf8_lossy(&out.stdout);
+        let totals = server.shutdown(std::time::Duration::from_secs(1));
+        assert_eq!(
+            totals.rejected.rapid_reset_cutoffs, 0,
+            "{engine:?}: {report}"
+        );
+        assert!(totals.requests.h2c > 100, "{engine:?}: {totals:?}");
+        assert!(
+            report.contains("request_timeout"),
+            "{engine:?}: no request timed out: {report}"
+        );
+    }
+}
