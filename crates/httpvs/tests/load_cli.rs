@@ -67,6 +67,8 @@ fn bad_input_is_one_line_and_exit_2() {
         &["http://127.0.0.1:1/", "--fail-on", "p99"],
         &["http://127.0.0.1:1/", "--fail-on", "latency>1ms"],
         &["http://127.0.0.1:1/", "--no-such-flag"],
+        &["http://127.0.0.1:1/", "--h1", "-p", "h2c"],
+        &["http://127.0.0.1:1/", "-D", "ten"],
     ];
     for args in cases {
         let out = httpvs(args);
@@ -281,6 +283,34 @@ fn a_body_means_post_unless_a_method_is_named() {
     let out = httpvs(&[&url, "-n", "2", "-c", "1", "-d", "hello"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("2 requests, POST with a 5B body"), "{text}");
+}
+
+/// h2load's and oha's spellings of the same flags work: --h1, -D, --warm-up-time,
+/// --disable-keepalive.
+#[test]
+fn h2load_and_oha_spellings_work() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let out = httpvs(&[
+        &url,
+        "--h1",
+        "-D",
+        "1",
+        "--warm-up-time",
+        "200ms",
+        "-c",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["protocol"]["requested"], "h1");
+    assert_eq!(report["shape"]["duration_s"], 1.0);
+    assert_eq!(report["shape"]["warmup_s"], 0.2);
+    let out = httpvs(&[&url, "--disable-keepalive", "-n", "3", "-c", "1", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["shape"]["keepalive"], false);
+    assert_eq!(report["connections"]["opened"], 3);
 }
 
 /// `-n` below `-c` (h2load refuses it; the default -c 10 with -n 5 is common): the run goes on,

@@ -27,6 +27,9 @@ pub struct Args {
     /// Protocol: h1, h2c, h2, h3 or auto (ALPN for https, h1 for http).
     #[arg(short = 'p', long, value_name = "PROTO", default_value = "auto")]
     protocol: String,
+    /// h2load's --h1: the same as -p h1.
+    #[arg(long = "h1", hide = true)]
+    h1: bool,
     /// Connections, spread over the threads.
     #[arg(short = 'c', long, value_name = "N", allow_negative_numbers = true, default_value_t = httpvs_load::config::DEFAULT_CONNECTIONS)]
     connections: u32,
@@ -52,10 +55,10 @@ pub struct Args {
     )]
     requests: Option<u64>,
     /// Stop after this long, like 10s or 1m [default: 10s].
-    #[arg(short = 'z', long, value_name = "DUR")]
+    #[arg(short = 'z', long, short_alias = 'D', value_name = "DUR")]
     duration: Option<String>,
     /// Run this long first without counting, like 2s.
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, alias = "warm-up-time", value_name = "DUR")]
     warmup: Option<String>,
     /// Request method (default GET, or POST with -d/--data-file, as curl and h2load).
     #[arg(short = 'X', long, value_name = "METHOD")]
@@ -70,7 +73,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     data_file: Option<PathBuf>,
     /// A new connection for every request.
-    #[arg(long)]
+    #[arg(long, alias = "disable-keepalive")]
     no_keepalive: bool,
     /// Per-request timeout, like 20s; 0 waits forever.
     #[arg(long, value_name = "DUR", default_value = "20s")]
@@ -223,6 +226,15 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
             args.protocol
         ))
     })?;
+    if args.h1 {
+        if !matches!(args.protocol.as_str(), "auto" | "h1") {
+            return Err(usage(format!(
+                "--h1 (the same as -p h1) conflicts with -p {}",
+                args.protocol
+            )));
+        }
+        config.protocol = ProtocolChoice::Fixed(httpvs_load::protocol::ProtocolKind::H1);
+    }
     config.connections = args.connections;
     config.streams = args.streams;
     if let Some(t) = args.threads {
