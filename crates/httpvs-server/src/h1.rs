@@ -1,6 +1,7 @@
 //! HTTP/1.1 (cleartext or TLS) on hyper: a service whose `GET /` answer is ready without a task or
 //! a box, `Connection: close` on the Nth request or `close=1`, and graceful drain on shutdown.
 
+use crate::authority;
 use crate::body::Body;
 use crate::conn_io::ConnState;
 use crate::respond::{self, Answer, Decision, Pending, RequestView};
@@ -114,7 +115,7 @@ impl hyper::service::Service<Request<Incoming>> for H1Service {
         let (parts, body) = req.into_parts();
         if !host_is_valid(parts.version, &parts.headers) {
             self.ctx.counters.event(Event::BadRequest);
-            let text = "one Host header is required (RFC 9112 3.2)\n".to_owned();
+            let text = "one valid Host header is required (RFC 9112 3.2)\n".to_owned();
             let mut answer = respond::error(StatusCode::BAD_REQUEST, text);
             // As nginx does: a client that sends this is not to be trusted with what follows.
             answer.close = true;
@@ -165,13 +166,14 @@ async fn answer_later(
     pending.answer(collector.finish())
 }
 
-/// RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without Host and to any request
-/// with more than one (HTTP/1.0 may leave it out). One lookup, no allocation.
+/// RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without Host, and to any request
+/// with more than one or with one whose value is not a valid authority (HTTP/1.0 may leave it
+/// out). One lookup, no allocation.
 fn host_is_valid(version: Version, headers: &HeaderMap) -> bool {
     let mut hosts = headers.get_all(HOST).iter();
     match (hosts.next(), hosts.next()) {
         (_, Some(_)) => false,
-        (Some(_), None) => true,
+        (Some(host), None) => authority::is_valid(host.as_bytes()),
         (None, None) => version < Version::HTTP_11,
     }
 }

@@ -2,6 +2,7 @@
 //! idle timeout; GOAWAY (with the next stream id, RFC 9114 §5.2) after N requests, on `close=1`
 //! and at shutdown; a client that vanishes only ends its own tasks.
 
+use crate::authority;
 use crate::body::CHUNK;
 use crate::date;
 use crate::respond::{self, Answer, Decision, RequestView};
@@ -160,6 +161,12 @@ async fn answer(
     ctx: &WorkerCtx,
     close_tx: tokio::sync::mpsc::UnboundedSender<()>,
 ) {
+    if !authority::request_names_a_valid_one(&request) {
+        // Malformed (RFC 9114 §4.1.2), as the h3 crate treats an authority it cannot parse.
+        stream.stop_stream(h3::error::Code::H3_MESSAGE_ERROR);
+        stream.stop_sending(h3::error::Code::H3_MESSAGE_ERROR);
+        return;
+    }
     ctx.counters.request(Proto::H3);
     let head_only = request.method() == Method::HEAD;
     let view = RequestView {

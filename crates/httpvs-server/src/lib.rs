@@ -4,6 +4,7 @@
 //!
 //! Tests start it in-process: `start(ServeConfig::loopback_ephemeral())`.
 
+mod authority;
 pub mod body;
 pub mod cert;
 mod config;

@@ -51,7 +51,7 @@ pub enum Event {
     IdleClosed,
     /// 400 sent for a malformed query.
     BadQuery,
-    /// 400 sent for a malformed request (no Host on HTTP/1.1, a head that does not parse).
+    /// 400 sent for a malformed request (no valid Host on HTTP/1.1, a head that does not parse).
     BadRequest,
 }
 
@@ -132,8 +132,9 @@ pub struct Rejections {
     pub idle_closed: u64,
     /// 400 responses for malformed queries.
     pub bad_queries: u64,
-    /// 400 responses for malformed requests: an HTTP/1.1 request without Host (or any with two),
-    /// an HTTP/1 head hyper could not parse, an h2 field the owned engine could not take.
+    /// 400 responses for malformed requests: an HTTP/1.1 request without Host (or any with two,
+    /// or with one that is not a valid authority), an HTTP/1 head hyper could not parse, an h2
+    /// field the owned engine could not take.
     pub bad_requests: u64,
 }
 

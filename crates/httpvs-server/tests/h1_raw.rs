@@ -71,6 +71,36 @@ fn an_http_1_1_request_without_exactly_one_host_gets_400() {
     assert_eq!(totals.requests.h1, 5, "{totals:?}");
 }
 
+/// RFC 9112 §3.2: a Host whose value is not `host[:port]` is 400 as a missing one is, on
+/// HTTP/1.0 too; the connection closes after it.
+#[test]
+fn a_host_that_is_not_a_valid_authority_gets_400() {
+    let server = support::server(Limits::default());
+    let bad = [
+        "a b", "user@x", "x/y", "", ":80", "x:8o", "[::1", "x\\y", "x,y\"",
+    ];
+    for host in bad {
+        let request =
+            format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        let text = exchange(&server, &request);
+        assert_eq!(text.split(' ').nth(1), Some("400"), "{host:?}: {text}");
+        assert_eq!(responses(&text).len(), 1, "{host:?}: {text}");
+    }
+    let text = exchange(&server, "GET / HTTP/1.0\r\nHost: a@b\r\n\r\n");
+    assert!(text.starts_with("HTTP/1.0 400"), "{text}");
+    for host in ["x", "127.0.0.1:8080", "[::1]:80", "EXAMPLE.com", "a-b_c~d"] {
+        let request = format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        let text = exchange(&server, &request);
+        assert!(text.starts_with("HTTP/1.1 200"), "{host:?}: {text}");
+    }
+    let totals = server.totals();
+    assert_eq!(
+        totals.rejected.bad_requests,
+        bad.len() as u64 + 1,
+        "{totals:?}"
+    );
+}
+
 /// Heads hyper cannot parse get its own 400 or 431, and the totals count them.
 #[test]
 fn heads_hyper_rejects_are_counted() {

@@ -164,6 +164,52 @@ fn a_peer_that_stops_reading_is_closed_by_the_idle_timeout_on_both_engines() {
     }
 }
 
+/// RFC 9113 §8.1.1: an `:authority` or `host` that is not `host[:port]` (a space, userinfo, an
+/// empty host, a path) makes the request malformed: RST_STREAM(PROTOCOL_ERROR), on both engines.
+#[test]
+fn an_invalid_authority_or_host_resets_the_stream_on_both_engines() {
+    use support::raw_h2::{get_headers, get_headers_with, RawH2, HEADERS, RST_STREAM};
+    let cases: [(&str, &[u8]); 5] = [
+        (":authority", b"a b"),
+        (":authority", b"user@localhost"),
+        (":authority", b":8080"),
+        ("host", b""),
+        ("host", b"localhost/x"),
+    ];
+    for engine in [H2Engine::Hyper, H2Engine::Owned] {
+        let server = support::server_on(Limits::default(), engine);
+        let mut client = RawH2::connect(server.http_addr().unwrap());
+        for (i, &(name, value)) in (0u32..).zip(&cases) {
+            client.send(&get_headers_with(2 * i + 1, "/", &[(name, value)]));
+        }
+        let good = 2 * cases.len() as u32 + 1;
+        client.send(&get_headers(good, "/"));
+        let frames = client.frames_until_closed(Duration::from_millis(500));
+        for (i, case) in (0u32..).zip(&cases) {
+            let stream = 2 * i + 1;
+            let rst = frames
+                .iter()
+                .find(|f| f.kind == RST_STREAM && f.stream == stream);
+            assert_eq!(
+                rst.map(|f| f.payload.as_slice()),
+                Some(&1u32.to_be_bytes()[..]),
+                "{engine:?} {case:?}: {frames:?}"
+            );
+            assert!(
+                !frames
+                    .iter()
+                    .any(|f| f.kind == HEADERS && f.stream == stream),
+                "{engine:?} {case:?} was answered"
+            );
+        }
+        assert!(
+            frames.iter().any(|f| f.kind == HEADERS && f.stream == good),
+            "{engine:?}"
+        );
+        assert_eq!(server.totals().requests.h2c, 1, "{engine:?}");
+    }
+}
+
 /// A field the owned engine cannot turn into a `HeaderValue` (a control byte, which RFC 9113
 /// does not forbid) gets 400, counted with the other malformed requests.
 #[test]

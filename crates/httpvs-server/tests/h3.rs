@@ -129,6 +129,28 @@ async fn h3_no_content_statuses_and_head_carry_no_body() {
     }
 }
 
+/// An `:authority` with userinfo (which the h3 crate's own parse lets through) makes a request
+/// malformed (RFC 9114 §4.1.2): its stream is reset with H3_MESSAGE_ERROR, and the connection
+/// goes on serving.
+#[tokio::test]
+async fn an_authority_with_userinfo_is_a_message_error() {
+    let server = support::server(Limits::default());
+    let mut client = connect(&server).await;
+    let uri = format!("https://user@localhost:{}/", client.port);
+    let request = http::Request::get(uri).body(()).unwrap();
+    let mut stream = client.send.send_request(request).await.unwrap();
+    let _ = stream.finish().await;
+    let error = stream.recv_response().await.expect_err("a reset stream");
+    assert!(
+        format!("{error:?}").contains("H3_MESSAGE_ERROR"),
+        "{error:?}"
+    );
+    assert_eq!(get(&mut client, "/").await.unwrap().0, 200);
+    client.endpoint.close(0u32.into(), b"done");
+    let totals = server.shutdown(Duration::from_secs(1));
+    assert_eq!(totals.requests.h3, 1, "{totals:?}");
+}
+
 #[tokio::test]
 async fn an_idle_h3_connection_is_closed_and_counted() {
     let server = support::server(Limits {

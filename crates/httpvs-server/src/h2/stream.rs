@@ -2,6 +2,7 @@
 //! the body, waits the delay and sends a large body as flow control allows (and ends early when
 //! the client resets the stream).
 
+use crate::authority;
 use crate::body::{Body, CHUNK};
 use crate::conn_io::ConnState;
 use crate::date;
@@ -10,7 +11,7 @@ use crate::totals::Proto;
 use crate::worker::WorkerCtx;
 use bytes::Bytes;
 use h2::server::SendResponse;
-use h2::{RecvStream, SendStream};
+use h2::{Reason, RecvStream, SendStream};
 use http::header::DATE;
 use http::{Method, Request, Response};
 use std::sync::Arc;
@@ -23,6 +24,11 @@ pub fn answer(
     ctx: &Arc<WorkerCtx>,
     state: &Arc<ConnState>,
 ) -> bool {
+    if !authority::request_names_a_valid_one(&request) {
+        // Malformed (RFC 9113 §8.1.1), as the owned engine and the h2 crate itself treat it.
+        respond.send_reset(Reason::PROTOCOL_ERROR);
+        return false;
+    }
     ctx.counters.request(proto);
     state.next_request();
     let (parts, body) = request.into_parts();

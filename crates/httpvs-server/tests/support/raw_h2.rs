@@ -51,13 +51,23 @@ pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
 
 /// A HEADERS frame for `GET path` (static-table and literal fields, no Huffman, no dynamic table).
 pub fn get_headers(stream: u32, path: &str) -> Vec<u8> {
+    get_headers_with(stream, path, &[(":authority", b"localhost")])
+}
+
+/// A HEADERS frame for `GET path` whose block carries `fields` after `:method`, `:scheme` and
+/// `:path`, as given (literals without indexing, no Huffman; each name and value under 127 bytes).
+pub fn get_headers_with(stream: u32, path: &str, fields: &[(&str, &[u8])]) -> Vec<u8> {
     let mut block = vec![0x82, 0x86]; // :method GET, :scheme http
     block.push(0x04); // :path, literal without indexing
     block.push(path.len() as u8);
     block.extend_from_slice(path.as_bytes());
-    block.push(0x01); // :authority
-    block.push(9);
-    block.extend_from_slice(b"localhost");
+    for (name, value) in fields {
+        block.push(0x00);
+        block.push(name.len() as u8);
+        block.extend_from_slice(name.as_bytes());
+        block.push(value.len() as u8);
+        block.extend_from_slice(value);
+    }
     frame(HEADERS, 0x4 | 0x1, stream, &block)
 }
 

@@ -1,6 +1,8 @@
 //! A request header block as the owned HTTP/2 server reads it: pseudo-headers and fields kept in
 //! buffers reused from request to request, checked as RFC 9113 §8.2-8.3 asks (a malformed
-//! request is a stream error of type PROTOCOL_ERROR).
+//! request is a stream error of type PROTOCOL_ERROR), an `:authority` or `host` included.
+
+use crate::authority;
 
 /// The decoded head of one request (or a trailer block); buffers are reused.
 #[derive(Debug, Default)]
@@ -77,6 +79,7 @@ impl RequestHead {
             b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding"
             | b"upgrade" => self.malformed = true,
             b"te" if value != b"trailers" => self.malformed = true,
+            b"host" if !authority::is_valid(value) => self.malformed = true,
             b"content-length" => {
                 let parsed = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
                 match (parsed, self.content_length) {
@@ -97,7 +100,10 @@ impl RequestHead {
     /// Whether a complete request head is well formed (RFC 9113 §8.3.1).
     pub fn is_valid_request(&self) -> bool {
         let required = METHOD | SCHEME | PATH;
-        !self.malformed && self.seen & required == required && !self.path.is_empty()
+        !self.malformed
+            && self.seen & required == required
+            && !self.path.is_empty()
+            && (self.seen & AUTHORITY == 0 || authority::is_valid(&self.authority))
     }
 
     /// The regular fields as (name, value).
@@ -160,10 +166,16 @@ mod tests {
             &[BASE[0], BASE[1], BASE[2], ("connection", "close")],
             &[BASE[0], BASE[1], BASE[2], ("te", "gzip")],
             &[BASE[0], BASE[1], BASE[2], ("content-length", "x")],
+            &[BASE[0], BASE[1], BASE[2], (":authority", "a b")],
+            &[BASE[0], BASE[1], BASE[2], (":authority", "user@host")],
+            &[BASE[0], BASE[1], BASE[2], ("host", "")],
+            &[BASE[0], BASE[1], BASE[2], ("host", "a/b")],
         ];
         for case in cases {
             assert!(!head(case).is_valid_request(), "{case:?}");
         }
         assert!(head(&[BASE[0], BASE[1], BASE[2], ("te", "trailers")]).is_valid_request());
+        let named = [(":authority", "[::1]:8443"), ("host", "localhost:8080")];
+        assert!(head(&[BASE[0], BASE[1], BASE[2], named[0], named[1]]).is_valid_request());
     }
 }
