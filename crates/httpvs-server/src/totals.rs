@@ -27,6 +27,7 @@ pub struct Counters {
     goaways: AtomicU64,
     over_max_connections: AtomicU64,
     headers_too_large: AtomicU64,
+    uris_too_long: AtomicU64,
     bodies_too_large: AtomicU64,
     rapid_reset_cutoffs: AtomicU64,
     idle_closed: AtomicU64,
@@ -43,6 +44,8 @@ pub enum Event {
     OverMaxConnections,
     /// 431 sent.
     HeadersTooLarge,
+    /// 414 sent (by hyper, for a request target past its limit).
+    UriTooLong,
     /// 413 sent.
     BodyTooLarge,
     /// Connection cut off for resetting streams (CVE-2023-44487).
@@ -72,6 +75,7 @@ impl Counters {
             Event::GoAway => &self.goaways,
             Event::OverMaxConnections => &self.over_max_connections,
             Event::HeadersTooLarge => &self.headers_too_large,
+            Event::UriTooLong => &self.uris_too_long,
             Event::BodyTooLarge => &self.bodies_too_large,
             Event::RapidReset => &self.rapid_reset_cutoffs,
             Event::IdleClosed => &self.idle_closed,
@@ -122,6 +126,9 @@ pub struct Rejections {
     /// h2 crate's on `--h2-engine hyper` (a header list past SETTINGS_MAX_HEADER_LIST_SIZE), which
     /// it answers inside the crate where nothing can see it.
     pub headers_too_large: u64,
+    /// 414 responses: hyper's, to an HTTP/1 request target over 64 KiB (reachable only with
+    /// `max_header_bytes` over about 56 KiB; a smaller head limit answers 431 first).
+    pub uris_too_long: u64,
     /// 413 responses.
     pub bodies_too_large: u64,
     /// Connections cut off with GOAWAY for rapid resets.
@@ -162,6 +169,7 @@ impl ServerTotals {
             let r = &mut t.rejected;
             r.over_max_connections += c.over_max_connections.load(Relaxed);
             r.headers_too_large += c.headers_too_large.load(Relaxed);
+            r.uris_too_long += c.uris_too_long.load(Relaxed);
             r.bodies_too_large += c.bodies_too_large.load(Relaxed);
             r.rapid_reset_cutoffs += c.rapid_reset_cutoffs.load(Relaxed);
             r.idle_closed += c.idle_closed.load(Relaxed);
@@ -193,10 +201,11 @@ impl std::fmt::Display for ServerTotals {
         let r = &self.rejected;
         write!(
             f,
-            "{:<12} over-max-connections {}, 431 {}, 413 {}, 400 query {}, 400 request {}, rapid-reset {}, idle-closed {}",
+            "{:<12} over-max-connections {}, 431 {}, 414 {}, 413 {}, 400 query {}, 400 request {}, rapid-reset {}, idle-closed {}",
             "rejected",
             r.over_max_connections,
             r.headers_too_large,
+            r.uris_too_long,
             r.bodies_too_large,
             r.bad_queries,
             r.bad_requests,

@@ -101,6 +101,33 @@ fn a_host_that_is_not_a_valid_authority_gets_400() {
     );
 }
 
+/// A request target over 64 KiB (under a head limit that lets it be read) gets hyper's own 414,
+/// counted as a 414, not a 431.
+#[test]
+fn hyper_s_414_is_counted_as_a_414() {
+    let server = support::server(Limits {
+        max_header_bytes: 128 * 1024,
+        ..Limits::default()
+    });
+    let long = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(70_000));
+    let text = exchange(&server, &long);
+    assert!(text.starts_with("HTTP/1.1 414"), "{text}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while server.totals().rejected.uris_too_long == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let t = server.totals();
+    assert_eq!(
+        (
+            t.rejected.uris_too_long,
+            t.rejected.headers_too_large,
+            t.requests.h1
+        ),
+        (1, 0, 1),
+        "{t:?}"
+    );
+}
+
 /// Heads hyper cannot parse get its own 400 or 431, and the totals count them.
 #[test]
 fn heads_hyper_rejects_are_counted() {
