@@ -135,6 +135,20 @@ fn duplicate_sends_extra_copies() {
     identity_holds(&core);
 }
 
+/// A packet both duplicated and lost goes out once (the kernel's netem: the loss takes one of
+/// the two copies), and the counters still add up: out = in + duplicated - lost.
+#[test]
+fn duplicate_and_loss_together_keep_the_identity() {
+    let (core, out) = drive("loss 30% duplicate 30%", 9, 20_000, ms(1), 100);
+    let c = core.counters();
+    assert_eq!(out.len() as u64, 20_000 + c.duplicated - c.lost, "{c:?}");
+    assert_near("duplicates", c.duplicated as f64 / 20_000.0, 0.30, 0.02);
+    // The copy meets the loss again, as in the kernel (it is enqueued once more).
+    let offered = (20_000 + c.duplicated) as f64;
+    assert_near("losses", c.lost as f64 / offered, 0.30, 0.02);
+    identity_holds(&core);
+}
+
 #[test]
 fn corrupt_flips_exactly_one_bit() {
     let imp = Impairment::parse("corrupt 100%").unwrap();

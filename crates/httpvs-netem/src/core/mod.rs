@@ -103,6 +103,10 @@ impl NetemCore {
     fn enqueue_one(&mut self, now: Duration, mut packet: Vec<u8>, may_duplicate: bool) {
         let mut copies = 1;
         if may_duplicate && self.duplicate.happens(&mut self.prng) {
+            // Counted when it fires, even if the loss below then takes one copy: a packet both
+            // duplicated and lost goes out once (as in the kernel's netem), and the identity
+            // out + held = in + duplicated - lost - queue drops holds for it too.
+            self.counters.duplicated += 1;
             copies += 1;
         }
         if self.loss.next_is_lost(&mut self.prng) {
@@ -117,7 +121,6 @@ impl NetemCore {
             return;
         }
         if copies > 1 {
-            self.counters.duplicated += 1;
             self.enqueue_one(now, packet.clone(), false);
         }
         if self.corrupt.happens(&mut self.prng) && !packet.is_empty() {
