@@ -416,6 +416,39 @@ fn warmup_requests_are_not_counted_but_its_connections_are() {
     assert!(r.requests.identity_holds);
 }
 
+/// Warm-up requests that outlive the warm-up are outside the identity, but the report says
+/// so, and the bytes their connections move in the measured part count: a link slow enough to
+/// hold every stream past the warm-up used to report zeros and nothing else.
+#[test]
+fn warmup_requests_that_outlive_it_are_reported() {
+    let run_with_delay = |delay_ms: u64| {
+        let b = Behaviour {
+            delay: Duration::from_millis(delay_ms),
+            ..Behaviour::default()
+        };
+        let mut c = config()
+            .shape(2, 3)
+            .threads(1)
+            .duration(Duration::from_millis(400));
+        c.warmup = Duration::from_millis(100);
+        run(&c, b).unwrap()
+    };
+    // Each ends 150 ms into the measured part; the next ones are cut off at its end.
+    let r = run_with_delay(250);
+    assert_eq!(r.requests.from_warmup.finished, 6);
+    assert_eq!(r.requests.from_warmup.cut_off, 0);
+    assert_eq!(r.requests.started, 6);
+    assert_eq!(r.requests.cut_off, 6);
+    assert_eq!(r.wire.received, 6 * 100, "the warm-up responses' bytes");
+    assert!(r.requests.identity_holds);
+    // Nothing ends before the run does.
+    let r = run_with_delay(2000);
+    assert_eq!(r.requests.from_warmup.finished, 0);
+    assert_eq!(r.requests.from_warmup.cut_off, 6);
+    assert_eq!(r.requests.started, 0);
+    assert!(r.requests.identity_holds);
+}
+
 #[test]
 fn a_server_that_processes_nothing_fails_requests_instead_of_looping() {
     let b = Behaviour {

@@ -36,6 +36,8 @@ pub struct LiveConn<P: Protocol> {
     /// Counted as opened: at once when opened during the measured part, else (a warm-up
     /// connection) at its first measured request, with its warm-up bytes subtracted. Once.
     counted_open: Cell<bool>,
+    /// Its wire counts when the measured part began (a warm-up connection still open then) or
+    /// at its first measured request; what it moved before does not count.
     wire_baseline: Cell<Option<WireBytes>>,
     /// Opened before the run's clock with no warm-up to come (the open model's connections):
     /// it counts as opened, its handshake bytes included, even if no request ever comes.
@@ -92,13 +94,25 @@ impl<P: Protocol> LiveConn<P> {
     fn counts(&self) -> bool {
         self.counted_open.get()
     }
+
+    /// The measured part begins while this warm-up connection is open: what it moves from now
+    /// on counts, even if no measured request ever comes to it (warm-up requests still in
+    /// flight on a slow link).
+    fn mark_measure_start(&self) {
+        if self.wire_baseline.get().is_none() {
+            self.wire_baseline.set(Some(self.conn.wire()));
+        }
+    }
 }
 
 impl<P: Protocol> Drop for LiveConn<P> {
     fn drop(&mut self) {
         let cause = self.conn.close_cause();
         self.conn.close();
-        if !self.counts() {
+        // A warm-up connection that was open in the measured part but carried no measured
+        // request: its bytes and QUIC figures since then count; it does not count as opened.
+        let crossed = !self.counts() && !self.preopened && self.wire_baseline.get().is_some();
+        if !self.counts() && !crossed {
             if !self.preopened {
                 return;
             }
@@ -112,7 +126,9 @@ impl<P: Protocol> Drop for LiveConn<P> {
         let quic = self.conn.quic_stats();
         let mut rec = self.ctx.recorder.borrow_mut();
         rec.total.wire.add_wire(&wire);
-        rec.total.connections.retire(cause, self.requests.get());
+        if !crossed {
+            rec.total.connections.retire(cause, self.requests.get());
+        }
         if let Some(q) = quic {
             rec.total.quic.add(&q);
         }
@@ -207,6 +223,14 @@ impl<P: Protocol> Slot<P> {
             Poll::Ready(ConnectTurn { slot: self })
         })
         .await
+    }
+
+    /// The measured part begins: the open connection's wire counts from now (see
+    /// [`LiveConn`]'s `wire_baseline`).
+    pub fn mark_measure_start(&self) {
+        if let Some(live) = self.current.borrow().as_ref() {
+            live.mark_measure_start();
+        }
     }
 
     /// Takes a connection opened before the run's clock started (the open model opens them

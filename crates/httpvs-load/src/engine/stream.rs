@@ -75,8 +75,14 @@ impl<'a> InFlight<'a> {
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        if !self.resolved && self.measured {
-            self.recorder.borrow_mut().cut_off();
+        if !self.resolved {
+            let mut rec = self.recorder.borrow_mut();
+            if self.measured {
+                rec.cut_off();
+            } else {
+                // Released in the warm-up and never ended: outside the identity, but said.
+                rec.total.warmup_overrun.cut_off += 1;
+            }
         }
     }
 }
@@ -277,9 +283,15 @@ fn settle<P: Protocol>(
         }
     }
     drop(live);
-    if ctx.shared.deadline.is_some_and(|d| end > d) {
-        // Finished after the end (the timer that cuts runs off has 1 ms ticks): it was in
-        // flight when the run ended, so it is cut off, as the identity counts it.
+    // Finished after the end (the timer that cuts runs off has 1 ms ticks): it was in flight
+    // when the run ended, so it is cut off, as the identity counts it.
+    let after_end = ctx.shared.deadline.is_some_and(|d| end > d);
+    let ended = !matches!(result, Err(SendError::Retry(_)));
+    if !req.measured && ended && !after_end && end >= ctx.shared.measure_start {
+        // A warm-up request that ended in the measured part: outside the identity, but said.
+        ctx.recorder.borrow_mut().total.warmup_overrun.finished += 1;
+    }
+    if after_end {
         return Attempt::Done;
     }
     match result {

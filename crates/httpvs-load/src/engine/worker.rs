@@ -126,9 +126,22 @@ pub fn run_worker<F: ProtocolFactory>(
         for (slot, (conn, info)) in slots.iter().zip(opened) {
             slot.adopt(conn, info);
         }
+        let boundary = (shared.measure_start > shared.origin).then(|| {
+            let slots: Vec<_> = slots.iter().map(Rc::downgrade).collect();
+            let at = shared.measure_start;
+            tokio::task::spawn_local(async move {
+                tokio::time::sleep_until(at.into()).await;
+                for slot in slots.iter().filter_map(std::rc::Weak::upgrade) {
+                    slot.mark_measure_start();
+                }
+            })
+        });
         run_slots(&ctx, &slots, job.streams as usize).await;
         let finished_at = Instant::now();
         ticker.abort();
+        if let Some(task) = boundary {
+            task.abort();
+        }
         for slot in &slots {
             slot.release();
         }

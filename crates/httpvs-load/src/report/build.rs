@@ -76,6 +76,10 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
                 connection_closed: stats.retries.connection_closed,
                 total: stats.retries.total(),
             },
+            from_warmup: FromWarmup {
+                finished: stats.warmup_overrun.finished,
+                cut_off: stats.warmup_overrun.cut_off,
+            },
         },
         throughput: Throughput {
             requests_per_s: completed as f64 / secs,

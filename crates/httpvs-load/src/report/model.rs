@@ -128,6 +128,19 @@ pub struct Requests {
     pub identity_holds: bool,
     /// Resends on a new connection (not failures).
     pub retried: Retried,
+    /// Requests released in the warm-up (outside the counts above) that outlived it.
+    #[serde(default)]
+    pub from_warmup: FromWarmup,
+}
+
+/// Requests released in the warm-up that ended in the measured part, or never: outside
+/// `started`, but a slow server can hold every stream past the warm-up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FromWarmup {
+    /// Ended (a response or a failure) after the measured part began.
+    pub finished: u64,
+    /// Still in flight when the run ended.
+    pub cut_off: u64,
 }
 
 /// Resends on a new connection, by reason.

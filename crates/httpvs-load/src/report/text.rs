@@ -163,6 +163,16 @@ fn requests(out: &mut String, r: &Report) {
             "  (IDENTITY BROKEN: a bug in httpvs, please report it)"
         }
     );
+    let w = &q.from_warmup;
+    if w.finished + w.cut_off > 0 {
+        let _ = writeln!(
+            out,
+            "From warm-up: {} requests it released outlived it, not counted above ({} finished in the run, {} still in flight at the end)",
+            group(w.finished + w.cut_off),
+            group(w.finished),
+            group(w.cut_off)
+        );
+    }
     if q.retried.total > 0 {
         let _ = writeln!(
             out,

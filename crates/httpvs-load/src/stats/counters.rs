@@ -32,6 +32,25 @@ impl RequestCounts {
     }
 }
 
+/// Requests released during the warm-up (so outside [`RequestCounts`]) that outlived it: they
+/// ended during the measured part, or were still in flight when the run ended. A server slow
+/// enough to hold every stream past the warm-up would otherwise leave a report of zeros.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WarmupOverrun {
+    /// Ended (a response or a failure) after the measured part began.
+    pub finished: u64,
+    /// Still in flight when the run ended.
+    pub cut_off: u64,
+}
+
+impl WarmupOverrun {
+    /// Adds another worker's counts.
+    pub fn merge(&mut self, o: &WarmupOverrun) {
+        self.finished += o.finished;
+        self.cut_off += o.cut_off;
+    }
+}
+
 /// Requests sent again on a new connection because the server never processed them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RetryCounts {

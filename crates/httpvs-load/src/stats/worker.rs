@@ -8,7 +8,8 @@
 //! record, not two.
 
 use super::counters::{
-    ConnectionCounts, ErrorCounts, QuicTotals, RequestCounts, RetryCounts, StatusCounts, WireTotals,
+    ConnectionCounts, ErrorCounts, QuicTotals, RequestCounts, RetryCounts, StatusCounts,
+    WarmupOverrun, WireTotals,
 };
 use super::histogram::LatencyHistogram;
 use crate::error::ErrorKind;
@@ -25,6 +26,8 @@ pub struct WorkerStats {
     pub requests: RequestCounts,
     /// Resends on a new connection.
     pub retries: RetryCounts,
+    /// Warm-up requests that ended after it, or never.
+    pub warmup_overrun: WarmupOverrun,
     /// Latency: from the intended send time (open model) or the dispatch (closed model).
     pub latency: LatencyHistogram,
     /// Open model: latency from the actual send, as tools without correction report it.
@@ -208,6 +211,7 @@ impl WorkerStats {
     pub fn merge(&mut self, o: &WorkerStats) {
         self.requests.merge(&o.requests);
         self.retries.merge(&o.retries);
+        self.warmup_overrun.merge(&o.warmup_overrun);
         self.latency.merge(&o.latency);
         self.latency_uncorrected.merge(&o.latency_uncorrected);
         self.ttfb.merge(&o.ttfb);
