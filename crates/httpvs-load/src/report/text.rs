@@ -558,6 +558,27 @@ fn network(out: &mut String, r: &Report) {
     if held > 0 {
         let _ = writeln!(out, "  {held} packets were still in the link at the end");
     }
+    if let Some(note) = spurious_quic_loss(r) {
+        let _ = writeln!(out, "  note: {note}");
+    }
+}
+
+/// QUIC declared far more of this client's packets lost than the link dropped on the way up:
+/// the rest came late or out of order (jitter reorders packets, in the kernel's netem too), and
+/// RFC 9002's loss detection (3 packets or 9/8 of an RTT behind) took them for lost and cut
+/// the congestion window each time. TCP's RACK adapts its reordering window; QUIC here does not.
+fn spurious_quic_loss(r: &Report) -> Option<String> {
+    let (q, n) = (r.quic.as_ref()?, r.network.as_ref()?);
+    let dropped = n.up.lost + n.up.queue_drops + n.up.rejected;
+    (q.packets_lost > 2 * dropped + 10).then(|| {
+        format!(
+            "QUIC declared {} of its packets lost while the link dropped {} on the way up: the \
+             others came late or out of order (jitter reorders packets), and QUIC's loss \
+             detection took them for lost and cut its window",
+            group(q.packets_lost),
+            group(dropped)
+        )
+    })
 }
 
 fn thresholds(out: &mut String, r: &Report) {
