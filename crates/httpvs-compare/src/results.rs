@@ -222,9 +222,28 @@ impl Results {
         serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// Writes the results as pretty JSON.
+    /// Writes the results as pretty JSON, with each table's verdict and anomalies after the cells.
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        let text = self.to_json().map_err(std::io::Error::other)?;
         std::fs::write(path, text + "\n")
+    }
+}
+
+/// The `--json` file: the results, and the verdicts they make (read back as ignored: `--from`
+/// recomputes them, so a file stays consistent with the rules of the httpvs that renders it).
+#[derive(Serialize)]
+struct Written<'a> {
+    #[serde(flatten)]
+    results: &'a Results,
+    verdicts: Vec<crate::render::VerdictRecord>,
+}
+
+impl Results {
+    /// The results as the `--json` file has them.
+    pub fn to_json(&self) -> serde_json::Result<String> {
+        serde_json::to_string_pretty(&Written {
+            results: self,
+            verdicts: crate::render::verdict_records(self),
+        })
     }
 }

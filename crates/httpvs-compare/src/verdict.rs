@@ -2,6 +2,7 @@
 
 use crate::results::Row;
 use crate::variant::Variant;
+use serde::Serialize;
 
 /// When a table has a single repeat there is no measured spread; differences under this are ties.
 pub const SINGLE_RUN_TIE: f64 = 0.05;
@@ -9,8 +10,11 @@ pub const SINGLE_RUN_TIE: f64 = 0.05;
 /// Client CPU at or above this fraction of its cores means the client, not the protocol, was measured.
 pub const SATURATED_CPU: f64 = 0.90;
 
+/// A delay-bound ratio within this fraction of the rows' in-flight ratio is said to be about it.
+const IN_FLIGHT_RATIO_CLOSE: f64 = 0.15;
+
 /// The verdict of one table.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
     /// The one-line verdict, e.g. "h2c fastest, 3.1x h1 (spread ±4%)".
     pub line: String,
@@ -18,6 +22,17 @@ pub struct Verdict {
     pub fastest: Option<Variant>,
     /// Protocols that tie with the fastest (inside the spread).
     pub tied: Vec<Variant>,
+    /// The requests in flight of the rows the verdict compares, when they differ (else empty).
+    pub in_flight: Vec<InFlight>,
+}
+
+/// One compared row's requests in flight.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InFlight {
+    /// The row's label.
+    pub row: String,
+    /// Connections x streams as run (after any server cap on streams).
+    pub requests: u64,
 }
 
 /// Row label: the protocol, plus its shape when the table has several shapes of it.
@@ -27,6 +42,62 @@ pub fn label(row: &Row, rows: &[Row]) -> String {
         format!("{}@{}", row.variant, row.shape)
     } else {
         row.variant.to_string()
+    }
+}
+
+/// Requests a row kept in flight: connections x streams as run (a server's stream cap lowers it).
+pub fn in_flight(row: &Row) -> u64 {
+    let streams = row.streams_capped.unwrap_or(row.shape.streams);
+    u64::from(row.shape.connections) * u64::from(streams)
+}
+
+/// The compared rows' in-flight counts when they differ, each row once (else empty).
+fn differing_in_flight(compared: &[&Row], rows: &[Row]) -> Vec<InFlight> {
+    let mut out: Vec<InFlight> = Vec::new();
+    for r in compared {
+        let row = label(r, rows);
+        if !out.iter().any(|f| f.row == row) {
+            out.push(InFlight {
+                row,
+                requests: in_flight(r),
+            });
+        }
+    }
+    let first = out.first().map(|f| f.requests);
+    if out.iter().all(|f| Some(f.requests) == first) {
+        out.clear();
+    }
+    out
+}
+
+/// "rows differ in requests in flight: 128 vs 64" for a row against the baseline, with what the
+/// difference alone would give when the ratio is close to it (a delay-bound link: req/s ≈ in
+/// flight / round trip). None when they keep the same number in flight.
+fn in_flight_note(row: &Row, base: &Row) -> Option<String> {
+    let (a, b) = (in_flight(row), in_flight(base));
+    if a == b || b == 0 {
+        return None;
+    }
+    let mut note = format!("rows differ in requests in flight: {a} vs {b}");
+    let expected = a as f64 / b as f64;
+    if let Some(r) = ratio(row, Some(base)) {
+        if (r / expected - 1.0).abs() <= IN_FLIGHT_RATIO_CLOSE {
+            note.push_str(&format!(
+                ", which alone gives {} on a delay-bound link",
+                format_ratio(expected)
+            ));
+        }
+    }
+    Some(note)
+}
+
+/// "(a; b)" of the notes that are there, or nothing.
+fn parenthesised(notes: &[Option<String>]) -> String {
+    let present: Vec<&str> = notes.iter().flatten().map(String::as_str).collect();
+    if present.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", present.join("; "))
     }
 }
 
@@ -73,6 +144,7 @@ pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
             line: "no protocol completed a request".into(),
             fastest: None,
             tied: vec![],
+            in_flight: vec![],
         };
     };
     let base = baseline_row(rows, baseline);
@@ -82,40 +154,61 @@ pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
         .filter(|r| ties(best, r))
         .collect();
     let spread = format_spread(best);
-    let vs_base = match ratio(best, base) {
-        Some(r) if best.variant != baseline => format!(", {} {baseline}", format_ratio(r)),
-        _ => String::new(),
-    };
+    let quoted = base.filter(|b| best.variant != baseline && ratio(best, Some(b)).is_some());
+    let vs_base = quoted
+        .and_then(|b| ratio(best, Some(b)))
+        .map(|r| format!("{} {baseline}", format_ratio(r)));
+    let best_note = quoted.and_then(|b| in_flight_note(best, b));
+    let mut compared: Vec<&Row> = std::iter::once(best).chain(tied.iter().copied()).collect();
     let mut line = if tied.is_empty() {
-        format!("{} fastest{vs_base} ({spread})", label(best, rows))
+        let vs_base = vs_base.map(|v| format!(", {v}")).unwrap_or_default();
+        format!(
+            "{} fastest{vs_base}{}",
+            label(best, rows),
+            parenthesised(&[best_note, Some(spread)])
+        )
     } else {
-        let names: Vec<String> = std::iter::once(best)
-            .chain(tied.iter().copied())
-            .map(|r| label(r, rows))
-            .collect();
-        let by_median = match ratio(best, base) {
-            Some(r) if best.variant != baseline => {
-                format!(
-                    "; by median {} {} {baseline}",
-                    label(best, rows),
-                    format_ratio(r)
-                )
+        let names: Vec<String> = compared.iter().map(|r| label(r, rows)).collect();
+        let by_median = vs_base.map(|v| format!("by median {} {v}", label(best, rows)));
+        // Tied rows are compared with each other too: say when they differ in flight.
+        let tied_note = match best_note {
+            Some(note) => Some(note),
+            None => {
+                let differ = differing_in_flight(&compared, rows);
+                (!differ.is_empty()).then(|| {
+                    let each: Vec<String> = differ
+                        .iter()
+                        .map(|f| format!("{} {}", f.row, f.requests))
+                        .collect();
+                    format!("rows differ in requests in flight: {}", each.join(", "))
+                })
             }
-            _ => String::new(),
         };
         format!(
-            "tie: {} (inside the spread{by_median}; {spread})",
-            names.join(" ≈ ")
+            "tie: {}{}",
+            names.join(" ≈ "),
+            parenthesised(&[
+                Some("inside the spread".into()),
+                by_median,
+                tied_note,
+                Some(spread)
+            ])
         )
     };
+    if let Some(b) = quoted {
+        compared.push(b);
+    }
     if let Some(worst) = ranked.last().filter(|w| ranked.len() > 2 && !ties(best, w)) {
         if let Some(r) = ratio(worst, base).filter(|_| worst.variant != baseline) {
             line.push_str(&format!(
-                "; slowest {} {}",
+                "; slowest {} {} {baseline}",
                 label(worst, rows),
                 format_ratio(r)
             ));
-            line.push_str(&format!(" {baseline}{}", explain_slow(worst, base, lossy)));
+            let note = base.and_then(|b| in_flight_note(worst, b));
+            line.push_str(&parenthesised(&[explain_slow(worst, base, lossy), note]));
+            compared.push(worst);
+            compared.extend(base);
         }
     }
     for r in rows
@@ -128,22 +221,24 @@ pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
         line,
         fastest: Some(best.variant),
         tied: tied.iter().map(|r| r.variant).collect(),
+        in_flight: differing_in_flight(&compared, rows),
     }
 }
 
 /// A short reason for a slow row, when its figures and the link point at one.
-fn explain_slow(row: &Row, base: Option<&Row>, lossy: bool) -> &'static str {
+fn explain_slow(row: &Row, base: Option<&Row>, lossy: bool) -> Option<String> {
     let base_p99 = base.map_or(0.0, |b| b.p99_ms);
     let tcp_multiplexed = matches!(row.variant, Variant::H2 | Variant::H2c);
-    if row.variant == Variant::H1Close {
-        " (a new connection per request)"
+    let why = if row.variant == Variant::H1Close {
+        "a new connection per request"
     } else if row.variant.multiplexed() && row.shape.streams == 1 {
-        " (one stream per connection: multiplexing unused)"
+        "one stream per connection: multiplexing unused"
     } else if tcp_multiplexed && lossy && row.p99_ms > base_p99 * 1.5 {
-        " (head-of-line blocking: one lost packet stalls every stream on the connection)"
+        "head-of-line blocking: one lost packet stalls every stream on the connection"
     } else {
-        ""
-    }
+        return None;
+    };
+    Some(why.into())
 }
 
 /// `3.1x`, `0.62x`.

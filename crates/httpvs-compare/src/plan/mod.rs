@@ -224,12 +224,13 @@ pub struct ClientSettings {
     pub timeout: Option<Span>,
 }
 
-/// The best-practice shape when a plan names none: many connections for h1, few x many for h2/h3.
+/// The best-practice shape when a plan names none: many connections for h1, few x many for h2/h3,
+/// with the same 64 requests in flight either way (so a delay-bound ratio is not the shapes').
 pub fn default_shape(variant: Variant) -> Shape {
     if variant.multiplexed() {
         Shape {
             connections: 4,
-            streams: 32,
+            streams: 16,
         }
     } else {
         Shape {

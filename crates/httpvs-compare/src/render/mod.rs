@@ -85,6 +85,36 @@ pub fn views(results: &Results) -> Vec<TableView<'_>> {
         .collect()
 }
 
+/// A table's verdict as the `--json` file keeps it (computed from the cells; `--from` recomputes it).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct VerdictRecord {
+    /// `clean/small`, or `clean` when the plan has one payload.
+    pub table: String,
+    /// Condition name.
+    pub condition: String,
+    /// Payload name.
+    pub payload: String,
+    /// The verdict: its line, the fastest, the tied, the compared rows' in-flight counts.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// Anomalies, one line each.
+    pub anomalies: Vec<String>,
+}
+
+/// Every table's verdict and anomalies, in table order.
+pub fn verdict_records(results: &Results) -> Vec<VerdictRecord> {
+    views(results)
+        .into_iter()
+        .map(|v| VerdictRecord {
+            table: v.name,
+            condition: v.table.condition.to_string(),
+            payload: v.table.payload.to_string(),
+            verdict: v.verdict,
+            anomalies: v.anomalies,
+        })
+        .collect()
+}
+
 fn title(results: &Results, table: &Table<'_>) -> String {
     let plan = &results.plan;
     let netem = plan
@@ -144,6 +174,40 @@ mod tests {
         for v in Variant::ALL {
             assert!(text.contains(&format!("\n{} ", v.name())), "{text}");
         }
+    }
+
+    #[test]
+    fn json_keeps_each_tables_verdict_with_the_in_flight_counts_it_compared() {
+        let mut results = sample::results();
+        for c in results
+            .cells
+            .iter_mut()
+            .filter(|c| c.variant == Variant::H3)
+        {
+            c.shape = crate::plan::Shape {
+                connections: 4,
+                streams: 32,
+            };
+        }
+        let text = results.to_json().unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let verdicts = json["verdicts"].as_array().unwrap();
+        assert_eq!(verdicts.len(), 4);
+        let first = &verdicts[0];
+        assert_eq!(first["table"], "clean/small");
+        assert_eq!(first["fastest"], "h3");
+        let line = first["line"].as_str().unwrap();
+        assert!(
+            line.starts_with("h3 fastest, 3.0x h1 (rows differ in requests in flight: 128 vs 64"),
+            "{line}"
+        );
+        assert_eq!(
+            first["in_flight"],
+            serde_json::json!([{"row": "h3", "requests": 128}, {"row": "h1", "requests": 64}])
+        );
+        // `--from` reads the file back; the verdicts are recomputed, not read.
+        let back: Results = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.cells.len(), results.cells.len());
     }
 
     #[test]

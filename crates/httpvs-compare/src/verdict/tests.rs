@@ -128,3 +128,82 @@ fn anomalies_say_when_the_server_capped_the_streams() {
         ],
     );
 }
+
+fn shaped(variant: Variant, connections: u32, streams: u32, rps: f64) -> Row {
+    let mut r = row(variant, [rps, rps, rps]);
+    r.shape = Shape {
+        connections,
+        streams,
+    };
+    r.runs = 1;
+    r
+}
+
+#[test]
+fn a_ratio_between_rows_of_different_in_flight_says_so() {
+    // wan, 600 ms, from the review: 4x32 against h1's 64 reads "1.9x" from the shapes alone.
+    let rows = [
+        shaped(Variant::H1, 64, 1, 1493.0),
+        shaped(Variant::H2c, 4, 32, 2773.0),
+    ];
+    let v = verdict(&rows, Variant::H1, false);
+    assert!(
+        v.line.starts_with(
+            "h2c fastest, 1.9x h1 (rows differ in requests in flight: 128 vs 64, \
+             which alone gives 2.0x on a delay-bound link; single run"
+        ),
+        "{}",
+        v.line
+    );
+    let counts: Vec<(&str, u64)> = v
+        .in_flight
+        .iter()
+        .map(|f| (f.row.as_str(), f.requests))
+        .collect();
+    assert_eq!(counts, [("h2c", 128), ("h1", 64)]);
+}
+
+#[test]
+fn equal_in_flight_needs_no_note_even_when_a_server_capped_the_streams() {
+    let mut capped = shaped(Variant::H2c, 4, 32, 2773.0);
+    capped.streams_capped = Some(16);
+    for h2c in [shaped(Variant::H2c, 4, 16, 2773.0), capped] {
+        let rows = [shaped(Variant::H1, 64, 1, 1400.0), h2c];
+        let v = verdict(&rows, Variant::H1, false);
+        assert!(!v.line.contains("in flight"), "{}", v.line);
+        assert!(v.in_flight.is_empty());
+    }
+}
+
+#[test]
+fn tied_rows_of_different_in_flight_say_so_without_a_ratio() {
+    let rows = [
+        shaped(Variant::H1, 64, 1, 1500.0),
+        shaped(Variant::H2c, 4, 32, 1490.0),
+    ];
+    let v = verdict(&rows, Variant::H1, false);
+    assert!(
+        v.line
+            .starts_with("tie: h1 ≈ h2c (inside the spread; rows differ in requests in flight: h1 64, h2c 128; single run"),
+        "{}",
+        v.line
+    );
+}
+
+#[test]
+fn the_slowest_rows_ratio_says_when_its_in_flight_differs() {
+    let rows = [
+        shaped(Variant::H1, 64, 1, 1500.0),
+        shaped(Variant::H2c, 4, 16, 3000.0),
+        shaped(Variant::H1Close, 32, 1, 300.0),
+    ];
+    let v = verdict(&rows, Variant::H1, false);
+    assert!(
+        v.line.ends_with(
+            "; slowest h1-close 0.20x h1 (a new connection per request; \
+             rows differ in requests in flight: 32 vs 64)"
+        ),
+        "{}",
+        v.line
+    );
+}
