@@ -8,6 +8,8 @@ use crate::variant::{Listener, Variant};
 use httpvs_load::stats::Quiet;
 use httpvs_load::{LoadConfig, ProtocolChoice, TlsOptions};
 use httpvs_netem::{DirectionCounters, Impairment, Link, LinkConfig, LinkCounters};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Where each listener of the target is, and how to trust it.
@@ -46,6 +48,8 @@ pub struct LoadDriver {
     pub timeout: Option<Duration>,
     /// The link of the condition that ran last (kept across its cells, replaced on the next).
     pub link: Option<(String, Option<Link>)>,
+    /// Set by Ctrl-C: the load run in progress ends at once (compare then drops its cell).
+    pub stop: Arc<AtomicBool>,
 }
 
 impl LoadDriver {
@@ -135,15 +139,16 @@ fn apply_payload(config: &mut LoadConfig, payload: &Payload) -> Result<(), Strin
 impl CellDriver for LoadDriver {
     fn run(&mut self, spec: &CellSpec<'_>) -> Result<RunResult, String> {
         let config = self.config(spec)?;
+        let stop = self.stop.clone();
         let link = self.link_for(spec.condition)?;
         let (report, link) = match link {
-            None => (httpvs_load::run(&config, &mut Quiet), None),
+            None => (httpvs_load::run_until(&config, &mut Quiet, stop), None),
             Some(link) => {
                 // Threads inherit the namespace of the thread that starts them, so every
                 // worker's sockets live behind the link.
                 let before = link.counters();
                 let report = link
-                    .run_in_client_ns(move || httpvs_load::run(&config, &mut Quiet))
+                    .run_in_client_ns(move || httpvs_load::run_until(&config, &mut Quiet, stop))
                     .map_err(|e| e.to_string())?;
                 (report, Some(counters_between(before, link.counters())))
             }

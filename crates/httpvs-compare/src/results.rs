@@ -20,8 +20,11 @@ pub struct Results {
     pub machine: crate::machine::MachineFacts,
     /// How the run was set up: target, pinning, what was skipped and why.
     pub setup: Setup,
-    /// Every cell, in plan order.
+    /// Every cell, in plan order (when interrupted, those that finished).
     pub cells: Vec<CellResult>,
+    /// Whether Ctrl-C or SIGTERM stopped the run before its last cell (`setup` says where).
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 /// How the run was set up.
@@ -45,6 +48,12 @@ pub struct Setup {
     pub elapsed_seconds: f64,
     /// Seconds since the Unix epoch at the start.
     pub started_unix: u64,
+    /// Cells the matrix had (0 when a run stopped before the matrix was laid out).
+    #[serde(default)]
+    pub cells_planned: usize,
+    /// What an interrupt cut short and dropped: a cell (`lossy / small / h3 4x32`) or `--tune`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<String>,
 }
 
 /// Something that was not run, and why.
@@ -198,6 +207,25 @@ impl Results {
             }
         }
         tables
+    }
+
+    /// The line that says a run was interrupted and what it holds, when it was.
+    pub fn interruption_line(&self) -> Option<String> {
+        if !self.interrupted {
+            return None;
+        }
+        let s = &self.setup;
+        let finished = match s.cells_planned {
+            0 => format!("{} cells finished", self.cells.len()),
+            n => format!("{} of {n} cells finished", self.cells.len()),
+        };
+        let dropped = match &s.dropped {
+            Some(what) => format!("; the one in progress ({what}) was dropped"),
+            None => String::new(),
+        };
+        Some(format!(
+            "interrupted (Ctrl-C or SIGTERM): {finished}{dropped}; tables and verdicts cover the finished cells only"
+        ))
     }
 
     /// Whether the plan has more than one payload (tables then name theirs).

@@ -11,6 +11,8 @@ use crate::{network, probe, tune};
 use httpvs_load::TlsOptions;
 use httpvs_server::{RunningServer, ServeConfig};
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// What to compare and how.
@@ -48,6 +50,16 @@ pub enum CompareError {
 
 /// Runs the comparison and returns every result.
 pub fn run(config: &CompareConfig, progress: &mut dyn Progress) -> Result<Results, CompareError> {
+    run_until(config, progress, Arc::new(AtomicBool::new(false)))
+}
+
+/// Like [`run`], but setting `stop` (Ctrl-C) ends the matrix early: the results then hold the
+/// cells that finished and say they were interrupted. The server and links are torn down alike.
+pub fn run_until(
+    config: &CompareConfig,
+    progress: &mut dyn Progress,
+    stop: Arc<AtomicBool>,
+) -> Result<Results, CompareError> {
     let started = Instant::now();
     let started_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -98,15 +110,34 @@ pub fn run(config: &CompareConfig, progress: &mut dyn Progress) -> Result<Result
             .unwrap_or_else(|| client_threads(&config.pinning)),
         timeout: plan.client.timeout.map(|s| s.0),
         link: None,
+        stop: stop.clone(),
+    };
+    let done = |plan: Plan, setup: Setup, cells, interrupted| Results {
+        schema_version: RESULTS_SCHEMA_VERSION,
+        plan,
+        machine: MachineFacts::here(),
+        setup: Setup {
+            elapsed_seconds: started.elapsed().as_secs_f64(),
+            ..setup
+        },
+        cells,
+        interrupted,
     };
     if config.tune {
         progress.note("tuning: trying a few shapes per protocol on the clean link");
-        setup.tuning = tune::tune(
+        let tuned = tune::tune(
             &mut plan,
             &variants,
             client_threads(&config.pinning),
             &mut driver,
+            &stop,
         );
+        let Some(tuning) = tuned else {
+            setup.dropped = Some("the --tune trials".into());
+            drop((driver, target));
+            return Ok(done(plan, setup, Vec::new(), true));
+        };
+        setup.tuning = tuning;
         for t in &setup.tuning {
             progress.note(&format!("tuned {}: {}", t.variant, t.chosen));
         }
@@ -142,22 +173,19 @@ pub fn run(config: &CompareConfig, progress: &mut dyn Progress) -> Result<Result
         ));
     }
     let specs = runner::cells(&plan, &conditions, &variants);
-    let cells = runner::run_cells(
+    setup.cells_planned = specs.len();
+    let ran = runner::run_cells(
         &specs,
         plan.repeats,
         client_threads(&config.pinning),
         &mut driver,
         progress,
+        &stop,
     );
-    drop(target);
-    setup.elapsed_seconds = started.elapsed().as_secs_f64();
-    Ok(Results {
-        schema_version: RESULTS_SCHEMA_VERSION,
-        plan,
-        machine: MachineFacts::here(),
-        setup,
-        cells,
-    })
+    // The last link, then the server: torn down before the report, interrupted or not.
+    drop((driver, target));
+    setup.dropped = ran.dropped;
+    Ok(done(plan, setup, ran.cells, ran.interrupted))
 }
 
 /// The host of a URL when it is not this host's loopback.
@@ -180,11 +208,42 @@ fn client_threads(pinning: &Pinning) -> usize {
     }
 }
 
-/// The target's endpoints, and the embedded server and CA file to clean up at the end.
+/// The target's endpoints, and the embedded server to shut down at the end.
 struct Target {
     endpoints: Endpoints,
     server: Option<RunningServer>,
-    ca_file: Option<PathBuf>,
+    /// The embedded server's CA, held open for as long as the clients read it.
+    _ca_file: Option<CaFile>,
+}
+
+/// The embedded server's CA certificate in an anonymous memory file, named by its
+/// `/proc/self/fd` path: it vanishes with the process however that ends (a second Ctrl-C,
+/// SIGKILL), where a file in the temp directory stayed behind.
+struct CaFile(std::fs::File);
+
+impl CaFile {
+    fn new(pem: &str) -> Result<CaFile, CompareError> {
+        use std::io::Write;
+        use std::os::fd::FromRawFd;
+        // SAFETY: memfd_create with a NUL-terminated name; a non-negative return is a new fd
+        // that nothing else owns.
+        let fd = unsafe { libc::memfd_create(c"httpvs-compare-ca".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(CompareError::Server(format!("cannot hold its CA: {e}")));
+        }
+        // SAFETY: `fd` is open and owned by nothing else.
+        let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+        file.write_all(pem.as_bytes())
+            .map_err(|e| CompareError::Server(format!("cannot hold its CA: {e}")))?;
+        Ok(CaFile(file))
+    }
+
+    /// A path that opens the file (each load run reads it).
+    fn path(&self) -> PathBuf {
+        use std::os::fd::AsRawFd;
+        PathBuf::from(format!("/proc/self/fd/{}", self.0.as_raw_fd()))
+    }
 }
 
 impl Target {
@@ -198,11 +257,7 @@ impl Target {
         }
         let server =
             httpvs_server::start(serve).map_err(|e| CompareError::Server(e.to_string()))?;
-        let ca_file =
-            std::env::temp_dir().join(format!("httpvs-compare-{}-ca.pem", std::process::id()));
-        std::fs::write(&ca_file, server.ca_pem()).map_err(|e| {
-            CompareError::Server(format!("cannot write its CA to {}: {e}", ca_file.display()))
-        })?;
+        let ca_file = CaFile::new(&server.ca_pem())?;
         let url = |addr: Option<std::net::SocketAddr>, scheme: &str| {
             addr.map(|a| format!("{scheme}://{a}"))
         };
@@ -212,13 +267,13 @@ impl Target {
             h3: url(server.h3_addr(), "https"),
             tls: TlsOptions {
                 insecure: false,
-                cacert: Some(ca_file.clone()),
+                cacert: Some(ca_file.path()),
             },
         };
         Ok(Target {
             endpoints,
             server: Some(server),
-            ca_file: Some(ca_file),
+            _ca_file: Some(ca_file),
         })
     }
 
@@ -263,7 +318,7 @@ impl Target {
         let target = Target {
             endpoints,
             server: None,
-            ca_file: None,
+            _ca_file: None,
         };
         Ok((target, variants, skipped))
     }
@@ -273,9 +328,6 @@ impl Drop for Target {
     fn drop(&mut self) {
         if let Some(server) = self.server.take() {
             server.shutdown(Duration::from_secs(1));
-        }
-        if let Some(path) = self.ca_file.take() {
-            let _ = std::fs::remove_file(path);
         }
     }
 }

@@ -4,6 +4,7 @@ use crate::plan::{Plan, Shape, ShapeList};
 use crate::results::TuneChoice;
 use crate::runner::{run_cell, CellDriver, CellSpec};
 use crate::variant::Variant;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// The shapes tried for a protocol: connection counts for h1, connections x streams for h2/h3.
@@ -23,14 +24,16 @@ pub fn candidates(variant: Variant) -> Vec<Shape> {
 
 /// Tries every candidate of every protocol once, sets the plan's shapes to the winners, and
 /// returns what it chose. A winner must beat a smaller shape by more than 5% to be chosen.
+/// `None` when `stop` was set: the trials were cut short and the plan is left as it was.
 pub fn tune(
     plan: &mut Plan,
     variants: &[Variant],
     client_cpus: usize,
     driver: &mut dyn CellDriver,
-) -> Vec<TuneChoice> {
+    stop: &AtomicBool,
+) -> Option<Vec<TuneChoice>> {
     let Some(condition) = plan.conditions.iter().find(|c| c.is_clean()).cloned() else {
-        return Vec::new();
+        return Some(Vec::new());
     };
     let payload = plan.payloads[0].clone();
     let mut choices = Vec::new();
@@ -45,7 +48,7 @@ pub fn tune(
                 warmup: Duration::from_millis(200),
                 duration: plan.duration.0.min(Duration::from_millis(500)),
             };
-            let cell = run_cell(&spec, 1, client_cpus, driver);
+            let cell = run_cell(&spec, 1, client_cpus, driver, stop)?;
             tried.push((shape, cell.row().rps.median));
         }
         let mut best = tried[0];
@@ -54,12 +57,15 @@ pub fn tune(
                 best = (shape, rps);
             }
         }
-        plan.shapes.insert(variant, ShapeList(vec![best.0]));
         choices.push(TuneChoice {
             variant,
             chosen: best.0,
             candidates: tried,
         });
     }
-    choices
+    for choice in &choices {
+        plan.shapes
+            .insert(choice.variant, ShapeList(vec![choice.chosen]));
+    }
+    Some(choices)
 }

@@ -15,7 +15,7 @@ const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;m
 h1{font-size:24px}h2{font-size:19px;margin-top:32px;border-bottom:1px solid #ddd}h3{font-size:16px}\
 table{border-collapse:collapse;margin:8px 0}td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}\
 td:nth-child(-n+2),th:nth-child(-n+2){text-align:left}th{background:#f4f4f4}\
-.verdict{font-weight:600;margin:6px 0}.anomaly{color:#a33;margin:2px 0}.facts{color:#555}\
+.verdict{font-weight:600;margin:6px 0}.banner{background:#fff3cd;border:1px solid #e0b000;padding:8px 12px;font-weight:600}.anomaly{color:#a33;margin:2px 0}.facts{color:#555}\
 svg.chart{display:block;margin:10px 0;max-width:100%;height:auto;background:#fff}\
 .ct{font-weight:600;font-size:13px}.lg,.yt,.xt,.al{font-size:11px;fill:#333}.yt{text-anchor:end}.xt{text-anchor:middle}.al{text-anchor:middle}\
 .grid{stroke:#e6e6e6}.eb{stroke:#000;stroke-width:1.2;fill:none}";
@@ -87,6 +87,9 @@ fn header(out: &mut String, results: &Results) {
         results.plan.warmup,
         s.elapsed_seconds
     );
+    if let Some(line) = results.interruption_line() {
+        let _ = write!(out, "<p class=\"banner\">{}</p>", escape(&line));
+    }
     for skip in s.skipped_protocols.iter().chain(&s.skipped_conditions) {
         let _ = write!(
             out,

@@ -41,7 +41,7 @@ pub fn views(results: &Results) -> Vec<TableView<'_>> {
         n => n,
     };
     let repeats = results.plan.repeats as usize;
-    results
+    let mut views: Vec<TableView<'_>> = results
         .tables()
         .into_iter()
         .map(|table| {
@@ -82,7 +82,9 @@ pub fn views(results: &Results) -> Vec<TableView<'_>> {
                 anomalies,
             }
         })
-        .collect()
+        .collect();
+    mark_incomplete(results, &mut views);
+    views
 }
 
 /// A table's verdict as the `--json` file keeps it (computed from the cells; `--from` recomputes it).
@@ -113,6 +115,28 @@ pub fn verdict_records(results: &Results) -> Vec<VerdictRecord> {
             anomalies: v.anomalies,
         })
         .collect()
+}
+
+/// In an interrupted run, a table that lacks rows says so in its verdict: a winner among the
+/// rows that ran is not a verdict on the rows that did not.
+fn mark_incomplete(results: &Results, views: &mut [TableView<'_>]) {
+    if !results.interrupted {
+        return;
+    }
+    let skipped = &results.setup.skipped_protocols;
+    let planned: usize = results
+        .plan
+        .protocols
+        .iter()
+        .filter(|v| !skipped.iter().any(|s| s.name == v.name()))
+        .map(|v| results.plan.shapes_for(*v).len())
+        .sum();
+    for view in views.iter_mut().filter(|v| v.rows.len() < planned) {
+        view.verdict.line.push_str(&format!(
+            "; incomplete: interrupted after {} of {planned} rows",
+            view.rows.len()
+        ));
+    }
 }
 
 fn title(results: &Results, table: &Table<'_>) -> String {
@@ -224,5 +248,46 @@ mod tests {
         if let Ok(path) = std::env::var("HTTPVS_SAMPLE_TEXT") {
             std::fs::write(path, text::render(&sample::results())).unwrap();
         }
+    }
+
+    #[test]
+    fn an_interrupted_run_says_so_in_text_and_html() {
+        let mut results = sample::results();
+        assert_eq!(results.interruption_line(), None);
+        assert!(!html::render(&results).contains("class=\"banner\""));
+        results.cells.pop();
+        results.interrupted = true;
+        results.setup.cells_planned = results.cells.len() + 1;
+        results.setup.dropped = Some("wan / large / h3 4x32".into());
+        let n = results.cells.len();
+        let line = format!(
+            "interrupted (Ctrl-C or SIGTERM): {n} of {} cells finished; the one in progress \
+             (wan / large / h3 4x32) was dropped",
+            n + 1
+        );
+        let text = text::render(&results);
+        assert!(text.contains(&line), "{text}");
+        // The last table lost its h3 row: its verdict says so; the others are whole.
+        assert_eq!(text.matches("; incomplete: ").count(), 1, "{text}");
+        assert!(
+            text.contains("; incomplete: interrupted after 5 of 6 rows\n"),
+            "{text}"
+        );
+        let html = html::render(&results);
+        assert!(html.contains("<p class=\"banner\">interrupted"), "{html}");
+    }
+
+    #[test]
+    fn a_results_file_without_the_interrupt_fields_reads_as_complete() {
+        let mut value = serde_json::to_value(sample::results()).unwrap();
+        assert_eq!(value["interrupted"], false);
+        value.as_object_mut().unwrap().remove("interrupted");
+        value["setup"]
+            .as_object_mut()
+            .unwrap()
+            .remove("cells_planned");
+        let back: Results = serde_json::from_value(value).unwrap();
+        assert!(!back.interrupted);
+        assert_eq!(back.setup.cells_planned, 0);
     }
 }

@@ -43,6 +43,7 @@ pub fn results() -> Results {
             ..Setup::default()
         },
         cells,
+        interrupted: false,
     }
 }
 

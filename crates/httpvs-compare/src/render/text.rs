@@ -102,6 +102,9 @@ fn setup_lines(results: &Results) -> String {
         "{} repeat(s) of {} after a {} warm-up per cell; medians, spread = ±half the min-max range",
         results.plan.repeats, results.plan.duration, results.plan.warmup
     );
+    if let Some(line) = results.interruption_line() {
+        let _ = writeln!(out, "{line}");
+    }
     for skip in s.skipped_protocols.iter().chain(&s.skipped_conditions) {
         let _ = writeln!(out, "skipped {}: {}", skip.name, skip.reason);
     }

@@ -2,6 +2,8 @@
 
 use super::usage;
 use httpvs_compare::options;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Raises this process's open-file limit to its hard limit; returns the limit now in force
@@ -112,6 +114,37 @@ pub(super) fn parse_duration(s: &str) -> Option<Duration> {
     (0.0..1e9)
         .contains(&secs)
         .then(|| Duration::from_secs_f64(secs))
+}
+
+/// The flag the first Ctrl-C (or SIGTERM) sets: the run stops and reports what it did (`load`,
+/// `compare`). A second one kills the process: the handler restores both default actions.
+pub(super) fn interrupt_flag() -> Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    extern "C" fn on_signal(_: libc::c_int) {
+        if let Some(flag) = FLAG.get() {
+            flag.store(true, Ordering::Relaxed);
+        }
+        // SAFETY: signal() is async-signal-safe; restoring the defaults lets a second ^C kill.
+        unsafe {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+        }
+    }
+    let flag = FLAG
+        .get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .clone();
+    // Ctrl-C, and SIGTERM as `timeout` and service managers send it: both end the run with
+    // its report.
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: installing a handler that only stores to an atomic and calls signal().
+        unsafe {
+            libc::signal(
+                signal,
+                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
+    flag
 }
 
 #[cfg(test)]

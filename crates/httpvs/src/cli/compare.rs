@@ -129,8 +129,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => {
             let config = config(&args)?;
             let mut progress = Lines::default();
-            session::run(&config, &mut progress).map_err(|e| anyhow::anyhow!("{e}"))?
+            // The first Ctrl-C ends the matrix: the finished cells are still shown and written.
+            let stop = super::common::interrupt_flag();
+            session::run_until(&config, &mut progress, stop).map_err(|e| anyhow::anyhow!("{e}"))?
         }
+    };
+    // An interrupt that cut the matrix exits 130 (128 + SIGINT, as a shell reports ^C), after
+    // the report; a re-rendered interrupted file (--from) is not itself interrupted.
+    let code = match results.interrupted && args.from.is_none() {
+        true => ExitCode::from(130),
+        false => ExitCode::SUCCESS,
     };
     let mut out = std::io::stdout().lock();
     let _ = write!(out, "{}", render::text::render(&results));
@@ -148,7 +156,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot write {}", path.display()))?;
         let _ = writeln!(out, "\nreport: {}", path.display());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }
 
 /// Turns flags into the library's config; every bad value is one line and exit 2.

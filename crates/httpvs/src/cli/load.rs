@@ -5,7 +5,7 @@
 
 mod net;
 
-use super::common::{check_writable, cpu_list, duration_flag, parse_header};
+use super::common::{check_writable, cpu_list, duration_flag, interrupt_flag, parse_header};
 use super::usage;
 use httpvs_load::config::{parse_url, StopAfter, TlsOptions};
 use httpvs_load::report::progress::ProgressLine;
@@ -15,8 +15,6 @@ use httpvs_load::{LoadConfig, LoadError, Observer, ProtocolChoice};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 
 /// Flags of `httpvs load`.
 #[derive(clap::Args, Debug)]
@@ -315,34 +313,4 @@ fn ignore_sigpipe() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
-}
-
-/// The flag the first Ctrl-C sets: the run stops and reports what it did. A second Ctrl-C
-/// kills the process (the handler restores the default action).
-fn interrupt_flag() -> Arc<AtomicBool> {
-    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-    extern "C" fn on_sigint(signal: libc::c_int) {
-        if let Some(flag) = FLAG.get() {
-            flag.store(true, Ordering::Relaxed);
-        }
-        // SAFETY: signal() is async-signal-safe; restoring the default lets a second ^C kill.
-        unsafe {
-            libc::signal(signal, libc::SIG_DFL);
-        }
-    }
-    let flag = FLAG
-        .get_or_init(|| Arc::new(AtomicBool::new(false)))
-        .clone();
-    // Ctrl-C, and SIGTERM as `timeout` and service managers send it: both end the run with
-    // its report.
-    for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: installing a handler that only stores to an atomic and calls signal().
-        unsafe {
-            libc::signal(
-                signal,
-                on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            );
-        }
-    }
-    flag
 }
