@@ -45,6 +45,7 @@ pub fn measurement(report: &Report) -> Measurement {
         client_cpu: None,
         latency_cdf: cdf(&report.latency),
         per_second: report.series.iter().map(|p| p.requests_per_s).collect(),
+        per_second_at: report.series.iter().map(|p| p.t_s).collect(),
         quic_packets_lost: report.quic.as_ref().map(|q| q.packets_lost),
         link_packets_lost: None,
     }

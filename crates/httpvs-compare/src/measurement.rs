@@ -46,9 +46,14 @@ pub struct Measurement {
     /// Latency CDF points: (milliseconds, fraction of requests at or below).
     #[serde(default)]
     pub latency_cdf: Vec<(f64, f64)>,
-    /// Successful requests per second, one value per second of the measured period.
+    /// Successful requests per second, one value per interval of the measured period (the
+    /// intervals end on the run's whole seconds, so the first is often shorter).
     #[serde(default)]
     pub per_second: Vec<f64>,
+    /// Seconds into the measured period at the end of each `per_second` interval (files from
+    /// before it was kept lack it; the load report's `series[].t_s` has it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_second_at: Vec<f64>,
     /// QUIC packets the client's stack declared lost (h3 only).
     pub quic_packets_lost: Option<u64>,
     /// Packets the emulated link dropped, both directions (when a link was in use).

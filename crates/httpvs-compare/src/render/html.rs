@@ -3,7 +3,7 @@
 use super::svg::{bar_chart, escape, line_chart, BarSeries, LineSeries};
 use super::text::{row_cells, HEADERS};
 use super::{views, TableView};
-use crate::results::{CellResult, Results};
+use crate::results::{CellResult, Results, RunResult};
 use std::fmt::Write;
 
 const PALETTE: [&str; 10] = [
@@ -222,15 +222,21 @@ fn table_section(out: &mut String, v: &TableView<'_>, colors: &Colors) {
         true,
         ("latency, ms (log scale)", "fraction of requests"),
         Some(1.0),
+        None,
     ));
     let timeline: Vec<LineSeries> = median_runs
         .iter()
         .map(|(label, cell, i)| LineSeries {
             name: label.to_string(),
             color: colors.of(label),
-            points: per_second_points(&cell.runs[*i].summary.per_second),
+            points: per_second_points(&cell.runs[*i]),
         })
         .collect();
+    // The axis spans the measured period, so a point sits at its own time within it.
+    let period = median_runs
+        .iter()
+        .map(|(_, cell, i)| cell.runs[*i].summary.seconds)
+        .fold(0.0, f64::max);
     let title = format!("req/s over time, {} (median repeat)", v.name);
     out.push_str(&line_chart(
         &title,
@@ -238,6 +244,7 @@ fn table_section(out: &mut String, v: &TableView<'_>, colors: &Colors) {
         false,
         ("seconds into the measured period", "req/s"),
         None,
+        Some(period),
     ));
 }
 
@@ -252,11 +259,74 @@ fn median_run(cell: &CellResult) -> Option<usize> {
     order.get(order.len() / 2).copied()
 }
 
-/// Per-second values as a step-free line at the end of each second.
-fn per_second_points(values: &[f64]) -> Vec<(f64, f64)> {
-    values
-        .iter()
-        .enumerate()
-        .map(|(i, v)| ((i + 1) as f64, *v))
-        .collect()
+/// A repeat's req/s series as points at the end of each interval, in seconds into the measured
+/// period: the first interval ends on the run's first whole second, so after a 300 ms warm-up
+/// the points of a 1 s period are at 0.7 s and 1.0 s. Files from before the times were kept
+/// take them from the load report's series.
+fn per_second_points(run: &RunResult) -> Vec<(f64, f64)> {
+    let values = &run.summary.per_second;
+    let mut times = run.summary.per_second_at.clone();
+    if times.len() != values.len() {
+        times = run.report["series"]
+            .as_array()
+            .map(|s| s.iter().filter_map(|p| p["t_s"].as_f64()).collect())
+            .unwrap_or_default();
+    }
+    if times.len() != values.len() {
+        // No times anywhere: one value a second, each at its second's end.
+        times = (1..=values.len()).map(|i| i as f64).collect();
+    }
+    times.into_iter().zip(values.iter().copied()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measurement::Measurement;
+
+    fn run(per_second: Vec<f64>, at: Vec<f64>, report: serde_json::Value) -> RunResult {
+        RunResult {
+            summary: Measurement {
+                seconds: 1.0,
+                per_second,
+                per_second_at: at,
+                ..Measurement::default()
+            },
+            report,
+            link: None,
+        }
+    }
+
+    #[test]
+    fn req_s_over_time_sits_at_each_intervals_end() {
+        let r = run(vec![742.8, 773.3], vec![0.7, 1.0], serde_json::Value::Null);
+        assert_eq!(per_second_points(&r), vec![(0.7, 742.8), (1.0, 773.3)]);
+        // A results file from before the times were kept: the load report has them.
+        let report = serde_json::json!({"series": [
+            {"t_s": 0.6, "requests_per_s": 10.0}
+        ]});
+        let r = run(vec![10.0], Vec::new(), report);
+        assert_eq!(per_second_points(&r), vec![(0.6, 10.0)]);
+    }
+
+    #[test]
+    fn the_time_axis_ends_at_the_measured_period() {
+        let mut results = crate::render::sample::results();
+        for cell in &mut results.cells {
+            for r in &mut cell.runs {
+                r.summary.seconds = 1.0;
+                r.summary.per_second = vec![100.0, 200.0];
+                r.summary.per_second_at = vec![0.7, 1.0];
+            }
+        }
+        let html = render(&results);
+        let chart = html
+            .split("<svg")
+            .find(|c| c.contains("req/s over time"))
+            .unwrap();
+        // Ticks run 0..1 in steps of 0.2 and none past the period; the first point is at 70%.
+        assert!(chart.contains(">1</text>") && !chart.contains(">1.2</text>"));
+        let x = |t: f64| super::super::svg::x_for_test(t, 0.0, 1.0);
+        assert!(chart.contains(&format!("M{:.1} ", x(0.7))), "{chart}");
+    }
 }

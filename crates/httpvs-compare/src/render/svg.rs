@@ -220,13 +220,15 @@ pub fn bar_chart(title: &str, groups: &[String], series: &[BarSeries], y_label: 
     out
 }
 
-/// Lines over a linear or log10 x axis; y runs from 0 to `y_max` (or the data's top).
+/// Lines over a linear or log10 x axis; y runs from 0 to `y_max` (or the data's top), and a
+/// linear x axis to `x_end` (a time axis: the measured period) or the last point, the further.
 pub fn line_chart(
     title: &str,
     series: &[LineSeries],
     x_log: bool,
     labels: (&str, &str),
     y_max: Option<f64>,
+    x_end: Option<f64>,
 ) -> String {
     let mut out = String::new();
     open(&mut out, title);
@@ -240,6 +242,10 @@ pub fn line_chart(
     if !x_log && x0 > 0.0 && x0 != f64::MAX {
         // A linear axis (time) starts at 0, so a lone point sits where its time says.
         x0 = 0.0;
+    }
+    if let Some(end) = x_end.filter(|e| !x_log && e.is_finite() && *e > 0.0) {
+        x0 = x0.min(0.0);
+        x1 = if x1 == f64::MIN { end } else { x1.max(end) };
     }
     if x0 >= x1 {
         x0 = if x0 == f64::MAX { 0.0 } else { x0 - 1.0 };
@@ -306,6 +312,12 @@ pub fn line_chart(
     out
 }
 
+/// Where a linear x axis from `x0` to `x1` puts `x`, for other modules' tests.
+#[cfg(test)]
+pub fn x_for_test(x: f64, x0: f64, x1: f64) -> f64 {
+    LEFT + (x - x0) / (x1 - x0) * (WIDTH - LEFT - RIGHT)
+}
+
 fn x_axis(out: &mut String, x0: f64, x1: f64, x_log: bool, px: impl Fn(f64) -> f64) {
     let values: Vec<f64> = if x_log {
         (x0.floor() as i32..=x1.ceil() as i32)
@@ -356,11 +368,25 @@ mod tests {
             color: "#000",
             points: vec![(0.6, 100.0)],
         }];
-        let svg = line_chart("t", &series, false, ("s", "req/s"), None);
+        let svg = line_chart("t", &series, false, ("s", "req/s"), None, None);
         // The axis runs 0..0.6: the dot is at the plot's right edge.
         let cx = LEFT + (WIDTH - LEFT - RIGHT);
         assert!(svg.contains(&format!(r#"cx="{cx:.1}""#)), "{svg}");
         assert!(svg.contains(">0.6</text>"), "{svg}");
+    }
+
+    #[test]
+    fn a_time_axis_ends_at_the_measured_period() {
+        let series = [LineSeries {
+            name: "h1".into(),
+            color: "#000",
+            points: vec![(0.5, 100.0)],
+        }];
+        let svg = line_chart("t", &series, false, ("s", "req/s"), None, Some(1.0));
+        // The axis runs 0..1: the dot at 0.5 s is mid-plot, and the last tick is 1.
+        let cx = LEFT + (WIDTH - LEFT - RIGHT) / 2.0;
+        assert!(svg.contains(&format!(r#"cx="{cx:.1}""#)), "{svg}");
+        assert!(svg.contains(">1</text>"), "{svg}");
     }
 
     #[test]
@@ -394,6 +420,7 @@ mod tests {
             true,
             ("ms", "fraction"),
             Some(1.0),
+            None,
         );
         assert!(lines.contains("<path d=\"M"));
     }
