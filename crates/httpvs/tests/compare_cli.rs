@@ -140,6 +140,19 @@ fn bad_plan_gets_one_line_naming_the_field() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("repeets"), "{stderr}");
 
+    // load's --net "UP | DOWN" in a plan: the line, and the keys a plan uses instead.
+    let piped = TINY_PLAN.replace("delay 5ms loss 2%", "delay 5ms | delay 10ms");
+    std::fs::write(dir.join("piped.toml"), piped).unwrap();
+    let out = httpvs(&dir, &["compare", "--plan", "piped.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("httpvs: piped.toml:21: conditions[1].netem: unknown netem keyword `|`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("up = \"...\""), "{stderr}");
+
     let out = httpvs(&dir, &["compare", "--plan", "missing.toml"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("missing.toml: cannot read"));
@@ -164,6 +177,14 @@ fn bad_flags_get_one_line() {
         (
             vec!["compare", "--from", "nothing.json"],
             "cannot read nothing.json",
+        ),
+        (
+            vec!["compare", "--duration", "-1s"],
+            "--duration: '-1s' is not a duration",
+        ),
+        (
+            vec!["compare", "--warmup", "-1s"],
+            "--warmup: '-1s' is not a duration",
         ),
         (vec!["compare", "--quick", "notaurl"], "invalid URL"),
         (

@@ -41,6 +41,16 @@ impl PlanError {
         }
     }
 
+    /// The same error with the line of the plan `text` that sets its field, when it had none
+    /// (a check made after parsing, as of a netem string): `bad.toml:8: conditions[0].netem: ...`.
+    pub fn located(mut self, text: &str) -> Self {
+        if self.line.is_none() && !self.field.is_empty() {
+            let lines = text.lines().count();
+            self.line = (1..=lines).find(|&n| field_at(text, n) == self.field);
+        }
+        self
+    }
+
     /// Turns a TOML error into one line that names the field under its span.
     pub fn from_toml(origin: &str, text: &str, err: &toml::de::Error) -> Self {
         let message = err.message().trim().to_string();
@@ -107,5 +117,16 @@ mod tests {
         assert_eq!(field_at(text, 1), "repeats");
         let text = "[server]\nthreads = \"x\"\n";
         assert_eq!(field_at(text, 2), "server.threads");
+    }
+
+    #[test]
+    fn a_field_found_after_parsing_gets_its_line() {
+        let text = "repeats = 1\n[[conditions]]\nname = \"a\"\n[[conditions]]\nname = \"b\"\n\
+                    netem = \"delay 5ms | delay 10ms\"\n";
+        let e = PlanError::field("p.toml", "conditions[1].netem", "bad").located(text);
+        assert_eq!(e.to_string(), "p.toml:6: conditions[1].netem: bad");
+        // A field no line sets (a default) keeps none.
+        let e = PlanError::field("p.toml", "conditions[0].netem", "bad").located(text);
+        assert_eq!(e.to_string(), "p.toml: conditions[0].netem: bad");
     }
 }

@@ -284,7 +284,7 @@ impl Plan {
         }
         let plan: Plan =
             toml::from_str(text).map_err(|e| PlanError::from_toml(origin, text, &e))?;
-        plan.validate(origin)?;
+        plan.validate(origin).map_err(|e| e.located(text))?;
         Ok(plan)
     }
 
@@ -333,7 +333,15 @@ impl Plan {
                     continue;
                 };
                 if let Err(e) = httpvs_netem::Impairment::parse(text) {
-                    return err(format!("conditions[{i}].{key}"), e.to_string());
+                    let mut msg = e.to_string();
+                    if text.contains('|') {
+                        // `load --net` takes "UP | DOWN"; a plan names the directions.
+                        msg.push_str(
+                            " (a plan gives the two directions apart: up = \"...\" for client to \
+                             server, down = \"...\" for server to client)",
+                        );
+                    }
+                    return err(format!("conditions[{i}].{key}"), msg);
                 }
             }
             for name in c.payloads.iter().flatten() {

@@ -72,16 +72,22 @@ fn unknown_and_missing_fields_are_named() {
 #[test]
 fn cross_field_mistakes_are_named() {
     let e = error_of(&format!("baseline = \"h3\"\n{MINIMAL}"));
-    assert_eq!(e, "p.toml: baseline: 'h3' is not among protocols");
+    assert_eq!(e, "p.toml:1: baseline: 'h3' is not among protocols");
     let e = error_of(&format!("{MINIMAL}payloads = [\"huge\"]\n"));
     assert!(
         e.contains("conditions[0].payloads: 'huge' is not a payload"),
         "{e}"
     );
     let e = error_of(&format!("{MINIMAL}netem = \"delay 20ms loss lots\"\n"));
-    assert!(e.starts_with("p.toml: conditions[0].netem: "), "{e}");
+    assert!(e.starts_with("p.toml:7: conditions[0].netem: "), "{e}");
+    let e = error_of(&format!("{MINIMAL}netem = \"delay 5ms | delay 10ms\"\n"));
+    assert!(e.starts_with("p.toml:7: conditions[0].netem: "), "{e}");
+    assert!(
+        e.contains("up = \"...\"") && e.contains("down = \"...\""),
+        "{e}"
+    );
     let e = error_of(&MINIMAL.replace("duration", "repeats = 0\nduration"));
-    assert_eq!(e, "p.toml: repeats: must be 1..=100");
+    assert_eq!(e, "p.toml:2: repeats: must be 1..=100");
 }
 
 #[test]

@@ -42,13 +42,13 @@ pub struct Args {
     #[arg(long, value_name = "LIST")]
     conditions: Option<String>,
     /// Repeats per cell (overrides the plan).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     repeats: Option<u32>,
     /// Measured period per repeat (overrides the plan), e.g. 2s.
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     duration: Option<String>,
     /// Warm-up per repeat (overrides the plan), e.g. 500ms.
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     warmup: Option<String>,
     /// Pin the embedded server to these CPUs (default: the first half).
     #[arg(long, value_name = "LIST")]
