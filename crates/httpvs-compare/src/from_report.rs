@@ -18,6 +18,9 @@ pub fn measurement(report: &Report) -> Measurement {
         requests_per_sec: report.throughput.succeeded_per_s,
         succeeded: r.succeeded,
         failed: r.failed,
+        started: r.started,
+        cut_off: r.cut_off,
+        warmup_cut_off: r.from_warmup.cut_off,
         retried: r.retried.total,
         errors: report
             .errors

@@ -17,6 +17,16 @@ pub struct Measurement {
     pub succeeded: u64,
     /// Requests that failed (any error kind).
     pub failed: u64,
+    /// Requests started in the measured period (succeeded + failed + cut off).
+    #[serde(default)]
+    pub started: u64,
+    /// Of them, still in flight when the period ended.
+    #[serde(default)]
+    pub cut_off: u64,
+    /// Requests released in the warm-up and still in flight when the period ended (outside
+    /// `started`: a slow link can hold every slot's warm-up request past the warm-up).
+    #[serde(default)]
+    pub warmup_cut_off: u64,
     /// Requests resent because the server never processed them (after GOAWAY, close, REFUSED_STREAM).
     pub retried: u64,
     /// Failures by kind name.

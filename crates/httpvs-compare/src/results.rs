@@ -106,6 +106,20 @@ pub struct RunResult {
     pub link: Option<serde_json::Value>,
 }
 
+impl RunResult {
+    /// Fills summary figures that files from before they existed lack, from the load report.
+    fn backfill(&mut self) {
+        let requests = &self.report["requests"];
+        let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+        let m = &mut self.summary;
+        if m.started == 0 && m.cut_off == 0 && m.warmup_cut_off == 0 {
+            m.started = n(&requests["started"]);
+            m.cut_off = n(&requests["cut_off"]);
+            m.warmup_cut_off = n(&requests["from_warmup"]["cut_off"]);
+        }
+    }
+}
+
 /// A table row: a cell's repeats folded into medians and spreads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -125,6 +139,18 @@ pub struct Row {
     pub bytes_per_request: f64,
     /// Median connections opened.
     pub connections: f64,
+    /// The fewest connections a repeat opened (a connection counts once it carries a measured request).
+    pub fewest_connections: u64,
+    /// Median measured period, seconds.
+    pub seconds: f64,
+    /// Requests started in the measured periods, all repeats together.
+    pub started: u64,
+    /// Requests in flight when a measured period ended (its own and the warm-up's), all repeats together.
+    pub cut_off: u64,
+    /// The most req/s a repeat could have read had every request in flight at its end completed
+    /// and every connection its shape asked for opened (infinite when none opened): what a row
+    /// too thin to rank might have reached.
+    pub ceiling_rps: f64,
     /// Failed requests, all repeats together.
     pub errors: u64,
     /// Retried requests, all repeats together.
@@ -157,6 +183,13 @@ impl CellResult {
             p99_ms: median(|m| m.p99_ms),
             bytes_per_request: median(|m| m.wire_bytes_per_request),
             connections: median(|m| m.connections_opened as f64),
+            fewest_connections: runs().map(|m| m.connections_opened).min().unwrap_or(0),
+            seconds: median(|m| m.seconds),
+            started: runs().map(|m| m.started).sum(),
+            cut_off: runs().map(|m| m.cut_off + m.warmup_cut_off).sum(),
+            ceiling_rps: runs()
+                .map(|m| ceiling(m, self.shape.connections))
+                .fold(0.0, f64::max),
             errors: runs().map(|m| m.failed).sum(),
             retried: runs().map(|m| m.retried).sum(),
             succeeded: runs().map(|m| m.succeeded).sum(),
@@ -176,6 +209,18 @@ impl CellResult {
             failure: self.failure.clone(),
         }
     }
+}
+
+/// A repeat's req/s had every request in flight at its end completed, scaled up for the
+/// connections that never opened (their slots sat idle).
+fn ceiling(m: &Measurement, asked: u32) -> f64 {
+    let opened = m.connections_opened as f64;
+    let asked = f64::from(asked);
+    if m.seconds <= 0.0 || opened <= 0.0 {
+        return f64::INFINITY;
+    }
+    let done = (m.succeeded + m.cut_off + m.warmup_cut_off) as f64 / m.seconds;
+    done * (asked / opened).max(1.0)
 }
 
 /// The cells of one table: a condition and a payload.
@@ -247,7 +292,12 @@ impl Results {
                 version
             ));
         }
-        serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))
+        let mut results: Results =
+            serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))?;
+        for run in results.cells.iter_mut().flat_map(|c| &mut c.runs) {
+            run.backfill();
+        }
+        Ok(results)
     }
 
     /// Writes the results as pretty JSON, with each table's verdict and anomalies after the cells.

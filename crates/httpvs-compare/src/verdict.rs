@@ -4,11 +4,17 @@ use crate::results::Row;
 use crate::variant::Variant;
 use serde::Serialize;
 
-/// When a table has a single repeat there is no measured spread; differences under this are ties.
+/// When a table has a single repeat there is no measured spread; differences under this (or under
+/// one round of requests in flight, see [`round_rps`]) are ties.
 pub const SINGLE_RUN_TIE: f64 = 0.05;
 
 /// Client CPU at or above this fraction of its cores means the client, not the protocol, was measured.
 pub const SATURATED_CPU: f64 = 0.90;
+
+/// Fewer completions than this per request in flight per repeat make a row too thin to rank: a
+/// closed loop's count moves by one round (one completion per request in flight) with where the
+/// measured period's edges fall, so below three rounds that is a third of the figure or more.
+pub const MIN_PER_SLOT: f64 = 3.0;
 
 /// A delay-bound ratio within this fraction of the rows' in-flight ratio is said to be about it.
 const IN_FLIGHT_RATIO_CLOSE: f64 = 0.15;
@@ -24,6 +30,17 @@ pub struct Verdict {
     pub tied: Vec<Variant>,
     /// The requests in flight of the rows the verdict compares, when they differ (else empty).
     pub in_flight: Vec<InFlight>,
+    /// Rows too thin to rank, and why (a verdict names no winner when one could have won).
+    pub not_ranked: Vec<NotRanked>,
+}
+
+/// A row left out of the ranking.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotRanked {
+    /// The row's label.
+    pub row: String,
+    /// Why, e.g. "completed 2 of 34 started in 1 s" or "opened 2 of 4 connections".
+    pub reason: String,
 }
 
 /// One compared row's requests in flight.
@@ -113,47 +130,209 @@ pub fn baseline_row(rows: &[Row], baseline: Variant) -> Option<&Row> {
         .find(|r| r.variant == baseline && r.failure.is_none())
 }
 
-/// The relative margin inside which two rows tie: their spreads, or 5% for single runs.
-fn tie_margin(a: &Row, b: &Row) -> f64 {
-    let measured = a.rps.relative_half_range() + b.rps.relative_half_range();
-    if measured > 0.0 {
-        measured
-    } else {
-        SINGLE_RUN_TIE
-    }
-}
-
-/// Whether `b` is within the spread of `a` (rows' min–max ranges overlap, or within 5% for single runs).
+/// Whether `b` ties with `a`: their difference is under one round of requests in flight (see
+/// [`round_rps`]), or their min–max ranges overlap, or (single runs, or repeats that all read
+/// the same) it is under 5%.
 pub fn ties(a: &Row, b: &Row) -> bool {
+    let diff = (a.rps.median - b.rps.median).abs();
+    // Exactly one round apart is still a tie (the tolerance absorbs float rounding).
+    if diff <= round_rps(a).max(round_rps(b)) * (1.0 + 1e-9) {
+        return true;
+    }
     if a.rps.min < a.rps.max || b.rps.min < b.rps.max {
         return a.rps.min <= b.rps.max && b.rps.min <= a.rps.max;
     }
     let top = a.rps.median.max(b.rps.median);
-    top > 0.0 && (a.rps.median - b.rps.median).abs() / top <= tie_margin(a, b)
+    top > 0.0 && diff / top <= SINGLE_RUN_TIE
+}
+
+/// One round of a row's requests in flight over its measured period (in flight ÷ seconds): a
+/// closed loop's req/s moves in steps of about this, so a smaller difference is no difference.
+pub fn round_rps(row: &Row) -> f64 {
+    if row.seconds > 0.0 {
+        in_flight(row) as f64 / row.seconds
+    } else {
+        0.0
+    }
+}
+
+/// Why a row's figures are too thin to rank, or None when they can carry a verdict:
+/// - fewer connections opened than its shape asked for (in some repeat): the missing ones'
+///   requests never started, so its req/s counts which handshakes survived the link;
+/// - more requests still in flight at the end than completed: most of what it started is not
+///   in its req/s;
+/// - fewer than [`MIN_PER_SLOT`] completions per request in flight per repeat: its req/s is
+///   then mostly where the period's edges fell (one round more or less is a third or more).
+pub fn unfit(row: &Row) -> Option<String> {
+    if row.failure.is_some() {
+        return None;
+    }
+    if lost_handshakes(row) {
+        return Some(opened_text(row));
+    }
+    let runs = row.runs.max(1) as f64;
+    let per_slot = row.succeeded as f64 / runs / in_flight(row).max(1) as f64;
+    if row.cut_off <= row.succeeded && per_slot >= MIN_PER_SLOT {
+        return None;
+    }
+    let period = match row.runs {
+        0 | 1 => seconds(row.seconds),
+        n => format!("{n} runs of {}", seconds(row.seconds)),
+    };
+    if row.started == 0 && row.succeeded == 0 {
+        return Some(if row.cut_off > 0 {
+            format!(
+                "completed nothing in {period}: its {} warm-up requests were still in flight at the end",
+                row.cut_off
+            )
+        } else {
+            format!("completed nothing in {period}")
+        });
+    }
+    let mut why = format!(
+        "completed {} of {} started in {period}",
+        row.succeeded, row.started
+    );
+    if row.cut_off <= row.succeeded {
+        why.push_str(&format!(", {per_slot:.1} per request in flight"));
+    }
+    Some(why)
+}
+
+/// Connections the shape asked for that a repeat never opened (the most in any repeat).
+fn missing_connections(row: &Row) -> u64 {
+    u64::from(row.shape.connections).saturating_sub(row.fewest_connections)
+}
+
+/// More than 5% of the connections missing: the row's req/s may read more than the single-run
+/// tie margin low. Up to 5% cannot turn a verdict the tie rule would not already call a tie.
+fn too_few_connections(row: &Row) -> bool {
+    missing_connections(row) as f64 > SINGLE_RUN_TIE * f64::from(row.shape.connections)
+}
+
+/// Too few connections opened, and that is the row's trouble (a row that completed nothing,
+/// with its warm-up requests still in flight, opened none for that reason instead).
+fn lost_handshakes(row: &Row) -> bool {
+    too_few_connections(row) && (row.started > 0 || row.succeeded > 0 || row.cut_off == 0)
+}
+
+/// "opened 2 of 4 connections" ("as few as" over several repeats).
+fn opened_text(row: &Row) -> String {
+    let few = if row.runs > 1 { "as few as " } else { "" };
+    format!(
+        "opened {few}{} of {} connections",
+        row.fewest_connections, row.shape.connections
+    )
+}
+
+/// `1 s`, `0.6 s`.
+fn seconds(s: f64) -> String {
+    if (s - s.round()).abs() < 0.05 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+/// Whether a row too thin to rank could have reached `best`: its ceiling (every request in
+/// flight at the end completed, every missing connection opened) is within 5% of best's lowest
+/// repeat or above it.
+fn could_reach(row: &Row, best: &Row) -> bool {
+    row.ceiling_rps * (1.0 + SINGLE_RUN_TIE) >= best.rps.min
 }
 
 /// The verdict for a table's rows; `lossy` says the link drops or corrupts packets.
+///
+/// Rows too thin to rank ([`unfit`]) are left out of the ranking; when one of them could have
+/// reached the fastest ranked row (or no row is fit), there is no winner and the line says why.
 pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
-    let mut ranked: Vec<&Row> = rows
+    let ran: Vec<&Row> = rows.iter().filter(|r| r.failure.is_none()).collect();
+    let nothing = |line: String, not_ranked: Vec<NotRanked>| Verdict {
+        line,
+        fastest: None,
+        tied: vec![],
+        in_flight: vec![],
+        not_ranked,
+    };
+    if ran.iter().all(|r| r.rps.median <= 0.0) {
+        return nothing("no protocol completed a request".into(), vec![]);
+    }
+    let thin: Vec<(&Row, String)> = ran
         .iter()
-        .filter(|r| r.failure.is_none() && r.rps.median > 0.0)
+        .filter_map(|r| unfit(r).map(|why| (*r, why)))
+        .collect();
+    let mut ranked: Vec<&Row> = ran
+        .iter()
+        .copied()
+        .filter(|r| r.rps.median > 0.0 && !thin.iter().any(|(t, _)| std::ptr::eq(*t, *r)))
         .collect();
     ranked.sort_by(|a, b| b.rps.median.total_cmp(&a.rps.median));
-    let Some(best) = ranked.first().copied() else {
-        return Verdict {
-            line: "no protocol completed a request".into(),
-            fastest: None,
-            tied: vec![],
-            in_flight: vec![],
-        };
+    let not_ranked: Vec<NotRanked> = thin
+        .iter()
+        .map(|(r, why)| NotRanked {
+            row: label(r, rows),
+            reason: why.clone(),
+        })
+        .collect();
+    let best = ranked.first().copied();
+    let blocking: Vec<&(&Row, String)> = thin
+        .iter()
+        .filter(|(r, _)| best.is_none_or(|b| could_reach(r, b)))
+        .collect();
+    let Some(best) = best.filter(|_| blocking.is_empty()) else {
+        return nothing(no_verdict_line(&blocking, rows), not_ranked);
     };
-    let base = baseline_row(rows, baseline);
+    let mut v = ranked_verdict(&ranked, best, rows, baseline, lossy);
+    if !thin.is_empty() {
+        let each: Vec<String> = thin
+            .iter()
+            .map(|(r, why)| format!("{} ({why})", label(r, rows)))
+            .collect();
+        v.line.push_str(&format!(
+            "; not ranked, though below {} even had all they left in flight completed: {}",
+            label(best, rows),
+            each.join(", ")
+        ));
+    }
+    v.not_ranked = not_ranked;
+    v
+}
+
+/// "no verdict: h1 completed 2 of 34 started in 1 s, ...; run longer with --duration".
+fn no_verdict_line(blocking: &[&(&Row, String)], rows: &[Row]) -> String {
+    let each: Vec<String> = blocking
+        .iter()
+        .map(|(r, why)| format!("{} {why}", label(r, rows)))
+        .collect();
+    let lost = blocking.iter().any(|(r, _)| lost_handshakes(r));
+    let thin = blocking.iter().any(|(r, _)| !lost_handshakes(r));
+    let advice = match (thin, lost) {
+        (true, true) => {
+            "run longer with --duration, and a --warmup over 1 s lets lost handshakes retry"
+        }
+        (false, true) => "a --warmup over 1 s lets lost handshakes retry (TCP's first wait is 1 s)",
+        _ => "run longer with --duration",
+    };
+    format!("no verdict: {}; {advice}", each.join(", "))
+}
+
+/// The verdict among ranked rows: the fastest, its ties, its ratio to the baseline, the slowest.
+fn ranked_verdict(
+    ranked: &[&Row],
+    best: &Row,
+    rows: &[Row],
+    baseline: Variant,
+    lossy: bool,
+) -> Verdict {
+    // A ratio needs a ranked baseline: one too thin to rank would make the ratio as thin.
+    let base = baseline_row(rows, baseline).filter(|b| ranked.iter().any(|r| std::ptr::eq(*r, *b)));
     let tied: Vec<&Row> = ranked[1..]
         .iter()
         .copied()
         .filter(|r| ties(best, r))
         .collect();
-    let spread = format_spread(best);
+    let step = ranked.iter().map(|r| round_rps(r)).fold(0.0, f64::max);
+    let spread = format_spread(best, step);
     let quoted = base.filter(|b| best.variant != baseline && ratio(best, Some(b)).is_some());
     let vs_base = quoted
         .and_then(|b| ratio(best, Some(b)))
@@ -171,19 +350,16 @@ pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
         let names: Vec<String> = compared.iter().map(|r| label(r, rows)).collect();
         let by_median = vs_base.map(|v| format!("by median {} {v}", label(best, rows)));
         // Tied rows are compared with each other too: say when they differ in flight.
-        let tied_note = match best_note {
-            Some(note) => Some(note),
-            None => {
-                let differ = differing_in_flight(&compared, rows);
-                (!differ.is_empty()).then(|| {
-                    let each: Vec<String> = differ
-                        .iter()
-                        .map(|f| format!("{} {}", f.row, f.requests))
-                        .collect();
-                    format!("rows differ in requests in flight: {}", each.join(", "))
-                })
-            }
-        };
+        let tied_note = best_note.or_else(|| {
+            let differ = differing_in_flight(&compared, rows);
+            (!differ.is_empty()).then(|| {
+                let each: Vec<String> = differ
+                    .iter()
+                    .map(|f| format!("{} {}", f.row, f.requests))
+                    .collect();
+                format!("rows differ in requests in flight: {}", each.join(", "))
+            })
+        });
         format!(
             "tie: {}{}",
             names.join(" ≈ "),
@@ -211,17 +387,12 @@ pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
             compared.extend(base);
         }
     }
-    for r in rows
-        .iter()
-        .filter(|r| r.failure.is_none() && r.rps.median <= 0.0)
-    {
-        line.push_str(&format!("; {} completed nothing", label(r, rows)));
-    }
     Verdict {
         line,
         fastest: Some(best.variant),
         tied: tied.iter().map(|r| r.variant).collect(),
         in_flight: differing_in_flight(&compared, rows),
+        not_ranked: vec![],
     }
 }
 
@@ -252,13 +423,22 @@ pub fn format_ratio(r: f64) -> String {
     }
 }
 
-/// `spread ±4%`; with a single repeat, or repeats that all read the same, the 5% rule for ties.
-pub fn format_spread(row: &Row) -> String {
+/// `spread ±4%`; with a single repeat, or repeats that all read the same, the rule for ties:
+/// 5%, or one round of requests in flight (`step` req/s) when that is more.
+pub fn format_spread(row: &Row, step: f64) -> String {
+    let rule = if step > SINGLE_RUN_TIE * row.rps.median {
+        format!(
+            "differences under 5% or one round of requests in flight ({} req/s) are ties",
+            crate::render::format::thousands(step)
+        )
+    } else {
+        "differences under 5% are ties".into()
+    };
     if row.runs <= 1 {
-        return "single run: differences under 5% are ties".into();
+        return format!("single run: {rule}");
     }
     if row.rps.min == row.rps.max {
-        return "spread ±0%: differences under 5% are ties".into();
+        return format!("spread ±0%: {rule}");
     }
     format!("spread ±{:.0}%", row.rps.relative_half_range() * 100.0)
 }
@@ -270,6 +450,19 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
     if row.failure.is_some() {
         // The table row already says why; a second line would only repeat it.
         return out;
+    }
+    const LOST: &str = "the missing ones' requests never started: a handshake lost on the link \
+                        waits 1 s or more to retry";
+    match unfit(row) {
+        Some(why) if lost_handshakes(row) => {
+            out.push(format!("{name}: too thin to rank: {why} ({LOST})"));
+        }
+        Some(why) => out.push(format!("{name}: too thin to rank: {why}")),
+        None if missing_connections(row) > 0 => out.push(format!(
+            "{name}: {} ({LOST}); 5% or fewer, so it is still ranked",
+            opened_text(row)
+        )),
+        None => {}
     }
     let configured = f64::from(row.shape.connections);
     if row.variant.keepalive() && row.connections > 2.0 * configured {
