@@ -88,23 +88,60 @@ impl Pinning {
         }
     }
 
+    /// CPUs both the server and the client are pinned to (the default split shares none; only
+    /// `--server-cpus` and `--client-cpus` given together can).
+    pub fn shared(&self) -> Vec<usize> {
+        let client = &self.client;
+        self.server
+            .iter()
+            .copied()
+            .filter(|c| client.contains(c))
+            .collect()
+    }
+
+    /// The one-line warning for CPUs the server and the client share, if they do.
+    pub fn overlap_warning(&self) -> Option<String> {
+        let shared = self.shared();
+        (!shared.is_empty()).then(|| {
+            format!(
+                "--server-cpus and --client-cpus share {}: server and client compete there, so a \
+                 row can measure that contention (without the flags they get disjoint CPUs)",
+                cpu_list(&shared)
+            )
+        })
+    }
+
     /// One line for the report.
     pub fn describe(&self) -> String {
-        let list = |c: &[usize]| {
-            let s: Vec<String> = c.iter().map(usize::to_string).collect();
-            format!("CPU{} {}", if c.len() > 1 { "s" } else { "" }, s.join(","))
+        let shared = self.shared();
+        let sharing = match shared.is_empty() {
+            true => String::new(),
+            false => format!(" (sharing {})", cpu_list(&shared)),
         };
         match (self.server.is_empty(), self.client.is_empty()) {
             (true, true) => "not pinned (fewer than 2 CPUs): server and client share them".into(),
             (false, false) => format!(
-                "server pinned to {}, client to {}",
-                list(&self.server),
-                list(&self.client)
+                "server pinned to {}, client to {}{sharing}",
+                cpu_list(&self.server),
+                cpu_list(&self.client)
             ),
-            (false, true) => format!("server pinned to {}, client not pinned", list(&self.server)),
-            (true, false) => format!("client pinned to {}", list(&self.client)),
+            (false, true) => format!(
+                "server pinned to {}, client not pinned",
+                cpu_list(&self.server)
+            ),
+            (true, false) => format!("client pinned to {}", cpu_list(&self.client)),
         }
     }
+}
+
+/// `CPU 0` or `CPUs 0,1`.
+fn cpu_list(cpus: &[usize]) -> String {
+    let s: Vec<String> = cpus.iter().map(usize::to_string).collect();
+    format!(
+        "CPU{} {}",
+        if cpus.len() > 1 { "s" } else { "" },
+        s.join(",")
+    )
 }
 
 /// The CPUs this process may run on.
@@ -180,6 +217,34 @@ mod tests {
         assert_eq!((p.server, p.client), (vec![0], vec![1]));
         assert_eq!(Pinning::split(&[0]), Pinning::default());
         assert!(!available_cpus().is_empty());
+    }
+
+    #[test]
+    fn overlapping_pinning_is_named() {
+        let split = Pinning::split(&[0, 1, 2, 3]);
+        assert!(split.shared().is_empty() && split.overlap_warning().is_none());
+        assert_eq!(
+            split.describe(),
+            "server pinned to CPUs 0,1, client to CPUs 2,3"
+        );
+        let same = Pinning {
+            server: vec![0],
+            client: vec![0],
+        };
+        assert_eq!(
+            same.describe(),
+            "server pinned to CPU 0, client to CPU 0 (sharing CPU 0)"
+        );
+        let part = Pinning {
+            server: vec![1],
+            client: vec![0, 1],
+        };
+        assert_eq!(part.shared(), vec![1]);
+        let warning = part.overlap_warning().unwrap();
+        assert!(
+            warning.starts_with("--server-cpus and --client-cpus share CPU 1: "),
+            "{warning}"
+        );
     }
 
     #[test]

@@ -262,3 +262,44 @@ fn print_plan_prints_the_default_matrix() {
         "the printed plan parses; only the flag is wrong"
     );
 }
+
+/// Overlapping --server-cpus and --client-cpus run (contention may be the point), with a
+/// one-line warning, and the report's pinning line says what they share.
+#[test]
+fn overlapping_pinning_is_warned_about_and_reported() {
+    let dir = scratch_dir("compare-overlap");
+    let one_cell =
+        "name = \"one\"\nprotocols = [\"h1\"]\nduration = \"100ms\"\nwarmup = \"50ms\"\n\
+                    repeats = 1\n[shapes]\nh1 = \"1\"\n[[payloads]]\nname = \"small\"\n\
+                    [[conditions]]\nname = \"clean\"\n";
+    std::fs::write(dir.join("one.toml"), one_cell).unwrap();
+    let out = httpvs(
+        &dir,
+        &[
+            "compare",
+            "--plan",
+            "one.toml",
+            "--server-cpus",
+            "0",
+            "--client-cpus",
+            "0",
+            "--no-html",
+        ],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("httpvs: warning: "))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("--server-cpus and --client-cpus share CPU 0"),
+        "{stderr}"
+    );
+    let first = stdout.lines().next().unwrap_or("");
+    assert!(
+        first.ends_with("server pinned to CPU 0, client to CPU 0 (sharing CPU 0)"),
+        "{stdout}"
+    );
+}

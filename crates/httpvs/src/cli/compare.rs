@@ -128,6 +128,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(path) => Results::read(path).map_err(super::usage)?,
         None => {
             let config = config(&args)?;
+            if args.url.is_none() {
+                // Allowed (contention may be what you measure), but never by accident.
+                if let Some(line) = config.pinning.overlap_warning() {
+                    eprintln!("httpvs: warning: {line}");
+                }
+            }
             let mut progress = Lines::default();
             // The first Ctrl-C ends the matrix: the finished cells are still shown and written.
             let stop = super::common::interrupt_flag();
