@@ -163,6 +163,12 @@ pub struct Row {
     pub non_2xx_top: Option<u16>,
     /// The fewest streams per connection a repeat ran, when the server capped the shape's `-m`.
     pub streams_capped: Option<u32>,
+    /// Packets the emulated link's queue dropped (over its limit), both directions, all repeats.
+    pub link_queue_drops: u64,
+    /// Packets the link's relay sent more than 1 ms late (it could not keep up), all repeats.
+    pub link_late: u64,
+    /// Packets offered to the link, both directions, all repeats.
+    pub link_packets_in: u64,
     /// Highest client CPU fraction seen in a repeat.
     pub client_cpu_max: Option<f64>,
     /// Why it could not run, if so.
@@ -204,10 +210,25 @@ impl CellResult {
                     .max_by_key(|(_, n)| *n)
                     .map(|(code, _)| code)
             },
+            link_queue_drops: self.link_sum("queue_drops"),
+            link_late: self.link_sum("late"),
+            link_packets_in: self.link_sum("packets_in"),
             streams_capped: runs().filter_map(|m| m.streams_capped).min(),
             client_cpu_max: runs().filter_map(|m| m.client_cpu).reduce(f64::max),
             failure: self.failure.clone(),
         }
+    }
+}
+
+impl CellResult {
+    /// A link counter summed over both directions and every repeat (0 without a link).
+    fn link_sum(&self, key: &str) -> u64 {
+        let dirs = ["up", "down"];
+        self.runs
+            .iter()
+            .filter_map(|r| r.link.as_ref())
+            .flat_map(|l| dirs.map(|d| l[d][key].as_u64().unwrap_or(0)))
+            .sum()
     }
 }
 

@@ -16,6 +16,11 @@ pub const SATURATED_CPU: f64 = 0.90;
 /// measured period's edges fall, so below three rounds that is a third of the figure or more.
 pub const MIN_PER_SLOT: f64 = 3.0;
 
+/// A row with at least this share of its requests still in flight at the end is flagged: in a
+/// closed loop the share is about 1 / (rounds + 1), so this many means fewer than 9 rounds per
+/// request in flight, and B/req (bytes over completed requests) may read over 11% high.
+pub const CUT_OFF_SHARE: f64 = 0.10;
+
 /// A delay-bound ratio within this fraction of the rows' in-flight ratio is said to be about it.
 const IN_FLIGHT_RATIO_CLOSE: f64 = 0.15;
 
@@ -503,6 +508,31 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
         out.push(format!(
             "{name}: {} requests retried on a new connection (GOAWAY, Connection: close or REFUSED_STREAM)",
             row.retried
+        ));
+    }
+    let ended_or_cut = row.succeeded + row.errors + row.cut_off;
+    let share = row.cut_off as f64 / ended_or_cut.max(1) as f64;
+    if share >= CUT_OFF_SHARE {
+        out.push(format!(
+            "{name}: {:.0}% of its requests ({} of {ended_or_cut}) were still in flight when the \
+             measured period ended",
+            share * 100.0,
+            row.cut_off
+        ));
+    }
+    if row.link_queue_drops > 0 {
+        out.push(format!(
+            "{name}: the link's queue dropped {} packets ({:.1}% of those offered) on top of the \
+             condition's own loss: the traffic outran netem's queue (raise its `limit`)",
+            row.link_queue_drops,
+            100.0 * row.link_queue_drops as f64 / row.link_packets_in.max(1) as f64
+        ));
+    }
+    if row.link_late > 0 {
+        out.push(format!(
+            "{name}: {} packets left the link's relay more than 1 ms after their time: this \
+             machine could not keep up, so delays were longer than asked",
+            row.link_late
         ));
     }
     if let Some(cpu) = row.client_cpu_max.filter(|c| *c >= SATURATED_CPU) {

@@ -28,6 +28,9 @@ fn row(variant: Variant, rps: [f64; 3]) -> Row {
         non_2xx: 0,
         non_2xx_top: None,
         streams_capped: None,
+        link_queue_drops: 0,
+        link_late: 0,
+        link_packets_in: 0,
         client_cpu_max: Some(0.5),
         failure: None,
     }
@@ -376,5 +379,36 @@ fn a_row_whose_warm_up_requests_outlived_the_warm_up_says_so_not_lost_handshakes
         v.line,
         "no verdict: h3 completed nothing in 1 s: its 32 warm-up requests were still in flight \
          at the end; run longer with --duration"
+    );
+}
+
+#[test]
+fn anomalies_show_cut_offs_queue_drops_and_a_relay_that_could_not_keep_up() {
+    // dup/large from the review: the link's queue dropped 8% and the relay ran late.
+    let mut r = run_of((Variant::H3, 1, 32), 1.0, 690, 658, 1);
+    r.link_queue_drops = 3022;
+    r.link_packets_in = 37_000;
+    r.link_late = 475;
+    let a = anomalies(&r, std::slice::from_ref(&r), 1, 1);
+    assert!(
+        a.iter().any(|l| l.starts_with(
+            "h3: the link's queue dropped 3022 packets (8.2% of those offered) on top of"
+        )),
+        "{a:?}"
+    );
+    assert!(
+        a.iter().any(|l| l
+            .starts_with("h3: 475 packets left the link's relay more than 1 ms after their time")),
+        "{a:?}"
+    );
+    assert!(!a.iter().any(|l| l.contains("still in flight")), "{a:?}");
+    // severe, 600 ms: 64 of 352 (18%) still in flight at the end.
+    let r = run_of((Variant::H2, 4, 16), 0.6, 352, 288, 4);
+    let a = anomalies(&r, std::slice::from_ref(&r), 1, 1);
+    assert!(
+        a.iter().any(|l| l.starts_with(
+            "h2: 18% of its requests (64 of 352) were still in flight when the measured period ended"
+        )),
+        "{a:?}"
     );
 }
