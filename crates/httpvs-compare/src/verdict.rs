@@ -329,8 +329,18 @@ fn ranked_verdict(
     baseline: Variant,
     lossy: bool,
 ) -> Verdict {
-    // A ratio needs a ranked baseline: one too thin to rank would make the ratio as thin.
-    let base = baseline_row(rows, baseline).filter(|b| ranked.iter().any(|r| std::ptr::eq(*r, *b)));
+    // A ratio needs a ranked baseline (one too thin to rank would make the ratio as thin) whose
+    // client was not saturated (its req/s would be the client's limit, not the protocol's).
+    let listed =
+        baseline_row(rows, baseline).filter(|b| ranked.iter().any(|r| std::ptr::eq(*r, *b)));
+    let saturated = listed.filter(|b| b.client_cpu_max.is_some_and(|c| c >= SATURATED_CPU));
+    let base = listed.filter(|_| saturated.is_none());
+    let base_note = saturated.filter(|_| best.variant != baseline).map(|b| {
+        format!(
+            "no ratio to {}: its client was saturated, so its req/s is the client's limit",
+            label(b, rows)
+        )
+    });
     let tied: Vec<&Row> = ranked[1..]
         .iter()
         .copied()
@@ -349,7 +359,7 @@ fn ranked_verdict(
         format!(
             "{} fastest{vs_base}{}",
             label(best, rows),
-            parenthesised(&[best_note, Some(spread)])
+            parenthesised(&[base_note, best_note, Some(spread)])
         )
     } else {
         let names: Vec<String> = compared.iter().map(|r| label(r, rows)).collect();
@@ -370,6 +380,7 @@ fn ranked_verdict(
             names.join(" ≈ "),
             parenthesised(&[
                 Some("inside the spread".into()),
+                base_note,
                 by_median,
                 tied_note,
                 Some(spread)

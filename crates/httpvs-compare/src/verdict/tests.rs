@@ -412,3 +412,20 @@ fn anomalies_show_cut_offs_queue_drops_and_a_relay_that_could_not_keep_up() {
         "{a:?}"
     );
 }
+
+#[test]
+fn no_ratio_to_a_baseline_whose_client_was_saturated() {
+    // clean, from the review: h1 at 95% of the client's CPU, "h2 fastest, 4.5x h1".
+    let mut h1 = shaped(Variant::H1, 64, 1, 96_013.0);
+    h1.client_cpu_max = Some(0.95);
+    h1.succeeded = 57_608;
+    let mut h2 = shaped(Variant::H2, 4, 16, 431_413.0);
+    h2.succeeded = 258_848;
+    let rows = [h1, h2];
+    let v = verdict(&rows, Variant::H1, false);
+    assert_eq!(
+        v.line,
+        "h2 fastest (no ratio to h1: its client was saturated, so its req/s is the client's \
+         limit; single run: differences under 5% are ties)"
+    );
+}
