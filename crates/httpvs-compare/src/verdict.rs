@@ -524,12 +524,23 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
     let ended_or_cut = row.succeeded + row.errors + row.cut_off;
     let share = row.cut_off as f64 / ended_or_cut.max(1) as f64;
     if share >= CUT_OFF_SHARE {
-        out.push(format!(
+        let mut line = format!(
             "{name}: {:.0}% of its requests ({} of {ended_or_cut}) were still in flight when the \
              measured period ended",
             share * 100.0,
             row.cut_off
-        ));
+        );
+        // B/req divides every byte on the wire by completed requests, so the partial transfers
+        // of the cut-off ones inflate it by up to (completed + cut off) / completed.
+        if row.succeeded > 0 {
+            let high = (row.succeeded + row.cut_off) as f64 / row.succeeded as f64;
+            line.push_str(&format!(
+                "; its B/req counts their partial transfers over completed requests only, so it \
+                 may read up to {} high",
+                format_ratio(high)
+            ));
+        }
+        out.push(line);
     }
     if row.link_queue_drops > 0 {
         out.push(format!(

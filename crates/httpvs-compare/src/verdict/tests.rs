@@ -407,7 +407,9 @@ fn anomalies_show_cut_offs_queue_drops_and_a_relay_that_could_not_keep_up() {
     let a = anomalies(&r, std::slice::from_ref(&r), 1, 1);
     assert!(
         a.iter().any(|l| l.starts_with(
-            "h2: 18% of its requests (64 of 352) were still in flight when the measured period ended"
+            "h2: 18% of its requests (64 of 352) were still in flight when the measured period \
+             ended; its B/req counts their partial transfers over completed requests only, so it \
+             may read up to 1.2x high"
         )),
         "{a:?}"
     );
@@ -427,5 +429,19 @@ fn no_ratio_to_a_baseline_whose_client_was_saturated() {
         v.line,
         "h2 fastest (no ratio to h1: its client was saturated, so its req/s is the client's \
          limit; single run: differences under 5% are ties)"
+    );
+}
+
+#[test]
+fn b_per_req_is_flagged_when_cut_off_transfers_inflate_it() {
+    // rate/large from the review: "466.6k B/req" for a 64 KiB response, 2 completed, 32 cut off.
+    let r = run_of((Variant::H1, 32, 1), 1.0, 34, 2, 32);
+    let a = anomalies(&r, std::slice::from_ref(&r), 1, 1);
+    assert!(
+        a.iter().any(|l| l.ends_with(
+            "its B/req counts their partial transfers over completed requests only, so it may \
+             read up to 17x high"
+        )),
+        "{a:?}"
     );
 }
