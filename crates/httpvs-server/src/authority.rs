@@ -11,6 +11,30 @@ use std::net::Ipv6Addr;
 
 /// Whether `value` is `uri-host [ ":" port ]` with a non-empty host.
 pub fn is_valid(value: &[u8]) -> bool {
+    // The common case in one table-driven pass: a name or IPv4 address, maybe a port.
+    match value.iter().position(|&b| !REG_NAME_BYTE[usize::from(b)]) {
+        None => !value.is_empty(),
+        Some(colon) if value[colon] == b':' => {
+            colon > 0 && value[colon + 1..].iter().all(u8::is_ascii_digit)
+        }
+        Some(_) => is_valid_in_full(value),
+    }
+}
+
+/// Bytes a reg-name takes as they are: unreserved and sub-delims (not `%`, which starts a
+/// pct-encoded triplet).
+static REG_NAME_BYTE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = is_unreserved_or_sub_delim(b as u8);
+        b += 1;
+    }
+    table
+};
+
+/// The whole grammar: IP literals and pct-encoded names as well.
+fn is_valid_in_full(value: &[u8]) -> bool {
     let (host_ok, rest) = match value.strip_prefix(b"[") {
         Some(literal) => {
             let Some(end) = literal.iter().position(|&b| b == b']') else {
@@ -61,8 +85,10 @@ fn is_reg_name(name: &[u8]) -> bool {
     true
 }
 
-fn is_unreserved_or_sub_delim(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=".contains(&b)
+const fn is_unreserved_or_sub_delim(b: u8) -> bool {
+    matches!(b,
+        b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~'
+        | b'!' | b'$' | b'&' | b'\''..=b',' | b';' | b'=')
 }
 
 /// What sits between `[` and `]`: an IPv6 address, or `IPvFuture = "v" 1*HEXDIG "." 1*(

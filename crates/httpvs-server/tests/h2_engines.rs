@@ -236,6 +236,50 @@ fn an_owned_engine_400_for_a_bad_field_is_counted() {
     assert_eq!(totals.rejected.bad_requests, 1, "{totals:?}");
 }
 
+/// The owned engine's `GET /` fast path checks a request's fields as every other request's are
+/// (RFC 9113 §8.2): a malformed field resets the stream, and a control byte that
+/// `http::HeaderValue` refuses gets the slow path's 400, for `/` as for `/x`.
+#[test]
+fn the_owned_fast_path_checks_fields_as_the_slow_path_does() {
+    use support::raw_h2::{get_headers_with, RawH2, HEADERS, RST_STREAM};
+    const RESET: &str = "RST_STREAM(PROTOCOL_ERROR)";
+    let cases: [(&str, &[u8], &str); 8] = [
+        ("x-a", b" lead", RESET),
+        ("x-a", b"trail\t", RESET),
+        ("x-a", b"a\nb", RESET),
+        ("X-Upper", b"1", RESET),
+        ("connection", b"close", RESET),
+        ("transfer-encoding", b"chunked", RESET),
+        ("x-a", b"a\x01b", "400"),
+        ("x-a", b"inner space\tand tab", "200"),
+    ];
+    let server = support::server_on(Limits::default(), H2Engine::Owned);
+    let mut client = RawH2::connect(server.http_addr().unwrap());
+    let mut stream = 1;
+    for (name, value, expected) in cases {
+        for path in ["/", "/x"] {
+            let fields: [(&str, &[u8]); 2] = [(":authority", b"localhost"), (name, value)];
+            client.send(&get_headers_with(stream, path, &fields));
+            let frames = client.frames_until_closed(Duration::from_millis(300));
+            let outcome = frames
+                .iter()
+                .find_map(|f| match (f.kind, f.stream == stream) {
+                    (RST_STREAM, true) if f.payload == 1u32.to_be_bytes() => Some(RESET),
+                    (HEADERS, true) => match f.payload.first() {
+                        Some(0x88) => Some("200"),
+                        Some(0x8c) => Some("400"),
+                        _ => Some("another status"),
+                    },
+                    _ => None,
+                });
+            assert_eq!(outcome, Some(expected), "{path} with {name}: {value:?}");
+            stream += 2;
+        }
+    }
+    let totals = server.totals();
+    assert_eq!(totals.rejected.bad_requests, 2, "{totals:?}");
+}
+
 /// The owned engine's `GET /` head, encoded once per connection, is encoded again when the
 /// second turns, so its `date` stays current on a long-lived connection. (The hyper engine adds a
 /// fresh `date` to each answer, and the h2 crate indexes it, so its blocks cannot be compared.)

@@ -2,6 +2,7 @@
 //! buffers reused from request to request, checked as RFC 9113 §8.2-8.3 asks (a malformed
 //! request is a stream error of type PROTOCOL_ERROR), an `:authority` or `host` included.
 
+use super::field_bytes::{check_value, is_valid_name, Value};
 use crate::authority;
 
 /// The decoded head of one request (or a trailer block); buffers are reused.
@@ -27,6 +28,11 @@ pub struct RequestHead {
     regular_seen: bool,
     /// Set once any rule is broken; the stream is then reset.
     pub malformed: bool,
+    /// A regular field's value holds a control byte RFC 9113 allows but RFC 9110's field-value
+    /// (and `http::HeaderValue`) does not: the request goes the slow way, which answers 400.
+    pub control_bytes: bool,
+    /// The last `:authority` or `host` found valid on this connection (kept across `clear`).
+    known_authority: Vec<u8>,
 }
 
 const METHOD: u8 = 1;
@@ -48,6 +54,7 @@ impl RequestHead {
         self.seen = 0;
         self.regular_seen = false;
         self.malformed = false;
+        self.control_bytes = false;
     }
 
     /// Takes one decoded field; `trailer` blocks may carry no pseudo-header.
@@ -63,7 +70,14 @@ impl RequestHead {
                     return;
                 }
             };
-            if trailer || self.regular_seen || self.seen & bit != 0 {
+            // `:method` and `:path` are checked where they are used: the fast path takes only
+            // `GET` and `/`, the slow path parses both and answers 400.
+            let bad_value = match bit {
+                SCHEME => !is_valid_scheme(value),
+                AUTHORITY => !is_known_good_authority(&mut self.known_authority, value),
+                _ => false,
+            };
+            if trailer || self.regular_seen || self.seen & bit != 0 || bad_value {
                 self.malformed = true;
             }
             self.seen |= bit;
@@ -71,15 +85,19 @@ impl RequestHead {
             return;
         }
         self.regular_seen = true;
-        if !valid_name(name) || value.iter().any(|&b| b == 0 || b == b'\r' || b == b'\n') {
+        let checked = check_value(value);
+        if !is_valid_name(name) || checked == Value::Malformed {
             self.malformed = true;
             return;
         }
+        self.control_bytes |= checked == Value::Control;
         match name {
             b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding"
             | b"upgrade" => self.malformed = true,
             b"te" if value != b"trailers" => self.malformed = true,
-            b"host" if !authority::is_valid(value) => self.malformed = true,
+            b"host" if !is_known_good_authority(&mut self.known_authority, value) => {
+                self.malformed = true
+            }
             b"content-length" => {
                 let parsed = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
                 match (parsed, self.content_length) {
@@ -100,10 +118,7 @@ impl RequestHead {
     /// Whether a complete request head is well formed (RFC 9113 §8.3.1).
     pub fn is_valid_request(&self) -> bool {
         let required = METHOD | SCHEME | PATH;
-        !self.malformed
-            && self.seen & required == required
-            && !self.path.is_empty()
-            && (self.seen & AUTHORITY == 0 || authority::is_valid(&self.authority))
+        !self.malformed && self.seen & required == required && !self.path.is_empty()
     }
 
     /// The regular fields as (name, value).
@@ -120,12 +135,30 @@ impl RequestHead {
     }
 }
 
-/// A field name as HTTP/2 allows it: a token in lower case.
-fn valid_name(name: &[u8]) -> bool {
-    !name.is_empty()
-        && name.iter().all(|&b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || b"!#$%&'*+-.^_`|~".contains(&b)
-        })
+/// RFC 3986 §3.1: `scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`; the two every client
+/// sends are taken at a glance.
+fn is_valid_scheme(scheme: &[u8]) -> bool {
+    if matches!(scheme, b"http" | b"https") {
+        return true;
+    }
+    scheme.first().is_some_and(u8::is_ascii_alphabetic)
+        && scheme
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+}
+
+/// Whether `value` is a valid authority (`authority.rs`). A connection names the same one in
+/// request after request, so the last valid one is kept and an equal value is not checked again.
+fn is_known_good_authority(known: &mut Vec<u8>, value: &[u8]) -> bool {
+    if !value.is_empty() && value == known.as_slice() {
+        return true;
+    }
+    if !authority::is_valid(value) {
+        return false;
+    }
+    known.clear();
+    known.extend_from_slice(value);
+    true
 }
 
 #[cfg(test)]
@@ -170,11 +203,34 @@ mod tests {
             &[BASE[0], BASE[1], BASE[2], (":authority", "user@host")],
             &[BASE[0], BASE[1], BASE[2], ("host", "")],
             &[BASE[0], BASE[1], BASE[2], ("host", "a/b")],
+            &[BASE[0], BASE[1], BASE[2], ("x-a", " lead")],
+            &[BASE[0], BASE[1], BASE[2], ("x-a", "trail\t")],
+            &[BASE[0], BASE[1], BASE[2], ("x-a", "a\rb")],
+            &[BASE[0], BASE[1], BASE[2], ("x-a", "a\0b")],
+            &[BASE[0], (":scheme", "http "), BASE[2]],
+            &[BASE[0], (":scheme", "1http"), BASE[2]],
+            &[BASE[0], (":scheme", ""), BASE[2]],
         ];
         for case in cases {
             assert!(!head(case).is_valid_request(), "{case:?}");
         }
         assert!(head(&[BASE[0], BASE[1], BASE[2], ("te", "trailers")]).is_valid_request());
+        let inner = head(&[
+            BASE[0],
+            BASE[1],
+            BASE[2],
+            ("x-a", "a b\tc"),
+            ("x-b", "caf\u{e9}"),
+        ]);
+        assert!(inner.is_valid_request() && !inner.control_bytes);
+        let control = head(&[
+            BASE[0],
+            BASE[1],
+            BASE[2],
+            ("x-a", "a\x01b"),
+            ("x-b", "\x7f"),
+        ]);
+        assert!(control.is_valid_request() && control.control_bytes);
         let named = [(":authority", "[::1]:8443"), ("host", "localhost:8080")];
         assert!(head(&[BASE[0], BASE[1], BASE[2], named[0], named[1]]).is_valid_request());
     }
