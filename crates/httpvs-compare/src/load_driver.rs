@@ -69,6 +69,10 @@ impl LoadDriver {
             .tls(self.endpoints.tls.clone());
         config.warmup = spec.warmup;
         config.keepalive = spec.variant.keepalive();
+        // Every connection opens before the warm-up: on a lossy link a lost SYN or handshake
+        // waits out a 1 s retransmit, which would otherwise eat the warm-up and the measured
+        // part and leave the row short of connections (and too thin for a verdict).
+        config.preconnect = true;
         config.timeout = self.timeout.or(config.timeout);
         config.cpus = (!self.client_cpus.is_empty()).then(|| self.client_cpus.clone());
         apply_payload(&mut config, spec.payload)?;

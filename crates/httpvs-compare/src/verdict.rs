@@ -459,6 +459,9 @@ pub fn format_spread(row: &Row, step: f64) -> String {
     format!("spread ±{:.0}%", row.rps.relative_half_range() * 100.0)
 }
 
+/// The share of the link's packets sent late by its relay above which a row is flagged.
+const LATE_SHARE: f64 = 0.01;
+
 /// What looks wrong in a row, one line each.
 pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) -> Vec<String> {
     let name = label(row, rows);
@@ -550,11 +553,13 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
             100.0 * row.link_queue_drops as f64 / row.link_packets_in.max(1) as f64
         ));
     }
-    if row.link_late > 0 {
+    // A few late packets among thousands move no figure; 1% of them can.
+    if row.link_late as f64 > LATE_SHARE * row.link_packets_in as f64 {
         out.push(format!(
-            "{name}: {} packets left the link's relay more than 1 ms after their time: this \
-             machine could not keep up, so delays were longer than asked",
-            row.link_late
+            "{name}: {} packets ({:.1}%) left the link's relay more than 1 ms after their time: \
+             this machine could not keep up, so delays were longer than asked",
+            row.link_late,
+            100.0 * row.link_late as f64 / row.link_packets_in.max(1) as f64
         ));
     }
     if let Some(cpu) = row.client_cpu_max.filter(|c| *c >= SATURATED_CPU) {

@@ -104,6 +104,10 @@ pub struct LoadConfig {
     pub zero_rtt: bool,
     /// `--alt-svc`: `-p auto` on https follows an `h3` Alt-Svc advertisement of the origin.
     pub alt_svc: bool,
+    /// Closed model: open every connection before the clock starts, as the open model always
+    /// does (keep-alive only). A lossy link's lost handshakes then delay the start instead of
+    /// eating the warm-up and the measured part (`httpvs compare` sets it).
+    pub preconnect: bool,
 }
 
 /// Why a configuration cannot run; the CLI prints it as one line and exits 2.
@@ -163,6 +167,7 @@ impl LoadConfig {
             cpus: None,
             zero_rtt: false,
             alt_svc: false,
+            preconnect: false,
         })
     }
 

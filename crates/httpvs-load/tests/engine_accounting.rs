@@ -352,6 +352,28 @@ fn the_open_model_connects_before_its_first_send() {
     assert_eq!(r.requests.succeeded, 2);
 }
 
+/// `preconnect` (compare sets it): the closed model opens every connection before its clock
+/// starts, as the open model does, so a slow handshake does not eat the measured part.
+#[test]
+fn the_closed_model_can_connect_before_its_clock_starts() {
+    let b = Behaviour {
+        connect_delay: Duration::from_millis(200),
+        ..Behaviour::default()
+    };
+    let counters = Arc::new(Counters::default());
+    let mut c = config().shape(4, 1).threads(1).requests(40);
+    c.preconnect = true;
+    let r = run_counted(&c, b, counters.clone()).unwrap();
+    // Four connections and the probe, all before the first request.
+    assert_eq!(
+        counters.connected_at_first_request.load(Ordering::Relaxed),
+        5
+    );
+    assert_eq!(r.connections.opened, 4);
+    assert_eq!(r.requests.succeeded, 40);
+    assert!(r.requests.identity_holds);
+}
+
 #[test]
 fn a_refused_first_connection_is_a_setup_error() {
     let b = Behaviour {
@@ -446,6 +468,7 @@ fn warmup_requests_that_outlive_it_are_reported() {
     assert_eq!(r.requests.from_warmup.finished, 0);
     assert_eq!(r.requests.from_warmup.cut_off, 6);
     assert_eq!(r.requests.started, 0);
+    assert_eq!(r.connections.opened, 2, "open through the measured part");
     assert!(r.requests.identity_holds);
 }
 

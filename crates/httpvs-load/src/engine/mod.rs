@@ -70,8 +70,9 @@ pub fn run_with_protocol<F: ProtocolFactory>(
     );
     // The open model opens its connections before its clock starts, as wrk2 does: a send due
     // at its intended time then finds a connection, and no handshake lands in the corrected
-    // latency. The closed model's first request on a slot opens it, as h2load's do.
-    let preconnect = config.is_open_model() && config.keepalive;
+    // latency. The closed model's first request on a slot opens it, as h2load's do, unless
+    // the config asks for the open model's way (compare does, for lossy links).
+    let preconnect = (config.is_open_model() || config.preconnect) && config.keepalive;
     let (tx, rx) = mpsc::channel();
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
     let mut handles = Vec::with_capacity(workers);

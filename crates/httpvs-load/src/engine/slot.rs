@@ -96,8 +96,8 @@ impl<P: Protocol> LiveConn<P> {
     }
 
     /// The measured part begins while this warm-up connection is open: what it moves from now
-    /// on counts, even if no measured request ever comes to it (warm-up requests still in
-    /// flight on a slow link).
+    /// on counts, and it counts as opened, even if no measured request ever comes to it
+    /// (warm-up requests still in flight on a slow link).
     fn mark_measure_start(&self) {
         if self.wire_baseline.get().is_none() {
             self.wire_baseline.set(Some(self.conn.wire()));
@@ -109,14 +109,15 @@ impl<P: Protocol> Drop for LiveConn<P> {
     fn drop(&mut self) {
         let cause = self.conn.close_cause();
         self.conn.close();
-        // A warm-up connection that was open in the measured part but carried no measured
-        // request: its bytes and QUIC figures since then count; it does not count as opened.
-        let crossed = !self.counts() && !self.preopened && self.wire_baseline.get().is_some();
-        if !self.counts() && !crossed {
-            if !self.preopened {
+        if !self.counts() {
+            // A warm-up connection open in the measured part with only warm-up requests on it
+            // (they outlived the warm-up) has its baseline from then.
+            let crossed = self.wire_baseline.get().is_some();
+            if !self.preopened && !crossed {
                 return;
             }
-            // Opened for the run and never used: the server saw it, so the report counts it.
+            // Opened for the run and never used, or open through the measured part carrying
+            // warm-up requests: the server saw it then, so the report counts it.
             self.ctx.recorder.borrow_mut().connection_opened(&self.info);
         }
         let mut wire = self.conn.wire();
@@ -126,9 +127,7 @@ impl<P: Protocol> Drop for LiveConn<P> {
         let quic = self.conn.quic_stats();
         let mut rec = self.ctx.recorder.borrow_mut();
         rec.total.wire.add_wire(&wire);
-        if !crossed {
-            rec.total.connections.retire(cause, self.requests.get());
-        }
+        rec.total.connections.retire(cause, self.requests.get());
         if let Some(q) = quic {
             rec.total.quic.add(&q);
         }
