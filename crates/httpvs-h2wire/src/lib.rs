@@ -1,5 +1,7 @@
 //! HTTP/2 wire pieces shared by the owned client codec (`httpvs-load`) and the owned server
-//! connection (`httpvs-server`): HPACK with Huffman, and frame constants, headers and encoding.
+//! connection (`httpvs-server`): HPACK with Huffman, frame constants, headers and encoding, and
+//! maps keyed by stream id.
 
 pub mod frame;
 pub mod hpack;
+pub mod stream_id;

@@ -6,31 +6,9 @@
 //! bodies, and the response's figures become a `ResponseInfo` only when collected.
 
 use crate::protocol::{ResponseInfo, SendError};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use httpvs_h2wire::stream_id::StreamIdMap;
 use std::task::Waker;
 use std::time::{Duration, Instant};
-
-/// Client stream ids are odd and distinct: the id itself is a good hash.
-#[derive(Default)]
-pub struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
-        }
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        // Spread consecutive odd ids over the table's low bits.
-        self.0 = u64::from(n >> 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
 
 /// One request's stream.
 #[derive(Debug)]
@@ -77,7 +55,7 @@ impl Stream {
 pub struct StreamTable {
     slots: Vec<Option<Stream>>,
     free: Vec<usize>,
-    by_id: HashMap<u32, usize, BuildHasherDefault<IdHasher>>,
+    by_id: StreamIdMap<usize>,
     /// Streams counted against the server's concurrency limit.
     open: usize,
 }

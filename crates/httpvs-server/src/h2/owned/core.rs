@@ -8,7 +8,8 @@ use crate::body::Body;
 use crate::h2::reset_budget::ResetBudget;
 use httpvs_h2wire::frame::{self as write, code, flag, kind, setting, FrameHeader};
 use httpvs_h2wire::hpack::Decoder;
-use std::collections::{HashMap, VecDeque};
+use httpvs_h2wire::stream_id::StreamIdMap;
+use std::collections::VecDeque;
 
 /// The largest frame we accept (SETTINGS_MAX_FRAME_SIZE's initial value, which we keep).
 const MAX_FRAME: usize = 16_384;
@@ -81,7 +82,7 @@ pub struct ServerCore {
     pub out: Vec<u8>,
     hpack: Decoder,
     head: RequestHead,
-    pub(super) streams: HashMap<u32, Stream>,
+    pub(super) streams: StreamIdMap<Stream>,
     closed: VecDeque<u32>,
     max_streams: usize,
     last_opened: u32,
@@ -141,7 +142,7 @@ impl ServerCore {
             out,
             hpack: Decoder::default(),
             head: RequestHead::default(),
-            streams: HashMap::new(),
+            streams: StreamIdMap::default(),
             closed: VecDeque::with_capacity(CLOSED_MEMORY),
             max_streams: limits.max_streams as usize,
             last_opened: 0,

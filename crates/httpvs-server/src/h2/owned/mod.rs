@@ -18,7 +18,8 @@ use crate::worker::WorkerCtx;
 use bytes::Bytes;
 use http::header::DATE;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
-use std::collections::{BTreeMap, HashMap};
+use httpvs_h2wire::stream_id::StreamIdMap;
+use std::collections::BTreeMap;
 use std::pin::pin;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -44,10 +45,10 @@ struct Shell<'a> {
     fixed_block: Vec<u8>,
     date: Stamp,
     scratch: Vec<u8>,
-    collecting: HashMap<u32, Collecting>,
+    collecting: StreamIdMap<Collecting>,
     delayed: BTreeMap<(Instant, u32), (Answer, bool)>,
     /// When each delayed stream is due, so a reset can drop its answer at once.
-    delayed_at: HashMap<u32, Instant>,
+    delayed_at: StreamIdMap<Instant>,
 }
 
 /// Serves one HTTP/2 connection (preface not yet consumed) until it closes.
@@ -72,9 +73,9 @@ where
         fixed_block: Vec::with_capacity(64),
         date: date::now(),
         scratch: Vec::with_capacity(256),
-        collecting: HashMap::new(),
+        collecting: StreamIdMap::default(),
         delayed: BTreeMap::new(),
-        delayed_at: HashMap::new(),
+        delayed_at: StreamIdMap::default(),
     };
     send::fixed_block(&shell.date.text, &mut shell.fixed_block);
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
