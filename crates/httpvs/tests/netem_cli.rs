@@ -73,6 +73,21 @@ fn a_command_that_does_not_exist_is_one_line_and_127() {
             "{stderr}"
         );
     }
+    // Found but not runnable: 126, as a shell says.
+    let plain = std::env::temp_dir().join(format!("httpvs-netem-plain-{}", std::process::id()));
+    std::fs::write(&plain, "not a program").unwrap();
+    let dir = std::env::temp_dir();
+    for (program, why) in [
+        (dir.to_str().unwrap(), "a directory, not a program"),
+        (plain.to_str().unwrap(), "not executable"),
+    ] {
+        let out = httpvs(&["netem", "--both", "delay 1ms", "--", program]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(126), "{program}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(why), "{stderr}");
+    }
+    let _ = std::fs::remove_file(&plain);
     // `--` is optional: the command starts at the first word that is not an option.
     let out = httpvs(&[
         "netem",

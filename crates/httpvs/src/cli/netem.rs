@@ -75,12 +75,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "unknown option {program} (httpvs netem --help lists them; the command comes after)"
         )));
     }
-    if !runnable(program) {
-        // Before the link and its banner: a typo'd command is one line, exit 127 as a shell's.
-        return Err(anyhow::Error::new(ExitError {
-            code: 127,
-            message: format!("cannot run `{program}`: not found (or not executable)"),
-        }));
+    // Before the link and its banner: a typo'd command is one line, exit 127 as a shell's (126
+    // for one found but not runnable, as a shell says "Permission denied" or "Is a directory").
+    let refused = |code, why: &str| {
+        Err(anyhow::Error::new(ExitError {
+            code,
+            message: format!("cannot run `{program}`: {why}"),
+        }))
+    };
+    match lookup(program) {
+        Lookup::Runnable => {}
+        Lookup::NotFound => return refused(127, "not found"),
+        Lookup::Directory => return refused(126, "a directory, not a program"),
+        Lookup::NotExecutable => return refused(126, "not executable"),
     }
     let (up, down) = (config.up.clone(), config.down.clone());
     let link = Link::start(config).context("netem")?;
@@ -217,19 +224,39 @@ fn run_command(link: &Link, program: &str, args: &[String]) -> anyhow::Result<Ex
     status
 }
 
-/// Whether `program` names an executable file, as `execvp` would find it (a path, or a name
-/// looked up in PATH).
-fn runnable(program: &str) -> bool {
+/// What `execvp` would make of a command name.
+#[derive(Debug, PartialEq, Eq)]
+enum Lookup {
+    Runnable,
+    NotFound,
+    Directory,
+    NotExecutable,
+}
+
+/// Looks `program` up as `execvp` would: a path as it is, a bare name in PATH.
+fn lookup(program: &str) -> Lookup {
     use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &std::path::Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    let at = |p: &std::path::Path| match std::fs::metadata(p) {
+        Err(_) => Lookup::NotFound,
+        Ok(m) if m.is_dir() => Lookup::Directory,
+        Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => Lookup::Runnable,
+        Ok(_) => Lookup::NotExecutable,
     };
     if program.contains('/') {
-        return executable(std::path::Path::new(program));
+        return at(std::path::Path::new(program));
     }
-    // execvp's own default when PATH is unset.
+    // execvp's own default when PATH is unset; it skips directories and files it cannot run.
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
-    std::env::split_paths(&path).any(|dir| executable(&dir.join(program)))
+    let found: Vec<Lookup> = std::env::split_paths(&path)
+        .map(|dir| at(&dir.join(program)))
+        .collect();
+    if found.contains(&Lookup::Runnable) {
+        Lookup::Runnable
+    } else if found.contains(&Lookup::NotExecutable) {
+        Lookup::NotExecutable
+    } else {
+        Lookup::NotFound
+    }
 }
 
 /// The command's exit code, or 128 + signal as a shell reports it.
