@@ -306,14 +306,7 @@ impl Target {
         }
         let (variants, skipped) = probe::probe(&endpoints, &path, &plan.protocols);
         if variants.is_empty() {
-            let why: Vec<String> = skipped
-                .iter()
-                .map(|s| format!("{}: {}", s.name, s.reason))
-                .collect();
-            return Err(CompareError::NothingToRun(format!(
-                "{url} answered none of the protocols ({})",
-                why.join("; ")
-            )));
+            return Err(CompareError::NothingToRun(nothing_answered(url, &skipped)));
         }
         let target = Target {
             endpoints,
@@ -322,6 +315,46 @@ impl Target {
         };
         Ok((target, variants, skipped))
     }
+}
+
+/// The one line for a target that answered no protocol: each cause once, with the protocols
+/// it stopped (a refused port or an untrusted certificate stops several the same way), then
+/// the protocols the URL's scheme leaves out.
+fn nothing_answered(url: &str, skipped: &[crate::results::Skipped]) -> String {
+    let mut causes: Vec<(&str, Vec<&str>)> = Vec::new();
+    let (mut need_http, mut need_https) = (Vec::new(), Vec::new());
+    for s in skipped {
+        let name = s.name.as_str();
+        if s.reason.starts_with("the URL is https://") {
+            need_http.push(name);
+            continue;
+        }
+        if s.reason.starts_with("the URL is http://") {
+            need_https.push(name);
+            continue;
+        }
+        // "no HTTP/1.1 answer: connection refused: ..." and "no answer to the h2c preface:
+        // connection refused: ..." have one cause.
+        let cause = match s.reason.split_once(": ") {
+            Some((head, rest)) if head.starts_with("no ") => rest,
+            _ => s.reason.as_str(),
+        };
+        match causes.iter_mut().find(|(c, _)| *c == cause) {
+            Some((_, names)) => names.push(name),
+            None => causes.push((cause, vec![name])),
+        }
+    }
+    let mut parts: Vec<String> = causes
+        .into_iter()
+        .map(|(cause, names)| format!("{}: {cause}", names.join(", ")))
+        .collect();
+    if !need_http.is_empty() {
+        parts.push(format!("{} need an http:// URL", need_http.join(", ")));
+    }
+    if !need_https.is_empty() {
+        parts.push(format!("{} need an https:// URL", need_https.join(", ")));
+    }
+    format!("{url} answered none of the protocols: {}", parts.join("; "))
 }
 
 impl Drop for Target {
@@ -334,7 +367,45 @@ impl Drop for Target {
 
 #[cfg(test)]
 mod tests {
-    use super::remote_host;
+    use super::{nothing_answered, remote_host};
+    use crate::results::Skipped;
+
+    /// Each cause once, with the protocols it stopped: a refused port used to be repeated for
+    /// h1, h1-close and h2c, in a line of 700 characters.
+    #[test]
+    fn a_target_that_answers_nothing_names_each_cause_once() {
+        let refused = "connection refused: 127.0.0.1:1 — is the server running?";
+        let skipped = |list: &[(&str, String)]| -> Vec<Skipped> {
+            list.iter()
+                .map(|(name, reason)| Skipped {
+                    name: (*name).into(),
+                    reason: reason.clone(),
+                })
+                .collect()
+        };
+        let https = "the URL is http://; give an https:// URL to compare TLS and QUIC".to_string();
+        let line = nothing_answered(
+            "http://127.0.0.1:1/",
+            &skipped(&[
+                ("h1", format!("no HTTP/1.1 answer: {refused}")),
+                ("h1-close", format!("no HTTP/1.1 answer: {refused}")),
+                ("h1-tls", https.clone()),
+                (
+                    "h2c",
+                    format!("no answer to the h2c prior-knowledge preface: {refused}"),
+                ),
+                ("h2", https.clone()),
+                ("h3", https),
+            ]),
+        );
+        assert_eq!(
+            line,
+            format!(
+                "http://127.0.0.1:1/ answered none of the protocols: h1, h1-close, h2c: \
+                 {refused}; h1-tls, h2, h3 need an https:// URL"
+            )
+        );
+    }
     use crate::plan::baseline_fallback;
     use crate::variant::Variant;
 
