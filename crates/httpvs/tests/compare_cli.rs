@@ -174,6 +174,11 @@ fn bad_flags_get_one_line() {
             vec!["compare", "--conditions", "mars"],
             "--conditions: 'mars' is not a condition",
         ),
+        // Found once the flags are applied: named by the flag, not as "flags: protocols".
+        (
+            vec!["compare", "--protocols", "h1,h1"],
+            "httpvs: --protocols: 'h1' is listed twice",
+        ),
         (
             vec!["compare", "--from", "nothing.json"],
             "cannot read nothing.json",

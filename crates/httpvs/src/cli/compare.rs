@@ -228,7 +228,7 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
             .map_err(|e| super::usage(format!("--warmup: {e}")))?;
     }
     plan.validate("flags")
-        .map_err(|e| super::usage(e.to_string()))?;
+        .map_err(|e| super::usage(flag_error(&e)))?;
     Ok(CompareConfig {
         plan,
         target: args.url.clone(),
@@ -308,4 +308,21 @@ impl Progress for Lines {
     fn note(&mut self, line: &str) {
         eprintln!("{line}");
     }
+}
+
+/// A plan error found once the flags were applied, named by the flag that sets its field
+/// (`--protocols: 'h1' is listed twice`), or by the field when no flag sets it.
+fn flag_error(e: &httpvs_compare::plan::PlanError) -> String {
+    let field = e.field.as_str();
+    let flag = match field.split(['.', '[']).next().unwrap_or(field) {
+        "protocols" => "--protocols",
+        "baseline" => "--baseline",
+        "shapes" => "--shape",
+        "conditions" => "--conditions",
+        "repeats" => "--repeats",
+        "duration" => "--duration",
+        "warmup" => "--warmup",
+        _ => return format!("{field}: {}", e.message),
+    };
+    format!("{flag}: {}", e.message)
 }
