@@ -450,3 +450,16 @@ fn b_per_req_is_flagged_when_cut_off_transfers_inflate_it() {
         "{a:?}"
     );
 }
+
+/// h1-close opens a connection per request: fewer of them than its shape's slots is not a row
+/// short of connections (it was read as "opened 56 of 64" on `severe`).
+#[test]
+fn h1_close_is_not_short_of_connections() {
+    let r = run_of((Variant::H1Close, 64, 1), 1.0, 400, 390, 56);
+    assert_eq!(unfit(&r), None);
+    let a = anomalies(&r, std::slice::from_ref(&r), 1, 1);
+    assert!(!a.iter().any(|l| l.contains("opened 56 of 64")), "{a:?}");
+    // The same figures on keep-alive h1 are: 8 of 64 connections never opened.
+    let r = run_of((Variant::H1, 64, 1), 1.0, 400, 390, 56);
+    assert!(unfit(&r).is_some_and(|why| why.contains("opened 56 of 64")));
+}
