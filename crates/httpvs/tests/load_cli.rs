@@ -145,6 +145,32 @@ fn a_run_prints_the_report_and_fail_on_sets_the_exit_code() {
     assert_eq!(json["thresholds"][0]["breached"], true);
 }
 
+/// A latency rule over a run where nothing succeeded has no data: it is broken, not "0µs ok"
+/// (a CI gate went green on a total outage).
+#[test]
+fn a_latency_rule_with_no_response_to_judge_is_breached() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/?delay=2s", server.http_addr().unwrap());
+    let out = httpvs(&[
+        &url,
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "--timeout",
+        "100ms",
+        "--fail-on",
+        "p99>1s",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("0 succeeded + 2 failed"), "{text}");
+    assert!(
+        text.contains("p99>1s                   no data (no request to judge it by)  BREACHED"),
+        "{text}"
+    );
+}
+
 #[test]
 fn probe_connections_are_reported_apart_from_the_runs_own() {
     let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();

@@ -468,6 +468,10 @@ pub struct ThresholdResult {
     /// The unit of `actual` and of the rule's limit: `%`, `ms`, `req/s` or `requests`.
     #[serde(default)]
     pub unit: String,
-    /// Whether the run broke the rule.
+    /// Whether the run broke the rule (always, when it had no data to judge).
     pub breached: bool,
+    /// Nothing to measure: a latency rule with no succeeded request, or a rate with no request
+    /// started. Such a rule counts as broken.
+    #[serde(default)]
+    pub no_data: bool,
 }

@@ -598,6 +598,14 @@ fn thresholds(out: &mut String, r: &Report) {
             "req/s" => format!("{} req/s", rate(t.actual)),
             _ => group(t.actual.round() as u64),
         };
+        if t.no_data {
+            let _ = writeln!(
+                out,
+                "  {:<24} no data (no request to judge it by)  BREACHED",
+                t.rule
+            );
+            continue;
+        }
         let _ = writeln!(
             out,
             "  {:<24} actual {:<14} {}",

@@ -115,16 +115,25 @@ pub fn evaluate(rules: &[Threshold], report: &Report) -> Vec<ThresholdResult> {
         .iter()
         .map(|t| {
             let actual = measure(t.metric, report);
-            let breached = if t.above {
-                actual > t.limit
-            } else {
-                actual < t.limit
+            // A latency rule over no response, or a rate over no request, has nothing to pass
+            // on: an outage must not read as a latency of 0 and go green.
+            let no_data = match t.metric {
+                Metric::Percentile(_) | Metric::Mean | Metric::Max => report.latency.count == 0,
+                Metric::ErrorRate | Metric::Non2xxRate => report.requests.started == 0,
+                Metric::Rps | Metric::Unsent => false,
             };
+            let breached = no_data
+                || if t.above {
+                    actual > t.limit
+                } else {
+                    actual < t.limit
+                };
             ThresholdResult {
                 rule: t.rule.clone(),
                 actual,
                 unit: t.metric.unit().to_string(),
                 breached,
+                no_data,
             }
         })
         .collect()
