@@ -220,6 +220,7 @@ fn an_interrupted_run_reports_what_ran_and_says_so() {
         let json: serde_json::Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
         assert_eq!(json["interrupted"], true, "{json}");
+        assert_eq!(out.status.code(), Some(130), "a partial run does not pass");
         let secs = json["duration_s"].as_f64().unwrap();
         assert!(secs < 10.0, "spans what ran, not the 20 s asked: {secs}");
         assert_eq!(json["requests"]["identity_holds"], true);

@@ -202,6 +202,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("httpvs: --fail-on breached: {}", breached.join(", "));
         return Ok(ExitCode::from(1));
     }
+    if report.interrupted {
+        // A partial run must not pass as a whole one (a CI step killed by its timeout).
+        return Ok(ExitCode::from(130));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
