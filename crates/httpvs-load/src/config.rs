@@ -277,10 +277,12 @@ impl LoadConfig {
             return bad("--0rtt needs -p h3 (or -p auto --alt-svc)".into());
         }
         match self.protocol {
-            ProtocolChoice::Fixed(ProtocolKind::H2 | ProtocolKind::H3) if !https => bad(format!(
-                "-p {} needs an https:// URL (use -p h2c for cleartext HTTP/2)",
-                self.protocol.name()
-            )),
+            ProtocolChoice::Fixed(ProtocolKind::H2) if !https => {
+                bad("-p h2 needs an https:// URL (use -p h2c for cleartext HTTP/2)".into())
+            }
+            ProtocolChoice::Fixed(ProtocolKind::H3) if !https => {
+                bad("-p h3 needs an https:// URL (HTTP/3 always runs over QUIC's TLS)".into())
+            }
             ProtocolChoice::Fixed(ProtocolKind::H2c) if https => {
                 bad("-p h2c needs an http:// URL (use -p h2 for HTTP/2 over TLS)".into())
             }

@@ -145,6 +145,19 @@ fn a_run_prints_the_report_and_fail_on_sets_the_exit_code() {
     assert_eq!(json["thresholds"][0]["breached"], true);
 }
 
+/// HTTP/1.1 has no streams: its Shape line says how deep it pipelines.
+#[test]
+fn the_h1_shape_says_pipelined_not_streams() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let out = httpvs(&[&url, "-n", "40", "-c", "2", "-m", "4", "-t", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("closed model: 2 connections, each pipelined 4 deep, 1 thread"),
+        "{text}"
+    );
+}
+
 /// A latency rule over a run where nothing succeeded has no data: it is broken, not "0µs ok"
 /// (a CI gate went green on a total outage).
 #[test]

@@ -67,11 +67,16 @@ fn header(out: &mut String, r: &Report) {
             .as_ref()
             .map_or(String::new(), |a| format!("; Alt-Svc: {a}"))
     );
+    // HTTP/1.1 has no streams: -m is how deep each connection pipelines.
+    let per_connection = match (r.protocol.negotiated.as_str(), s.streams) {
+        ("h1", 1) => ", one request at a time each".to_string(),
+        ("h1", depth) => format!(", each pipelined {depth} deep"),
+        (_, streams) => format!(" × {}", plural(u64::from(streams), "stream")),
+    };
     let _ = writeln!(
         out,
-        "Shape:        {model}: {} × {}, {}, {stop}{}{}",
+        "Shape:        {model}: {}{per_connection}, {}, {stop}{}{}",
         plural(u64::from(s.connections), "connection"),
-        plural(u64::from(s.streams), "stream"),
         plural(s.threads as u64, "thread"),
         if s.warmup_s > 0.0 {
             format!(", {}s warmup", s.warmup_s)
@@ -305,7 +310,7 @@ fn latency(out: &mut String, r: &Report) {
     if let Some(s) = &r.schedule {
         let _ = writeln!(
             out,
-            "  {} of {} sends were late (more than {} behind their intended time): lag p50 {}, p99 {}, max {}",
+            "  {} of {} sends were late (more than {} behind their intended time); lag of every send: p50 {}, p99 {}, max {}",
             group(s.late_sends),
             group(s.lag.count),
             us(s.late_threshold_us),
