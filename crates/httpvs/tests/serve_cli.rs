@@ -162,6 +162,8 @@ fn a_second_signal_during_the_grace_stops_at_once() {
     let mut line = String::new();
     std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
     assert!(line.contains("stopping (grace"), "{line}");
+    // A person's second Ctrl-C, not the same stop sent twice (see the test below).
+    std::thread::sleep(Duration::from_millis(500));
     // SAFETY: as above.
     unsafe { libc::kill(pid, libc::SIGINT) };
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -176,4 +178,30 @@ fn a_second_signal_during_the_grace_stops_at_once() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(130));
+}
+
+/// `timeout -s INT` signals the server and its process group: the two signals of one stop are
+/// not a second Ctrl-C, and the totals are printed (they were lost in about one run of 20).
+#[test]
+fn one_stop_signalled_twice_at_once_still_prints_the_totals() {
+    let args: Vec<&str> = "--http 0 --https off --h3 off --threads 1 --grace 5s"
+        .split(' ')
+        .collect();
+    let (mut child, mut stdout, banner) = spawn_serve(&args);
+    let addr = http_addr(&banner);
+    // A delayed request keeps the grace open past the second signal.
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    std::io::Write::write_all(&mut conn, b"GET /?delay=300ms HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(20));
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}: {rest}");
+    assert!(rest.contains("requests"), "totals printed: {rest}");
 }

@@ -63,6 +63,9 @@ pub struct Args {
     grace: String,
 }
 
+/// Signals this soon after the first one that stopped the server are that same stop.
+const SAME_STOP: Duration = Duration::from_millis(300);
+
 /// Runs `httpvs serve`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (config, grace) = config_from(&args)?;
@@ -76,11 +79,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     print_banner(&server, &args);
     wait_for(signals);
+    let first = std::time::Instant::now();
     println!("httpvs serve: stopping (grace {grace:?}; a second Ctrl-C stops at once)");
     // A second signal during the grace ends the process now, as a second Ctrl-C does for nginx
     // (`quit` then `stop`): the in-flight requests are abandoned and no totals are printed.
-    std::thread::spawn(move || {
+    // One that comes within SAME_STOP of the first is the same stop sent twice (`timeout -s
+    // INT` signals the process and its group), not a person pressing Ctrl-C again.
+    std::thread::spawn(move || loop {
         wait_for(signals);
+        if first.elapsed() < SAME_STOP {
+            continue;
+        }
         eprintln!("httpvs serve: second signal: stopped without waiting for the grace");
         std::process::exit(130);
     });
