@@ -164,7 +164,17 @@ async fn answer_later(
     let mut collector = respond::BodyCollector::new(ctx.limits.max_body_bytes, pending.echo);
     if !body_empty {
         while let Some(frame) = body.frame().await {
-            let Ok(frame) = frame else { break };
+            let Ok(frame) = frame else {
+                // A malformed chunked body, or one the client's FIN cut short: 400 and close,
+                // as nginx does, never an answer built on part of the body.
+                ctx.counters.event(Event::BadRequest);
+                let mut answer = respond::error(
+                    StatusCode::BAD_REQUEST,
+                    "the request body is malformed or incomplete\n".to_owned(),
+                );
+                answer.close = true;
+                return answer;
+            };
             if let Ok(data) = frame.into_data() {
                 if collector.push(data).is_err() {
                     return respond::body_too_large(&ctx.limits, &ctx.counters);

@@ -166,3 +166,35 @@ fn heads_hyper_rejects_are_counted() {
         "{totals:?}"
     );
 }
+
+/// A malformed chunked body, or one the client's FIN cuts short, gets 400 and a close, counted
+/// as a bad request: it used to get 200 with whatever had arrived echoed back.
+#[test]
+fn a_broken_request_body_gets_400_not_an_answer_built_on_part_of_it() {
+    let server = support::server(Limits::default());
+    let chunked = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for body in ["zz\r\nabc\r\n0\r\n\r\n", "3\r\nabcX\r\n0\r\n\r\n"] {
+        let text = exchange(&server, &format!("{chunked}{body}"));
+        assert!(text.starts_with("HTTP/1.1 400"), "{body:?}: {text}");
+        assert!(
+            text.to_ascii_lowercase().contains("connection: close"),
+            "{text}"
+        );
+    }
+    // Content-Length 10, 3 bytes, then the client's FIN.
+    let mut conn = TcpStream::connect(server.http_addr().unwrap()).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    conn.write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+        .unwrap();
+    conn.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut out = Vec::new();
+    let _ = conn.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out);
+    assert!(!text.starts_with("HTTP/1.1 200"), "{text}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while server.totals().rejected.bad_requests < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let totals = server.totals();
+    assert_eq!(totals.rejected.bad_requests, 3, "{totals:?}");
+}
