@@ -145,6 +145,23 @@ fn a_run_prints_the_report_and_fail_on_sets_the_exit_code() {
     assert_eq!(json["thresholds"][0]["breached"], true);
 }
 
+/// An untrusted certificate over TCP says what rustls saw, as h3's line does (it used to be the
+/// same generic line for a certificate, an ALPN mismatch and a cleartext port).
+#[test]
+fn a_tls_failure_over_tcp_names_its_cause() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("https://{}/", server.https_addr().unwrap());
+    for protocol in ["auto", "h1", "h2"] {
+        let out = httpvs(&[&url, "-n", "2", "-c", "1", "-p", protocol]);
+        assert_eq!(out.status.code(), Some(1), "{protocol}: {out:?}");
+        let line = one_line_error(&out);
+        assert!(
+            line.contains("failed: invalid peer certificate: UnknownIssuer"),
+            "{protocol}: {line}"
+        );
+    }
+}
+
 /// HTTP/1.1 has no streams: its Shape line says how deep it pipelines.
 #[test]
 fn the_h1_shape_says_pipelined_not_streams() {

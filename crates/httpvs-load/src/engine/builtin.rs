@@ -164,7 +164,10 @@ fn alpn_probe(config: &LoadConfig, target: &Target) -> Result<ProtocolKind, Load
                 .await
                 .unwrap_or(Err(crate::error::ErrorKind::ConnectTimeout))
         })
-        .map_err(|kind| LoadError::first_connection(target.addr, kind, timeout))
+        .map_err(|kind| {
+            LoadError::first_connection(target.addr, kind, timeout)
+                .with_detail(crate::protocol::tcp::take_tls_failure())
+        })
 }
 
 /// `-p auto --alt-svc`: one HTTPS request over TCP; an `h3` Alt-Svc on the same host wins.
@@ -177,7 +180,10 @@ fn alt_svc_probe(config: &LoadConfig, target: &Target) -> Result<Option<u16>, Lo
     let timeout = config.connect_timeout;
     runtime
         .block_on(discover_h3_port(target, &config.url, &tls, timeout))
-        .map_err(|kind| LoadError::first_connection(target.addr, kind, timeout))
+        .map_err(|kind| {
+            LoadError::first_connection(target.addr, kind, timeout)
+                .with_detail(crate::protocol::tcp::take_tls_failure())
+        })
 }
 
 /// HTTP/1.1 (over TCP, or TLS for https).

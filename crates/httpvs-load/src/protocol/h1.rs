@@ -43,6 +43,10 @@ impl Http1 {
 impl Protocol for Http1 {
     type Conn = Http1Connection;
 
+    fn failure_detail(&self) -> Option<String> {
+        tcp::take_tls_failure()
+    }
+
     async fn connect(
         &self,
         target: &Target,

@@ -94,6 +94,10 @@ impl Http2 {
 impl Protocol for Http2 {
     type Conn = Http2Connection;
 
+    fn failure_detail(&self) -> Option<String> {
+        tcp::take_tls_failure()
+    }
+
     async fn connect(
         &self,
         target: &Target,

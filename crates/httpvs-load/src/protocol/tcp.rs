@@ -56,6 +56,18 @@ impl Transport {
     }
 }
 
+thread_local! {
+    /// What rustls said about this thread's last failed TLS handshake: the first connection's
+    /// error line shows it (an unknown issuer, an alert, no TLS on the port), as h3's does.
+    static LAST_TLS_FAILURE: std::cell::RefCell<Option<String>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Takes what rustls said about this thread's last failed TLS handshake over TCP.
+pub fn take_tls_failure() -> Option<String> {
+    LAST_TLS_FAILURE.with(|last| last.borrow_mut().take())
+}
+
 /// Opens TCP to `target` (TCP_NODELAY set), then TLS with `tls` when given, all within
 /// `connect_timeout`. Returns the stream and its phase timings; bytes go to `counter`.
 pub async fn connect(
@@ -95,7 +107,13 @@ async fn connect_unbounded(
     let stream = TlsConnector::from(config)
         .connect(name, counted)
         .await
-        .map_err(|e| handshake_error_kind(&e))?;
+        .map_err(|e| {
+            let kind = handshake_error_kind(&e);
+            if kind == ErrorKind::Tls {
+                LAST_TLS_FAILURE.with(|last| *last.borrow_mut() = Some(e.to_string()));
+            }
+            kind
+        })?;
     info.handshake = handshake_started.elapsed();
     let transport = Transport::Tls(Box::new(stream));
     info.alpn = transport.alpn().map(<[u8]>::to_vec);

@@ -84,6 +84,7 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
             // The probe's own handshake is not part of the trace: it only picks the protocol.
             probe_alpn(target, &options).await.map_err(|kind| {
                 LoadError::first_connection(target.addr, kind, config.connect_timeout)
+                    .with_detail(crate::protocol::tcp::take_tls_failure())
             })?
         }
         ProtocolChoice::Auto => ProtocolKind::H1,
