@@ -116,6 +116,10 @@ pub(super) fn parse_duration(s: &str) -> Option<Duration> {
         .then(|| Duration::from_secs_f64(secs))
 }
 
+/// The exit status of a run stopped by Ctrl-C or SIGTERM (a shell's 128 + SIGINT), after its
+/// report: a partial run must not pass as a whole one.
+pub(super) const INTERRUPTED: u8 = 130;
+
 /// The flag the first Ctrl-C (or SIGTERM) sets: the run stops and reports what it did (`load`,
 /// `compare`). A second one kills the process: the handler restores both default actions.
 pub(super) fn interrupt_flag() -> Arc<AtomicBool> {

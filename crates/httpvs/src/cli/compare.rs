@@ -143,7 +143,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // An interrupt that cut the matrix exits 130 (128 + SIGINT, as a shell reports ^C), after
     // the report; a re-rendered interrupted file (--from) is not itself interrupted.
     let code = match results.interrupted && args.from.is_none() {
-        true => ExitCode::from(130),
+        true => ExitCode::from(super::common::INTERRUPTED),
         false => ExitCode::SUCCESS,
     };
     let mut out = std::io::stdout().lock();

@@ -204,7 +204,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if report.interrupted {
         // A partial run must not pass as a whole one (a CI step killed by its timeout).
-        return Ok(ExitCode::from(130));
+        return Ok(ExitCode::from(super::common::INTERRUPTED));
     }
     Ok(ExitCode::SUCCESS)
 }

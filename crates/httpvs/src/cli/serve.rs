@@ -91,7 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             continue;
         }
         eprintln!("httpvs serve: second signal: stopped without waiting for the grace");
-        std::process::exit(130);
+        std::process::exit(i32::from(super::common::INTERRUPTED));
     });
     let totals = server.shutdown(grace);
     println!("{totals}");
