@@ -502,7 +502,7 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
         out.push(format!(
             "{name}: the server allows {ran} concurrent streams per connection, so this row ran \
              {c}x{ran} ({} requests in flight, not {})",
-            u64::from(c) * u64::from(ran),
+            in_flight(row),
             row.shape.in_flight()
         ));
     }
