@@ -237,3 +237,35 @@ fn close_1_answers_then_goes_away_on(engine: H2Engine) {
         .expect("GOAWAY");
     assert_eq!(last, (1, 0));
 }
+
+/// As nginx does: a connection closed for idleness says so first with GOAWAY(NO_ERROR) naming
+/// the last stream it processed, so a client knows nothing it sent was lost, on both engines; the
+/// GOAWAY counts in the totals.
+#[test]
+fn an_idle_connection_gets_goaway_before_it_is_closed() {
+    for engine in ENGINES {
+        an_idle_connection_gets_goaway_before_it_is_closed_on(engine);
+    }
+}
+
+fn an_idle_connection_gets_goaway_before_it_is_closed_on(engine: H2Engine) {
+    let limits = Limits {
+        idle_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let server = server(limits, engine);
+    let mut served = RawH2::connect(server.http_addr().unwrap());
+    served.send(&get_headers(1, "/"));
+    served.send(&get_headers(3, "/"));
+    let mut unused = RawH2::connect(server.http_addr().unwrap());
+    for (client, last_id) in [(&mut served, 3), (&mut unused, 0)] {
+        let frames = client.frames_until_closed(Duration::from_secs(5));
+        let goaways: Vec<(u32, u32)> = frames.iter().filter_map(|f| f.goaway()).collect();
+        assert_eq!(goaways, vec![(last_id, 0)], "{engine:?}: {frames:?}");
+        let last = frames.last().and_then(|f| f.goaway());
+        assert!(last.is_some(), "{engine:?}: GOAWAY is the last frame");
+    }
+    let totals = server.shutdown(Duration::from_secs(1));
+    assert_eq!(totals.rejected.idle_closed, 2, "{engine:?}");
+    assert_eq!(totals.goaways_sent, 2, "{engine:?}");
+}

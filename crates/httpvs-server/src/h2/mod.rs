@@ -84,6 +84,9 @@ async fn run<I>(
             next = next_stream(&mut conn, &cork, gate.as_deref(), going_away) => next,
             _ = &mut idle => {
                 ctx.counters.event(Event::IdleClosed);
+                if !going_away {
+                    close_idle(&mut conn, &cork, ctx).await;
+                }
                 return;
             }
             _ = crate::worker::stopping(&mut shutdown), if !going_away => Next::GateReached,
@@ -114,6 +117,24 @@ async fn run<I>(
             }
         }
     }
+}
+
+/// How long an idle connection's closing GOAWAY may take to write.
+const GOAWAY_WRITE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// As nginx does: GOAWAY(NO_ERROR) naming the last stream processed, then the close, so the
+/// client knows nothing it sent was lost. The h2 crate writes it while the connection is
+/// polled; a peer that does not read gets the close without it.
+async fn close_idle<I>(conn: &mut Connection<I, Bytes>, cork: &Cork, ctx: &WorkerCtx)
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    conn.abrupt_shutdown(Reason::NO_ERROR);
+    ctx.counters.event(Event::GoAway);
+    let _ = tokio::time::timeout(GOAWAY_WRITE, async {
+        while let Next::Stream(..) = next_stream(conn, cork, None, true).await {}
+    })
+    .await;
 }
 
 /// Charges a stream the client reset before it was accepted (so before any answer could leave)

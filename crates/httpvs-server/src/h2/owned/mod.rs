@@ -27,6 +27,8 @@ use tokio::time::Instant;
 
 /// Read buffer growth step.
 const READ_CHUNK: usize = 32 * 1024;
+/// How long an idle connection's closing GOAWAY may take to write.
+const GOAWAY_WRITE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// A request whose answer waits for its body.
 struct Collecting {
@@ -116,6 +118,11 @@ where
             _ = &mut idle => {
                 if shell.delayed.is_empty() {
                     ctx.counters.event(Count::IdleClosed);
+                    shell.core.go_away();
+                    // As nginx does: GOAWAY(NO_ERROR) names the last stream processed before
+                    // the close, so the client knows nothing it sent was lost. A peer that
+                    // does not read gets the close without it.
+                    let _ = tokio::time::timeout(GOAWAY_WRITE, shell.flush(&mut io)).await;
                     return;
                 }
                 idle.set(state.idle(limits.idle_timeout));
