@@ -33,4 +33,5 @@ pub fn run_until(
     stop: Arc<AtomicBool>,
 ) -> Result<Report, LoadError> {
     engine::builtin::run_builtin(config, observer, stop)
+        .map_err(|e| e.given_insecure(config.tls.insecure))
 }

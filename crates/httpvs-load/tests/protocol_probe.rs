@@ -68,3 +68,35 @@ async fn stalled_handshakes_are_connect_timeouts() {
     let probe = probe_alpn(&target("https", addr), &opts).await;
     assert_eq!(probe, Err(ErrorKind::ConnectTimeout));
 }
+
+/// Under -k any certificate is accepted, so a failed handshake (here the server offers no h2)
+/// names the other causes and does not suggest -k.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_handshake_under_insecure_does_not_suggest_insecure() {
+    let addr = tls_server_with_alpn(&[b"http/1.1"]).await;
+    let run = |insecure: bool| {
+        let config = httpvs_load::LoadConfig::new(&format!("https://{addr}/"))
+            .unwrap()
+            .protocol(httpvs_load::ProtocolChoice::Fixed(ProtocolKind::H2))
+            .shape(1, 1)
+            .threads(1)
+            .requests(2)
+            .tls(httpvs_load::TlsOptions {
+                insecure,
+                cacert: None,
+            });
+        tokio::task::spawn_blocking(move || {
+            httpvs_load::run(&config, &mut httpvs_load::stats::Quiet)
+                .err()
+                .map(|e| e.to_string())
+        })
+    };
+    let line = run(true).await.unwrap().expect("the handshake fails");
+    assert!(
+        line.contains("-k already accepts any certificate"),
+        "{line}"
+    );
+    assert!(!line.contains("--cacert FILE or -k"), "{line}");
+    let line = run(false).await.unwrap().expect("the handshake fails");
+    assert!(line.contains("--cacert FILE or -k"), "{line}");
+}

@@ -162,6 +162,59 @@ fn a_tls_failure_over_tcp_names_its_cause() {
     }
 }
 
+/// A listener that never answers: TCP connects (the kernel completes it in the backlog), so a
+/// connect timeout says which step stalled instead of "no connection".
+#[test]
+fn a_connect_timeout_after_tcp_connected_names_the_step_that_stalled() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    let cases = [
+        (
+            "https",
+            "h1",
+            "TCP connected, but the TLS handshake did not finish",
+        ),
+        (
+            "https",
+            "auto",
+            "TCP connected, but the TLS handshake did not finish",
+        ),
+        (
+            "https",
+            "h2",
+            "TCP connected, but the TLS handshake did not finish",
+        ),
+        (
+            "http",
+            "h2c",
+            "connected, but the server's HTTP/2 SETTINGS did not come",
+        ),
+    ];
+    for (scheme, protocol, step) in cases {
+        let url = format!("{scheme}://{addr}/");
+        let out = httpvs(&[
+            &url,
+            "-n",
+            "1",
+            "-c",
+            "1",
+            "-k",
+            "-p",
+            protocol,
+            "--connect-timeout",
+            "300ms",
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{protocol}: {out:?}");
+        let line = one_line_error(&out);
+        assert!(
+            line.contains("not ready within 300ms"),
+            "{protocol}: {line}"
+        );
+        assert!(line.contains(step), "{protocol}: {line}");
+    }
+    drop(silent);
+}
+
 /// HTTP/1.1 has no streams: its Shape line says how deep it pipelines.
 #[test]
 fn the_h1_shape_says_pipelined_not_streams() {

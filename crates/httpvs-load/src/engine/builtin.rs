@@ -166,7 +166,7 @@ fn alpn_probe(config: &LoadConfig, target: &Target) -> Result<ProtocolKind, Load
         })
         .map_err(|kind| {
             LoadError::first_connection(target.addr, kind, timeout)
-                .with_detail(crate::protocol::tcp::take_tls_failure())
+                .with_detail(crate::protocol::tcp::take_connect_note())
         })
 }
 
@@ -182,7 +182,7 @@ fn alt_svc_probe(config: &LoadConfig, target: &Target) -> Result<Option<u16>, Lo
         .block_on(discover_h3_port(target, &config.url, &tls, timeout))
         .map_err(|kind| {
             LoadError::first_connection(target.addr, kind, timeout)
-                .with_detail(crate::protocol::tcp::take_tls_failure())
+                .with_detail(crate::protocol::tcp::take_connect_note())
         })
 }
 

@@ -39,23 +39,25 @@ pub enum LoadError {
         addr: SocketAddr,
     },
     /// The first connection did not complete in time.
-    #[error("no connection to {addr} within {timeout:?} (--connect-timeout)")]
+    #[error("{}", connect_timeout_line(*addr, *timeout, detail))]
     ConnectTimeout {
         /// The address tried.
         addr: SocketAddr,
         /// The connect timeout.
         timeout: Duration,
+        /// The step the connection was waiting for when the timeout came (TCP connected, but
+        /// TLS or HTTP/2's SETTINGS did not follow), or empty when TCP itself did not connect.
+        detail: String,
     },
     /// The first connection's TLS handshake failed.
-    #[error(
-        "TLS handshake with {addr} failed{detail} (its certificate, ALPN, an alert, or no TLS on \
-         that port); for a certificate this client does not trust: --cacert FILE or -k"
-    )]
+    #[error("TLS handshake with {addr} failed{detail}{}", tls_hint(*insecure))]
     Tls {
         /// The address tried.
         addr: SocketAddr,
         /// `: ` and what the stack saw (the peer's alert or close reason), or empty.
         detail: String,
+        /// `-k` was given: any certificate is accepted, so the cause lies elsewhere.
+        insecure: bool,
     },
     /// The first connection failed for another classified reason.
     #[error("first connection to {addr} failed: {kind}{}", first_connection_hint(*kind))]
@@ -74,6 +76,26 @@ pub enum LoadError {
     /// A worker thread or runtime could not start.
     #[error("cannot start worker: {0}")]
     Worker(String),
+}
+
+/// The line for a first connection the connect timeout cut: "no connection" only when TCP
+/// itself did not connect.
+fn connect_timeout_line(addr: SocketAddr, timeout: Duration, detail: &str) -> String {
+    if detail.is_empty() {
+        format!("no connection to {addr} within {timeout:?} (--connect-timeout)")
+    } else {
+        format!("connection to {addr} not ready within {timeout:?} (--connect-timeout): {detail}")
+    }
+}
+
+/// What to try after a failed handshake: with `-k` the certificate is not the cause.
+fn tls_hint(insecure: bool) -> &'static str {
+    if insecure {
+        " (ALPN, an alert, or no TLS on that port; -k already accepts any certificate)"
+    } else {
+        " (its certificate, ALPN, an alert, or no TLS on that port); for a certificate this \
+         client does not trust: --cacert FILE or -k"
+    }
 }
 
 /// What usually causes a first connection to fail this way (`trace` says it too).
@@ -108,11 +130,32 @@ impl LoadError {
     /// Adds what the stack saw to a failed first connection's error (`detail`, if any).
     pub fn with_detail(self, detail: Option<String>) -> LoadError {
         match (self, detail) {
-            (LoadError::Tls { addr, .. }, Some(d)) => LoadError::Tls {
+            (LoadError::Tls { addr, insecure, .. }, Some(d)) => LoadError::Tls {
                 addr,
                 detail: format!(": {d}"),
+                insecure,
             },
+            (LoadError::ConnectTimeout { addr, timeout, .. }, Some(detail)) => {
+                LoadError::ConnectTimeout {
+                    addr,
+                    timeout,
+                    detail,
+                }
+            }
             (other, _) => other,
+        }
+    }
+
+    /// Marks a failed handshake as made under `-k` (`insecure`), so its hint does not
+    /// suggest `-k`.
+    pub fn given_insecure(self, insecure: bool) -> LoadError {
+        match self {
+            LoadError::Tls { addr, detail, .. } => LoadError::Tls {
+                addr,
+                detail,
+                insecure,
+            },
+            other => other,
         }
     }
 
@@ -120,10 +163,15 @@ impl LoadError {
     pub fn first_connection(addr: SocketAddr, kind: ErrorKind, timeout: Duration) -> LoadError {
         match kind {
             ErrorKind::Refused => LoadError::Refused { addr },
-            ErrorKind::ConnectTimeout => LoadError::ConnectTimeout { addr, timeout },
+            ErrorKind::ConnectTimeout => LoadError::ConnectTimeout {
+                addr,
+                timeout,
+                detail: String::new(),
+            },
             ErrorKind::Tls => LoadError::Tls {
                 addr,
                 detail: String::new(),
+                insecure: false,
             },
             kind => LoadError::FirstConnection { addr, kind },
         }

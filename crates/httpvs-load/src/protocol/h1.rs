@@ -44,7 +44,7 @@ impl Protocol for Http1 {
     type Conn = Http1Connection;
 
     fn failure_detail(&self) -> Option<String> {
-        tcp::take_tls_failure()
+        tcp::take_connect_note()
     }
 
     async fn connect(

@@ -95,7 +95,7 @@ impl Protocol for Http2 {
     type Conn = Http2Connection;
 
     fn failure_detail(&self) -> Option<String> {
-        tcp::take_tls_failure()
+        tcp::take_connect_note()
     }
 
     async fn connect(
@@ -105,6 +105,9 @@ impl Protocol for Http2 {
     ) -> Result<(Http2Connection, ConnectInfo), ErrorKind> {
         let deadline = Instant::now() + options.connect_timeout;
         let (transport, mut info, counter) = open_transport(target, options, &self.tls).await?;
+        tcp::note_connect_step(Some(
+            "connected, but the server's HTTP/2 SETTINGS did not come",
+        ));
         let mut core = ConnCore::new(counter.clone());
         core.reserve_streams(options.streams as usize);
         let core = Arc::new(Mutex::new(core));
@@ -114,6 +117,7 @@ impl Protocol for Http2 {
         let settings = poll_fn(|cx| driver::lock(&core).poll_settings(cx));
         match wait_settings(deadline, settings).await {
             Some((Ok(max_streams), waited)) => {
+                tcp::note_connect_step(None);
                 info.server_max_streams = max_streams;
                 info.settings = waited;
             }

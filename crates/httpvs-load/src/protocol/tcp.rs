@@ -57,15 +57,22 @@ impl Transport {
 }
 
 thread_local! {
-    /// What rustls said about this thread's last failed TLS handshake: the first connection's
-    /// error line shows it (an unknown issuer, an alert, no TLS on the port), as h3's does.
-    static LAST_TLS_FAILURE: std::cell::RefCell<Option<String>> =
+    /// Why this thread's last connection attempt over TCP did not become ready: what rustls
+    /// said about a failed handshake (an unknown issuer, an alert, no TLS on the port), or the
+    /// step it was waiting for when the connect timeout came. The first connection's error
+    /// line shows it, as h3's does.
+    static CONNECT_NOTE: std::cell::RefCell<Option<String>> =
         const { std::cell::RefCell::new(None) };
 }
 
-/// Takes what rustls said about this thread's last failed TLS handshake over TCP.
-pub fn take_tls_failure() -> Option<String> {
-    LAST_TLS_FAILURE.with(|last| last.borrow_mut().take())
+/// Takes why this thread's last connection attempt over TCP failed or stalled, if known.
+pub fn take_connect_note() -> Option<String> {
+    CONNECT_NOTE.with(|last| last.borrow_mut().take())
+}
+
+/// Notes the step this thread's connection attempt now waits for (`None` once it is ready).
+pub(crate) fn note_connect_step(waiting_for: Option<&'static str>) {
+    CONNECT_NOTE.with(|last| *last.borrow_mut() = waiting_for.map(str::to_owned));
 }
 
 /// Opens TCP to `target` (TCP_NODELAY set), then TLS with `tls` when given, all within
@@ -89,6 +96,7 @@ async fn connect_unbounded(
     counter: Arc<WireCounter>,
 ) -> Result<(Transport, ConnectInfo), ErrorKind> {
     let started = Instant::now();
+    note_connect_step(None);
     let tcp = TcpStream::connect(target.addr)
         .await
         .map_err(|e| connect_error_kind(&e))?;
@@ -104,16 +112,17 @@ async fn connect_unbounded(
     };
     let name = server_name(&target.host).ok_or(ErrorKind::Tls)?;
     let handshake_started = Instant::now();
+    note_connect_step(Some("TCP connected, but the TLS handshake did not finish"));
     let stream = TlsConnector::from(config)
         .connect(name, counted)
         .await
         .map_err(|e| {
             let kind = handshake_error_kind(&e);
-            if kind == ErrorKind::Tls {
-                LAST_TLS_FAILURE.with(|last| *last.borrow_mut() = Some(e.to_string()));
-            }
+            let note = (kind == ErrorKind::Tls).then(|| e.to_string());
+            CONNECT_NOTE.with(|last| *last.borrow_mut() = note);
             kind
         })?;
+    note_connect_step(None);
     info.handshake = handshake_started.elapsed();
     let transport = Transport::Tls(Box::new(stream));
     info.alpn = transport.alpn().map(<[u8]>::to_vec);

@@ -58,7 +58,9 @@ pub fn run(config: &TraceConfig) -> Result<Trace, LoadError> {
         .enable_all()
         .build()
         .map_err(|e| LoadError::Worker(e.to_string()))?;
-    runtime.block_on(trace(config, &target))
+    runtime
+        .block_on(trace(config, &target))
+        .map_err(|e| e.given_insecure(config.tls.insecure))
 }
 
 async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError> {
@@ -84,7 +86,7 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
             // The probe's own handshake is not part of the trace: it only picks the protocol.
             probe_alpn(target, &options).await.map_err(|kind| {
                 LoadError::first_connection(target.addr, kind, config.connect_timeout)
-                    .with_detail(crate::protocol::tcp::take_tls_failure())
+                    .with_detail(crate::protocol::tcp::take_connect_note())
             })?
         }
         ProtocolChoice::Auto => ProtocolKind::H1,
