@@ -1,6 +1,8 @@
-//! HTTP/3 on quinn + h3: same answers and knobs as TCP. Idle connections are bounded by QUIC's
-//! idle timeout; GOAWAY (with the next stream id, RFC 9114 §5.2) after N requests, on `close=1`
-//! and at shutdown; a client that vanishes only ends its own tasks.
+//! HTTP/3 on quinn + h3: same answers and knobs as TCP. A connection with no request in progress
+//! and no stream traffic for the idle timeout is closed (keep-alive pings keep one with a request
+//! in progress open; QUIC's idle timeout ends one whose peer vanished); GOAWAY (with the next
+//! stream id, RFC 9114 §5.2) after N requests, on `close=1` and at shutdown; a client that
+//! vanishes only ends its own tasks.
 
 use crate::authority;
 use crate::body::CHUNK;
@@ -13,7 +15,10 @@ use futures_util::FutureExt;
 use h3::server::{Connection, RequestStream};
 use http::header::DATE;
 use http::{Method, Response};
+use std::pin::pin;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
+use std::time::Duration;
 
 type H3Conn = Connection<h3_quinn::Connection, Bytes>;
 type H3Stream = RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
@@ -22,9 +27,17 @@ type H3Stream = RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
 pub fn transport(limits: &crate::config::Limits) -> quinn::TransportConfig {
     let mut t = quinn::TransportConfig::default();
     t.max_concurrent_bidi_streams(limits.max_streams.into());
-    let idle = quinn::IdleTimeout::try_from(limits.idle_timeout)
-        .unwrap_or_else(|_| quinn::IdleTimeout::from(quinn::VarInt::from_u32(30_000)));
+    let (idle, every) = match quinn::IdleTimeout::try_from(limits.idle_timeout) {
+        Ok(idle) => (idle, limits.idle_timeout),
+        Err(_) => (
+            quinn::IdleTimeout::from(quinn::VarInt::from_u32(30_000)),
+            Duration::from_secs(30),
+        ),
+    };
+    // QUIC's idle timeout then ends only connections whose peer stopped answering (it never
+    // acknowledges the pings); `idle` below ends live ones with nothing in progress.
     t.max_idle_timeout(Some(idle));
+    t.keep_alive_interval(Some(every / 3));
     t.congestion_controller_factory(congestion_like_kernel_tcp());
     t
 }
@@ -82,8 +95,8 @@ async fn serve_connection(incoming: quinn::Incoming, ctx: Arc<WorkerCtx>, _slot:
     }
 }
 
-/// Serves HTTP/3 on `quic` until it ends; true when QUIC's idle timeout (the server's
-/// `idle_timeout`) ended it.
+/// Serves HTTP/3 on `quic` until it ends; true when the idle watch or QUIC's idle timeout (both
+/// the server's `idle_timeout`) ended it.
 async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
     let mut builder = h3::server::builder();
     builder.max_field_section_size(ctx.limits.max_header_bytes as u64 + 32 * 64);
@@ -94,6 +107,8 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
     let (close_tx, mut close_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let mut accepted: u64 = 0;
     let mut goaway_sent = false;
+    let in_progress = Arc::new(AtomicU32::new(0));
+    let mut idle = pin!(idle(&quic, &in_progress, ctx.limits.idle_timeout));
     loop {
         let resolver = tokio::select! {
             r = conn.accept() => match r {
@@ -102,6 +117,10 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
                 // Asked now: once the h3 connection is dropped, the reason reads LocallyClosed.
                 Err(_) => return timed_out(&quic),
             },
+            _ = &mut idle => {
+                quic.close(H3_NO_ERROR, b"idle");
+                return true;
+            }
             Some(()) = close_rx.recv(), if !goaway_sent => {
                 go_away(&mut conn, ctx, &mut goaway_sent).await;
                 continue;
@@ -115,7 +134,9 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
         let over = goaway_sent;
         let task_ctx = ctx.clone();
         let close_tx = close_tx.clone();
+        let busy = InProgress::new(in_progress.clone());
         tokio::spawn(async move {
+            let _busy = busy;
             let (request, mut stream) = match resolver.resolve_request().await {
                 Ok(resolved) => resolved,
                 // The h3 crate has answered 431 itself (over max_field_section_size).
@@ -139,6 +160,54 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
             .is_some_and(|n| accepted >= n);
         if last && !goaway_sent {
             go_away(&mut conn, ctx, &mut goaway_sent).await;
+        }
+    }
+}
+
+/// The HTTP/3 error code for a close without error (RFC 9114 §8.1).
+const H3_NO_ERROR: quinn::VarInt = quinn::VarInt::from_u32(0x100);
+
+/// A request in progress on a connection: from its stream's accept to its answer's end (or the
+/// stream's failure), the connection is not idle however long its `delay` or body takes.
+struct InProgress(Arc<AtomicU32>);
+
+impl InProgress {
+    fn new(count: Arc<AtomicU32>) -> InProgress {
+        count.fetch_add(1, Relaxed);
+        InProgress(count)
+    }
+}
+
+impl Drop for InProgress {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Resolves once the connection has had no request in progress and no stream traffic (nor a
+/// peer's PING) for `timeout`, checked in quarter steps like the TCP idle watch. The server's
+/// own keep-alive pings and the acknowledgements they draw are not activity.
+async fn idle(quic: &quinn::Connection, in_progress: &AtomicU32, timeout: Duration) {
+    const STEPS: u32 = 4;
+    let activity = || {
+        let stats = quic.stats();
+        let (rx, tx) = (stats.frame_rx, stats.frame_tx);
+        rx.stream + rx.ping + rx.reset_stream + rx.stop_sending + tx.stream
+    };
+    let tick = (timeout / STEPS).max(Duration::from_millis(1));
+    let mut seen = activity();
+    let mut quiet = 0;
+    loop {
+        tokio::time::sleep(tick).await;
+        let now = activity();
+        if now != seen || in_progress.load(Relaxed) > 0 {
+            seen = now;
+            quiet = 0;
+        } else {
+            quiet += 1;
+            if quiet >= STEPS {
+                return;
+            }
         }
     }
 }

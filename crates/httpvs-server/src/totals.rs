@@ -134,7 +134,7 @@ pub struct Rejections {
     /// Connections cut off with GOAWAY for rapid resets.
     pub rapid_reset_cutoffs: u64,
     /// Connections closed after the idle timeout, by whoever noticed: the server's idle watch,
-    /// hyper's header read timeout, QUIC's idle timeout, or the bound on the opening bytes and
+    /// hyper's header read timeout, the h3 idle watch, QUIC's idle timeout (a peer gone), or the bound on the opening bytes and
     /// handshakes (those connections are not in `connections`: no protocol was known yet).
     pub idle_closed: u64,
     /// 400 responses for malformed queries.

@@ -208,3 +208,60 @@ async fn a_client_vanishing_mid_response_leaves_the_server_serving() {
     let mut other = connect(&server).await;
     assert_eq!(get(&mut other, "/").await.unwrap().0, 200);
 }
+
+/// A request still being answered is not idleness: a `delay` longer than the idle timeout is
+/// answered, and the connection idles out only after it.
+#[tokio::test]
+async fn a_delayed_h3_answer_outlives_the_idle_timeout() {
+    let server = support::server(Limits {
+        idle_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    });
+    let mut client = connect(&server).await;
+    let answered = get(&mut client, "/?delay=1200ms").await;
+    assert_eq!(answered.map(|a| a.0), Ok(200));
+    assert_eq!(server.totals().rejected.idle_closed, 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while server.totals().rejected.idle_closed == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(server.totals().rejected.idle_closed, 1);
+    assert!(get(&mut client, "/").await.is_err(), "closed after idling");
+}
+
+/// A client that vanishes while its request waits out a delay is still closed after the idle
+/// timeout: what keeps a request's connection open must not keep a dead peer's.
+#[test]
+fn a_vanished_client_with_a_delayed_request_is_closed_as_idle() {
+    let server = support::server(Limits {
+        idle_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    });
+    // The client's runtime is dropped after its request is sent: its tasks stop without a
+    // CONNECTION_CLOSE, and its socket is gone.
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    client_rt.block_on(async {
+        let client = connect(&server).await;
+        let uri = format!("https://localhost:{}/?delay=30s", client.port);
+        let mut send = client.send.clone();
+        let mut stream = send
+            .send_request(http::Request::get(uri).body(()).unwrap())
+            .await
+            .unwrap();
+        stream.finish().await.unwrap();
+        while server.totals().requests.h3 == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        std::mem::forget((stream, send, client));
+    });
+    drop(client_rt);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while server.open_connections() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(server.open_connections(), 0);
+    assert_eq!(server.totals().rejected.idle_closed, 1);
+}
