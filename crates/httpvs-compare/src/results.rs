@@ -1,4 +1,8 @@
 //! The results of a comparison: plan, machine facts, set-up and every run of every cell (the `--json` file).
+//!
+//! The file is documented in `docs/schema/compare-results.schema.json`; bump
+//! [`RESULTS_SCHEMA_VERSION`] on any change that removes or renames a field, and update the
+//! schema with every field.
 
 use crate::measurement::{Measurement, Spread};
 use crate::plan::{Plan, Shape};

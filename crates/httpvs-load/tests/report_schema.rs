@@ -1,90 +1,14 @@
-//! The JSON report validates against `docs/report-schema.json` and round-trips through serde.
-//!
-//! A small validator for the schema subset the file uses (type, const, enum, required,
-//! properties, additionalProperties: false, items, $ref, anyOf) keeps the dev build light.
+//! The JSON report validates against `docs/schema/load-report.schema.json` and round-trips
+//! through serde, with every optional section present (open model, QUIC, `--net`, `--fail-on`).
 
 use httpvs_load::protocol::ProtocolKind;
 use httpvs_load::report::{text, thresholds, to_json, LinkDirection, Network, Report};
 use httpvs_load::stats::Quiet;
 use httpvs_load::{LoadConfig, ProtocolChoice, TlsOptions};
 use httpvs_server::{start, ServeConfig};
+use httpvs_testkit::schema::{assert_valid, LOAD_REPORT};
 use serde_json::Value;
 use std::time::Duration;
-
-fn schema() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/report-schema.json");
-    serde_json::from_str(&std::fs::read_to_string(path).expect("schema file")).expect("schema JSON")
-}
-
-fn type_ok(ty: &str, v: &Value) -> bool {
-    match ty {
-        "object" => v.is_object(),
-        "array" => v.is_array(),
-        "string" => v.is_string(),
-        "boolean" => v.is_boolean(),
-        "integer" => v.is_u64() || v.is_i64(),
-        "number" => v.is_number(),
-        "null" => v.is_null(),
-        other => panic!("schema uses unknown type {other}"),
-    }
-}
-
-/// Validates `v` against `s`; errors name the JSON path.
-fn validate(root: &Value, s: &Value, v: &Value, path: &str, errors: &mut Vec<String>) {
-    if let Some(r) = s.get("$ref").and_then(Value::as_str) {
-        let name = r.trim_start_matches("#/$defs/");
-        return validate(root, &root["$defs"][name], v, path, errors);
-    }
-    if let Some(any) = s.get("anyOf").and_then(Value::as_array) {
-        let ok = any.iter().any(|alt| {
-            let mut e = Vec::new();
-            validate(root, alt, v, path, &mut e);
-            e.is_empty()
-        });
-        if !ok {
-            errors.push(format!("{path}: matches no alternative"));
-        }
-        return;
-    }
-    match s.get("type") {
-        Some(Value::String(t)) if !type_ok(t, v) => errors.push(format!("{path}: not {t}")),
-        Some(Value::Array(ts)) if !ts.iter().any(|t| type_ok(t.as_str().unwrap(), v)) => {
-            errors.push(format!("{path}: not any of {ts:?}"))
-        }
-        _ => {}
-    }
-    if let Some(c) = s.get("const") {
-        if c != v {
-            errors.push(format!("{path}: not {c}"));
-        }
-    }
-    if let Some(e) = s.get("enum").and_then(Value::as_array) {
-        if !e.contains(v) {
-            errors.push(format!("{path}: {v} not in {e:?}"));
-        }
-    }
-    if let (Some(obj), Some(props)) = (v.as_object(), s.get("properties")) {
-        for req in s["required"].as_array().into_iter().flatten() {
-            if !obj.contains_key(req.as_str().unwrap()) {
-                errors.push(format!("{path}: missing {req}"));
-            }
-        }
-        for (k, val) in obj {
-            match props.get(k) {
-                Some(ps) => validate(root, ps, val, &format!("{path}.{k}"), errors),
-                None if s["additionalProperties"] == Value::Bool(false) => {
-                    errors.push(format!("{path}: unexpected field {k}"))
-                }
-                None => {}
-            }
-        }
-    }
-    if let (Some(items), Some(arr)) = (s.get("items"), v.as_array()) {
-        for (i, item) in arr.iter().enumerate() {
-            validate(root, items, item, &format!("{path}[{i}]"), errors);
-        }
-    }
-}
 
 /// Equal, with floats equal to 1e-9 relative.
 fn same(a: &Value, b: &Value) -> bool {
@@ -119,10 +43,7 @@ fn check(report: &Report) {
     );
     let json = to_json(report);
     let value: Value = serde_json::from_str(&json).unwrap();
-    let schema = schema();
-    let mut errors = Vec::new();
-    validate(&schema, &schema, &value, "$", &mut errors);
-    assert!(errors.is_empty(), "{errors:#?}");
+    assert_valid(LOAD_REPORT, &value, "the report");
     let back: Report = serde_json::from_str(&json).expect("report deserializes");
     // Floats may differ in their last bit through text; everything else must be identical.
     let again: Value = serde_json::from_str(&to_json(&back)).unwrap();

@@ -1,7 +1,8 @@
-//! Test support: finds real peers (curl, nginx, caddy, h2load, h2spec) and skips or fails clearly without them.
+//! Test support: finds real peers (curl, nginx, caddy, h2load, h2spec) and skips or fails clearly without them, and checks `--json` output against `docs/schema/`.
 
 pub mod caddy;
 pub mod nginx;
+pub mod schema;
 
 use std::path::PathBuf;
 

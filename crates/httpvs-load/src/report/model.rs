@@ -1,8 +1,8 @@
 //! The report model: one serde type that text, JSON, compare's HTML and the thresholds all read.
 //!
 //! Durations are integer microseconds (`_us`) or float seconds (`_s`); byte counts are integers.
-//! The JSON form is documented in `docs/report-schema.json`; bump [`SCHEMA_VERSION`] on any
-//! change that removes or renames a field.
+//! The JSON form is documented in `docs/schema/load-report.schema.json`; bump [`SCHEMA_VERSION`]
+//! on any change that removes or renames a field, and update the schema with every field.
 
 use serde::{Deserialize, Serialize};
 
