@@ -7,8 +7,8 @@ use crate::conn_io::ConnState;
 use crate::respond::{self, Answer, Decision, Pending, RequestView};
 use crate::totals::{Event, Proto};
 use crate::worker::WorkerCtx;
-use http::header::{CONNECTION, HOST};
-use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, Version};
+use http::header::{ALLOW, CONNECTION, HOST};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Version};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -20,6 +20,9 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 const CLOSE: HeaderValue = HeaderValue::from_static("close");
+/// The methods served (all answered alike), for a 405's Allow.
+const ALLOWED: HeaderValue =
+    HeaderValue::from_static("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, TRACE");
 
 /// Serves one HTTP/1.1 connection until it closes, idles out, or drains at shutdown.
 pub async fn serve<I>(io: I, proto: Proto, ctx: &Arc<WorkerCtx>, state: Arc<ConnState>)
@@ -125,6 +128,9 @@ impl hyper::service::Service<Request<Incoming>> for H1Service {
             .max_requests_per_conn
             .is_some_and(|max| n >= max);
         let (parts, body) = req.into_parts();
+        if parts.method == Method::CONNECT {
+            return H1Future::Ready(Some(finish(connect_not_allowed(), last)));
+        }
         if !host_is_valid(parts.version, &parts.headers) {
             self.ctx.counters.event(Event::BadRequest);
             let text = "one valid Host header is required (RFC 9112 3.2)\n".to_owned();
@@ -186,6 +192,16 @@ async fn answer_later(
         state.delay(delay).await;
     }
     pending.answer(collector.finish())
+}
+
+/// Every method but CONNECT gets the same answers; a CONNECT gets 405, as nginx does, and a
+/// close: what a client sends next would be a tunnel's bytes, not a request.
+fn connect_not_allowed() -> Answer {
+    let text = "this server does not tunnel: CONNECT is not allowed\n".to_owned();
+    let mut answer = respond::error(StatusCode::METHOD_NOT_ALLOWED, text);
+    answer.response.headers_mut().insert(ALLOW, ALLOWED);
+    answer.close = true;
+    answer
 }
 
 /// RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without Host, and to any request

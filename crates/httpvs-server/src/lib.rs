@@ -15,6 +15,7 @@ pub mod h1;
 pub mod h2;
 mod h3;
 mod listen;
+mod opening;
 pub mod query;
 pub mod respond;
 mod server;

@@ -1,18 +1,15 @@
-//! TCP listeners: accept, enforce `max_connections`, then tell HTTP/1.1 from h2c by the preface
-//! (cleartext) or by ALPN (TLS) and hand the connection to its protocol.
+//! TCP listeners: accept, enforce `max_connections`, then tell HTTP/1.1 from h2c by the opening
+//! bytes (cleartext, `opening.rs`) or by ALPN (TLS) and hand the connection to its protocol.
 
 use crate::conn_io::{linger, ConnIo, ConnState};
+use crate::opening::{answer_unsupported, probe, Opening, Replay};
 use crate::totals::{Event, Proto};
 use crate::worker::{ConnSlot, WorkerCtx};
 use crate::{h1, h2};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
-
-/// The HTTP/2 client connection preface.
-const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// Accepts connections until shutdown; `tls` makes this the TLS listener.
 pub async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, ctx: Arc<WorkerCtx>) {
@@ -65,61 +62,23 @@ async fn serve_cleartext(mut stream: TcpStream, ctx: Arc<WorkerCtx>, _slot: Conn
             let io = ConnIo::new(socket.clone(), seen, state.clone());
             h1::serve(io, Proto::H1, &ctx, state).await;
         }
+        Opening::Unsupported => {
+            let mut io = ConnIo::new(socket.clone(), Vec::new(), state);
+            unsupported_version(&mut io, Proto::H1, &ctx).await;
+        }
         Opening::Neither => {}
     }
     linger(&socket, ctx.limits.idle_timeout).await;
 }
 
-/// What a cleartext connection opens with.
-#[derive(Debug, PartialEq, Eq)]
-enum Opening {
-    /// The HTTP/2 preface.
-    H2,
-    /// An HTTP/1.x request line (or one too long to judge; hyper answers 414/431 then).
-    H1,
-    /// Neither (like h2spec's invalid preface): closed without an answer, which is what an
-    /// HTTP/2 client must see, and no HTTP/1 client sends.
-    Neither,
-}
-
-/// Longest request line judged before handing over to hyper.
-const MAX_PROBE: usize = 8 * 1024;
-
-/// Reads until the opening is known; returns it and the bytes read, to be replayed.
-async fn probe(stream: &mut TcpStream) -> std::io::Result<(Opening, Vec<u8>)> {
-    let mut seen = Vec::with_capacity(1024);
-    loop {
-        if stream.read_buf(&mut seen).await? == 0 {
-            return Ok((Opening::Neither, seen));
-        }
-        if let Some(kind) = classify(&seen) {
-            return Ok((kind, seen));
-        }
-        if seen.len() >= MAX_PROBE {
-            return Ok((Opening::H1, seen));
-        }
-        if seen.len() == seen.capacity() {
-            seen.reserve(seen.len());
-        }
-    }
-}
-
-/// The opening of `seen`, or `None` while it could still be either.
-fn classify(seen: &[u8]) -> Option<Opening> {
-    let n = seen.len().min(PREFACE.len());
-    if seen[..n] == PREFACE[..n] {
-        return (n == PREFACE.len()).then_some(Opening::H2);
-    }
-    let line_end = seen.iter().position(|&b| b == b'\n')?;
-    let line = seen[..line_end]
-        .strip_suffix(b"\r")
-        .unwrap_or(&seen[..line_end]);
-    let is_http1 = line.ends_with(b" HTTP/1.1") || line.ends_with(b" HTTP/1.0");
-    Some(if is_http1 {
-        Opening::H1
-    } else {
-        Opening::Neither
-    })
+/// Answers 505 to a request line of a version past HTTP/1.x, counted as an HTTP/1.1 request.
+async fn unsupported_version<W>(io: &mut W, proto: Proto, ctx: &WorkerCtx)
+where
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    ctx.counters.connection(proto);
+    ctx.counters.request(proto);
+    let _ = tokio::time::timeout(ctx.limits.idle_timeout, answer_unsupported(io)).await;
 }
 
 async fn serve_tls(stream: TcpStream, acceptor: TlsAcceptor, ctx: Arc<WorkerCtx>, _slot: ConnSlot) {
@@ -139,33 +98,32 @@ async fn serve_tls(stream: TcpStream, acceptor: TlsAcceptor, ctx: Arc<WorkerCtx>
         ctx.counters.connection(Proto::H2);
         h2::serve(tls, Proto::H2, &ctx, state).await;
     } else {
-        ctx.counters.connection(Proto::H1Tls);
-        h1::serve(tls, Proto::H1Tls, &ctx, state).await;
+        serve_tls_h1(tls, &ctx, state).await;
     }
     linger(&socket, ctx.limits.idle_timeout).await;
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn openings_are_told_apart() {
-        assert_eq!(classify(PREFACE), Some(Opening::H2));
-        assert_eq!(classify(b"PRI * HTTP/2"), None);
-        assert_eq!(
-            classify(b"GET / HTTP/1.1\r\nHost: x\r\n"),
-            Some(Opening::H1)
-        );
-        assert_eq!(classify(b"GET / HTTP/1.0\n"), Some(Opening::H1));
-        assert_eq!(classify(b"GET /long/path"), None);
-        assert_eq!(
-            classify(b"INVALID CONNECTION PREFACE\r\n\r\n"),
-            Some(Opening::Neither)
-        );
-        assert_eq!(
-            classify(b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n"),
-            Some(Opening::Neither)
-        );
+/// HTTP/1.1 over TLS, after the same look at the opening as the cleartext port's (505 for a
+/// version past 1.x; an h2 preface without ALPN h2 is closed, as hyper would).
+async fn serve_tls_h1<I>(mut tls: I, ctx: &Arc<WorkerCtx>, state: Arc<ConnState>)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let probed = tokio::time::timeout(ctx.handshake_timeout(), probe(&mut tls)).await;
+    let (kind, seen) = match probed {
+        Ok(Ok(opened)) => opened,
+        Ok(Err(_)) => return,
+        Err(_) => {
+            ctx.counters.event(Event::IdleClosed);
+            return;
+        }
+    };
+    match kind {
+        Opening::H1 => {
+            ctx.counters.connection(Proto::H1Tls);
+            h1::serve(Replay::new(tls, seen), Proto::H1Tls, ctx, state).await;
+        }
+        Opening::Unsupported => unsupported_version(&mut tls, Proto::H1Tls, ctx).await,
+        Opening::H2 | Opening::Neither => {}
     }
 }
