@@ -70,6 +70,9 @@ pub struct TlsOptions {
 pub struct LoadConfig {
     /// The target URL (http or https, with an authority).
     pub url: http::Uri,
+    /// Further request URLs on `url`'s origin: each worker sends `url`, then these in turn,
+    /// and round again (`httpvs load URL URL...`, `-i FILE`), as h2load cycles its URIs.
+    pub more_urls: Vec<http::Uri>,
     /// `-p`: the protocol, or auto.
     pub protocol: ProtocolChoice,
     /// `-c`: connections, spread over the workers.
@@ -150,6 +153,7 @@ impl LoadConfig {
         let uri = parse_url(url)?;
         Ok(LoadConfig {
             url: uri,
+            more_urls: Vec::new(),
             protocol: ProtocolChoice::Auto,
             connections: DEFAULT_CONNECTIONS,
             streams: 1,
@@ -214,10 +218,51 @@ impl LoadConfig {
         self
     }
 
+    /// Parses a further request URL (`more_urls`): a full URL on `url`'s origin, or a path
+    /// (`/style.css`) taken on that origin.
+    pub fn parse_more_url(&self, url: &str) -> Result<http::Uri, ConfigError> {
+        let full = if url.starts_with('/') {
+            let scheme = self.url.scheme_str().unwrap_or("http");
+            let authority = self.url.authority().map_or("", |a| a.as_str());
+            format!("{scheme}://{authority}{url}")
+        } else {
+            url.to_string()
+        };
+        let uri = parse_url(&full).map_err(|e| match e {
+            ConfigError::InvalidUrl { why, .. } => ConfigError::InvalidUrl {
+                url: url.to_string(),
+                why,
+            },
+            other => other,
+        })?;
+        self.check_origin(&uri)?;
+        Ok(uri)
+    }
+
+    /// Every URL of a run goes over the same connections: `uri` must be on `url`'s origin.
+    fn check_origin(&self, uri: &http::Uri) -> Result<(), ConfigError> {
+        if same_origin(&self.url, uri) {
+            return Ok(());
+        }
+        Err(ConfigError::InvalidUrl {
+            url: uri.to_string(),
+            why: format!(
+                "it is not on {}://{}: every URL of a run shares the first URL's scheme, host \
+                 and port (its connections)",
+                self.url.scheme_str().unwrap_or(""),
+                self.url.authority().map_or("", |a| a.as_str())
+            ),
+        })
+    }
+
     /// Checks every value; `run` calls this too.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Invalid(m));
         parse_url(&self.url.to_string())?;
+        for uri in &self.more_urls {
+            parse_url(&uri.to_string())?;
+            self.check_origin(uri)?;
+        }
         if self.connections == 0 {
             return bad("--connections must be at least 1".into());
         }
@@ -299,6 +344,24 @@ impl LoadConfig {
     pub fn is_open_model(&self) -> bool {
         self.rate.is_some()
     }
+}
+
+/// Whether two URLs share scheme, host and port (a missing port is the scheme's default).
+fn same_origin(a: &http::Uri, b: &http::Uri) -> bool {
+    let port = |u: &http::Uri| {
+        u.port_u16().unwrap_or(
+            if u.scheme_str()
+                .is_some_and(|s| s.eq_ignore_ascii_case("https"))
+            {
+                443
+            } else {
+                80
+            },
+        )
+    };
+    let scheme = |u: &http::Uri| u.scheme_str().map(str::to_ascii_lowercase);
+    let host = |u: &http::Uri| u.host().map(str::to_ascii_lowercase);
+    scheme(a) == scheme(b) && host(a) == host(b) && port(a) == port(b)
 }
 
 /// The number of cores, the default for `-t`.

@@ -74,7 +74,7 @@ impl Nginx {
             std::fs::create_dir_all(dir.join(sub))?;
         }
         write_content(&dir)?;
-        let (h1_port, h2c_port, tls_port) = (free_port()?, free_port()?, free_port()?);
+        let [h1_port, h2c_port, tls_port] = free_ports()?;
         let conf = config(&dir, options, [h1_port, h2c_port, tls_port]);
         std::fs::write(dir.join("nginx.conf"), conf)?;
         let log = std::fs::File::create(dir.join("logs/stderr.log"))?;
@@ -226,10 +226,16 @@ http {{
     )
 }
 
-fn free_port() -> io::Result<u16> {
-    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
-        .local_addr()?
-        .port())
+/// Three distinct free ports: each listener stays bound until all are picked (one bound and
+/// dropped at a time, the same port could come back twice: nginx's "duplicate listen").
+fn free_ports() -> io::Result<[u16; 3]> {
+    let bind = || TcpListener::bind((Ipv4Addr::LOCALHOST, 0));
+    let held = [bind()?, bind()?, bind()?];
+    Ok([
+        held[0].local_addr()?.port(),
+        held[1].local_addr()?.port(),
+        held[2].local_addr()?.port(),
+    ])
 }
 
 fn unique_temp_dir() -> io::Result<PathBuf> {

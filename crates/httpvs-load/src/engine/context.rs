@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 pub struct RunShared {
     /// Where connections go.
     pub target: Target,
-    /// The request every worker sends.
-    pub spec: RequestSpec,
+    /// The requests every worker sends, in turn (one unless several URLs were given).
+    pub specs: Box<[RequestSpec]>,
     /// How connections are opened.
     pub options: ConnectOptions,
     /// When the run (warmup included) began.
@@ -24,7 +24,7 @@ pub struct RunShared {
     pub deadline: Option<Instant>,
     /// `--timeout`.
     pub timeout: Option<Duration>,
-    /// Whether a failed connect waits before the next attempt (duration runs), rather than
+    /// Whether a failed connect waits before the next attempt (closed-model duration runs), rather than
     /// failing the slot's requests at once (request-count runs, as h2load does).
     pub backoff_on_connect_failure: bool,
     /// Set when the run must stop early (interrupt); checked before each new request.
@@ -52,9 +52,28 @@ pub struct WorkerCtx<P: Protocol> {
     pub cancelled: Cell<bool>,
     /// Wakes every stream when the run is interrupted.
     pub cancel: tokio::sync::Notify,
+    /// The index in `shared.specs` of this worker's next request.
+    pub next_spec: Cell<usize>,
 }
 
 impl<P: Protocol> WorkerCtx<P> {
+    /// The index of the request a newly released ticket sends: the run's URLs in turn, per
+    /// worker (at most `u32::MAX` of them; the CLI takes 100,000).
+    pub fn next_spec(&self) -> u32 {
+        let count = self.shared.specs.len();
+        if count == 1 {
+            return 0;
+        }
+        let at = self.next_spec.get();
+        self.next_spec.set(if at + 1 < count { at + 1 } else { 0 });
+        at as u32
+    }
+
+    /// The request at `index` (from [`WorkerCtx::next_spec`]).
+    pub fn request(&self, index: u32) -> &RequestSpec {
+        &self.shared.specs[index as usize]
+    }
+
     /// Completes when the run ends under a request: at the `-z` deadline or on interrupt.
     pub async fn run_ended(&self) {
         if self.cancelled.get() {

@@ -111,13 +111,15 @@ pub fn run_with_protocol<F: ProtocolFactory>(
     };
     let shared = Arc::new(RunShared {
         target: target.clone(),
-        spec: setup::request_spec(config),
+        specs: setup::request_specs(config).into(),
         options,
         origin,
         measure_start,
         deadline,
         timeout: config.timeout,
-        backoff_on_connect_failure: deadline.is_some(),
+        // The open model's schedule paces attempts itself: a due send that cannot connect
+        // fails at once (an error, as Fortio and wrk2 count it) rather than waiting in backoff.
+        backoff_on_connect_failure: deadline.is_some() && config.rate.is_none(),
         stop,
     });
     for (index, start) in starts.into_iter().enumerate() {

@@ -231,14 +231,22 @@ pub fn resolve_targets(url: &http::Uri) -> Result<Vec<Target>, LoadError> {
         .collect())
 }
 
-/// The one request every worker sends.
-pub fn request_spec(config: &LoadConfig) -> RequestSpec {
-    let mut uri = config.url.clone();
+/// The requests every worker sends in turn: `url`'s, then one per further URL.
+pub fn request_specs(config: &LoadConfig) -> Vec<RequestSpec> {
+    std::iter::once(&config.url)
+        .chain(&config.more_urls)
+        .map(|url| request_spec(config, url))
+        .collect()
+}
+
+/// The request for `url`, with the run's method, headers and body.
+fn request_spec(config: &LoadConfig, url: &http::Uri) -> RequestSpec {
+    let mut uri = url.clone();
     if uri.path_and_query().is_none() {
         // "http://host:port" means the root path.
         let mut parts = uri.into_parts();
         parts.path_and_query = Some(http::uri::PathAndQuery::from_static("/"));
-        uri = http::Uri::from_parts(parts).unwrap_or_else(|_| config.url.clone());
+        uri = http::Uri::from_parts(parts).unwrap_or_else(|_| url.clone());
     }
     RequestSpec {
         method: config.method.clone(),

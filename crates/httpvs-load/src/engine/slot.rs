@@ -234,12 +234,16 @@ impl<P: Protocol> Slot<P> {
 
     /// Takes a connection opened before the run's clock started (the open model opens them
     /// first): like a warm-up connection, it is counted as opened at its first measured request.
-    /// Without a warm-up, its handshake bytes count as the closed model's do, and it counts as
-    /// opened even if no request comes to it.
+    /// Without a warm-up, it counts as opened at once, when the measured part begins (the
+    /// per-second series' first point holds every one), its handshake bytes count as the closed
+    /// model's do, and it counts even if no request comes to it.
     pub fn adopt(&self, conn: P::Conn, info: ConnectInfo) {
         let shared = &self.ctx.shared;
         let preopened = shared.measure_start <= shared.origin;
-        self.install(conn, info, false, preopened);
+        if preopened {
+            self.ctx.recorder.borrow_mut().connection_opened(&info);
+        }
+        self.install(conn, info, preopened, preopened);
     }
 
     fn install(

@@ -24,7 +24,7 @@ use tokio::time::Sleep;
 /// This is judged at the request's next refusal, once the refusing connection has had the
 /// time to: a GOAWAY after one request refuses the other streams before the one it processes
 /// has finished.
-const MAX_RETRIES: u32 = 8;
+const MAX_RETRIES: u8 = 8;
 
 /// One request between its release by the schedule and its outcome. Dropping it unresolved
 /// (the run ended under it) counts it as cut off, so no request escapes the identity.
@@ -36,15 +36,18 @@ struct InFlight<'a> {
     /// Latency origin: the intended time (open model) or the dispatch (closed model).
     origin: Instant,
     first_send: Option<Instant>,
-    retries: u32,
+    retries: u8,
     /// What the last connection to refuse this request served (its counter, and the count
     /// at the refusal), read at the request's next refusal.
     refused_by: Option<(Rc<Cell<u64>>, u64)>,
     resolved: bool,
+    /// Which of the run's requests it sends (`RunShared::specs`); a retry sends it again.
+    spec: u32,
 }
 
 impl<'a> InFlight<'a> {
-    fn start(recorder: &'a RefCell<WorkerRecorder>, ticket: Ticket, now: Instant) -> Self {
+    fn start<P: Protocol>(ctx: &'a WorkerCtx<P>, ticket: Ticket, now: Instant) -> Self {
+        let recorder = &ctx.recorder;
         if ticket.measured {
             let mut rec = recorder.borrow_mut();
             rec.started();
@@ -62,6 +65,7 @@ impl<'a> InFlight<'a> {
             retries: 0,
             refused_by: None,
             resolved: false,
+            spec: ctx.next_spec(),
         }
     }
 
@@ -150,10 +154,13 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
                     break;
                 };
                 ready = Some(dispatch);
-                InFlight::start(&slot.ctx.recorder, ticket, dispatch)
+                InFlight::start(&slot.ctx, ticket, dispatch)
             };
             let end = loop {
                 let ready_at = ready.take().unwrap_or_else(Instant::now);
+                // The open model's uncorrected latency runs from the request's dispatch, its
+                // connection's set-up included, as the closed model's latency does.
+                req.first_send.get_or_insert(ready_at);
                 let (live, send_start) = match slot.usable() {
                     Some(live) => (live, ready_at),
                     None => match slot.connection().await {
@@ -165,12 +172,12 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
                     },
                 };
                 let reused = live.note_request(req.measured);
-                req.first_send.get_or_insert(send_start);
                 let deadline = slot.ctx.shared.timeout.map(|limit| send_start + limit);
                 // Pinned where it is made and lent to the timer: moved into `within` by value,
                 // the protocol's send future (hundreds of bytes) was copied three times a request.
                 let result = {
-                    let send = std::pin::pin!(live.conn.send(&slot.ctx.shared.spec, send_start));
+                    let send =
+                        std::pin::pin!(live.conn.send(slot.ctx.request(req.spec), send_start));
                     slot.deadlines.within(index, deadline, send).await
                 }
                 .unwrap_or(Err(SendError::Failed(ErrorKind::RequestTimeout)));
@@ -316,7 +323,7 @@ fn settle<P: Protocol>(
             Attempt::Done
         }
         Err(SendError::Retry(reason)) => {
-            req.retries += u32::from(refused_without_progress);
+            req.retries += u8::from(refused_without_progress);
             if req.retries > MAX_RETRIES {
                 req.fail(retry_exhausted(reason));
                 return Attempt::Done;

@@ -113,6 +113,7 @@ pub fn run_worker<F: ProtocolFactory>(
             schedule: RefCell::new(schedule),
             cancelled: Cell::new(false),
             cancel: tokio::sync::Notify::new(),
+            next_spec: Cell::new(0),
         });
         if shared.stopping() {
             ctx.interrupt();

@@ -50,6 +50,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
         tool: format!("httpvs {}", env!("CARGO_PKG_VERSION")),
         target: TargetInfo {
             url: config.url.to_string(),
+            more_urls: config.more_urls.iter().map(|u| u.to_string()).collect(),
             address: facts.target.addr.to_string(),
         },
         protocol: ProtocolInfo {
@@ -90,7 +91,11 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
         latency: distribution(&stats.latency),
         latency_uncorrected: open.then(|| distribution(&stats.latency_uncorrected)),
         schedule: open.then(|| {
-            let (unsent, unsent_oldest_us) = unsent(config, r.started, facts.interrupted);
+            let (unsent, unsent_oldest_us) = unsent(
+                config,
+                r.started,
+                facts.interrupted.then_some(facts.duration),
+            );
             ScheduleLag {
                 late_sends: stats.late_sends,
                 late_threshold_us: LATE_AFTER.as_micros() as u64,
@@ -270,17 +275,15 @@ fn connections(config: &LoadConfig, stats: &WorkerStats, probes: u64) -> Connect
 /// Sends an open `-z` run had due by its end that it never started, and how long before the
 /// end the oldest was due. The count uses the schedule's own arithmetic (`schedule::due_offset`):
 /// send k is due at k / rate from the origin, measured from the warm-up's end, and sent only
-/// before the deadline. A `-n` run sends all of its requests, however late; an interrupted one
-/// ended early on purpose.
-fn unsent(config: &LoadConfig, started: u64, interrupted: bool) -> (u64, u64) {
+/// before the deadline. A `-n` run sends all of its requests, however late. An interrupted run
+/// (`interrupted_after` its measured part began) counts the sends due before the interrupt.
+fn unsent(config: &LoadConfig, started: u64, interrupted_after: Option<Duration>) -> (u64, u64) {
     let (Some(rate), StopAfter::Duration(d)) = (config.rate, config.stop) else {
         return (0, 0);
     };
-    if interrupted {
-        return (0, 0);
-    }
+    let measured = interrupted_after.map_or(d, |at| at.min(d));
     let first = schedule::first_measured(config.warmup.as_secs_f64(), rate);
-    let limit = config.warmup.saturating_add(d);
+    let limit = config.warmup.saturating_add(measured);
     let end = schedule::sends_due_before(limit, rate);
     let unsent = end.saturating_sub(first).saturating_sub(started);
     if unsent == 0 {
@@ -338,26 +341,29 @@ mod tests {
     }
 
     /// An open `-z` run at 200/s for 4 s that started 466 of its 800 sends: 334 never went
-    /// out, the oldest due 1.67 s before the end. Closed, `-n` and interrupted runs have none.
+    /// out, the oldest due 1.67 s before the end. Closed and `-n` runs have none; one
+    /// interrupted after 1 s counts the 200 due by then.
     #[test]
     fn unsent_counts_the_sends_due_by_the_end_that_never_went() {
         let open = LoadConfig::new("http://127.0.0.1:1/")
             .unwrap()
             .rate(200.0)
             .duration(std::time::Duration::from_secs(4));
-        assert_eq!(unsent(&open, 466, false), (334, 1_670_000));
-        assert_eq!(unsent(&open, 800, false), (0, 0));
-        assert_eq!(unsent(&open, 466, true), (0, 0));
+        assert_eq!(unsent(&open, 466, None), (334, 1_670_000));
+        assert_eq!(unsent(&open, 800, None), (0, 0));
+        let second = Some(std::time::Duration::from_secs(1));
+        assert_eq!(unsent(&open, 466, second), (0, 0));
+        assert_eq!(unsent(&open, 150, second), (50, 250_000));
         let n = open.clone().requests(800);
-        assert_eq!(unsent(&n, 466, false), (0, 0));
+        assert_eq!(unsent(&n, 466, None), (0, 0));
         // A warm-up of 1/3 s: sends 67 (at 0.335 s) through 866 (4.33 s) are measured.
         let mut warm = open.clone();
         warm.warmup = std::time::Duration::from_secs_f64(1.0 / 3.0);
-        assert_eq!(unsent(&warm, 800, false), (0, 0));
-        assert_eq!(unsent(&warm, 799, false).0, 1);
+        assert_eq!(unsent(&warm, 800, None), (0, 0));
+        assert_eq!(unsent(&warm, 799, None).0, 1);
         let closed = LoadConfig::new("http://127.0.0.1:1/")
             .unwrap()
             .duration(std::time::Duration::from_secs(4));
-        assert_eq!(unsent(&closed, 466, false), (0, 0));
+        assert_eq!(unsent(&closed, 466, None), (0, 0));
     }
 }

@@ -64,6 +64,9 @@ pub struct Report {
 pub struct TargetInfo {
     /// URL as given.
     pub url: String,
+    /// Further URLs sent in turn after `url` (`httpvs load URL URL...`, `-i FILE`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_urls: Vec<String>,
     /// Address connected to.
     pub address: String,
 }

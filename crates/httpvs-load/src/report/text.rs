@@ -57,6 +57,32 @@ fn header(out: &mut String, r: &Report) {
         .map(|a| format!(" (ALPN {a})"))
         .unwrap_or_default();
     let _ = writeln!(out, "httpvs load {} ({})", r.target.url, r.target.address);
+    if !r.target.more_urls.is_empty() {
+        // They share the first URL's origin: their paths say which they are.
+        let path = |url: &str| -> String {
+            url.parse::<http::Uri>()
+                .ok()
+                .and_then(|u| u.path_and_query().map(|p| p.to_string()))
+                .unwrap_or_else(|| url.to_string())
+        };
+        let shown: Vec<String> = std::iter::once(r.target.url.as_str())
+            .chain(r.target.more_urls.iter().map(String::as_str))
+            .take(4)
+            .map(path)
+            .collect();
+        let rest = r.target.more_urls.len() + 1 - shown.len();
+        let more = if rest > 0 {
+            format!(" and {} more", group(rest as u64))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "URLs:         {} in turn: {}{more}",
+            group(r.target.more_urls.len() as u64 + 1),
+            shown.join(", ")
+        );
+    }
     let _ = writeln!(
         out,
         "Protocol:     {}{alpn}, requested {}{}",

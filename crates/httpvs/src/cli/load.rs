@@ -19,9 +19,14 @@ use std::process::ExitCode;
 /// Flags of `httpvs load`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Target URL (http:// or https://).
-    #[arg(value_name = "URL")]
-    url: String,
+    /// Target URL (http:// or https://); more URLs (or /paths) on the same origin are sent in
+    /// turn, as h2load does.
+    #[arg(value_name = "URL", required_unless_present = "input_file")]
+    urls: Vec<String>,
+    /// Read request URLs (or /paths), one per line, from FILE (`-` for stdin), after any given
+    /// as arguments; blank lines and lines starting with # are skipped.
+    #[arg(short = 'i', long = "input-file", value_name = "FILE")]
+    input_file: Option<PathBuf>,
     /// Protocol: h1, h2c, h2, h3 or auto (ALPN for https, h1 for http).
     #[arg(short = 'p', long, value_name = "PROTO", default_value = "auto")]
     protocol: String,
@@ -220,8 +225,20 @@ fn setup_error(e: LoadError) -> anyhow::Error {
 
 /// Turns flags into a validated config; every problem is a one-line usage error.
 fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
-    parse_url(&args.url).map_err(|e| usage(e.to_string()))?;
-    let mut config = LoadConfig::new(&args.url).map_err(|e| usage(e.to_string()))?;
+    let urls = request_urls(args)?;
+    let Some((first, more)) = urls.split_first() else {
+        return Err(usage(match &args.input_file {
+            Some(path) => format!("--input-file {}: no URL in it", path.display()),
+            None => "no URL given".into(),
+        }));
+    };
+    parse_url(first).map_err(|e| usage(e.to_string()))?;
+    let mut config = LoadConfig::new(first).map_err(|e| usage(e.to_string()))?;
+    config.more_urls = more
+        .iter()
+        .map(|url| config.parse_more_url(url))
+        .collect::<Result<_, _>>()
+        .map_err(|e| usage(e.to_string()))?;
     config.protocol = ProtocolChoice::parse(&args.protocol).ok_or_else(|| {
         usage(format!(
             "invalid --protocol {:?}: use h1, h2c, h2, h3 or auto",
@@ -290,6 +307,36 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
     }
     config.validate().map_err(|e| usage(e.to_string()))?;
     Ok(config)
+}
+
+/// The most request URLs a run takes: each is a request kept for the whole run.
+const MAX_URLS: usize = 100_000;
+
+/// The URLs given as arguments, then those of `--input-file`.
+fn request_urls(args: &Args) -> anyhow::Result<Vec<String>> {
+    let mut urls = args.urls.clone();
+    if let Some(path) = &args.input_file {
+        let cannot =
+            |e: std::io::Error| usage(format!("cannot read --input-file {}: {e}", path.display()));
+        let text = if path.as_os_str() == "-" {
+            std::io::read_to_string(std::io::stdin()).map_err(cannot)?
+        } else {
+            std::fs::read_to_string(path).map_err(cannot)?
+        };
+        urls.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty() && !line.starts_with('#'))
+                .map(str::to_owned),
+        );
+    }
+    if urls.len() > MAX_URLS {
+        return Err(usage(format!(
+            "{} URLs given; at most {MAX_URLS} (each is a request kept for the whole run)",
+            urls.len()
+        )));
+    }
+    Ok(urls)
 }
 
 /// Open files a run needs beyond one per connection: stdio, the runtime's epoll and eventfds per
