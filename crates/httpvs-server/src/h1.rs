@@ -6,7 +6,7 @@ use crate::body::Body;
 use crate::conn_io::ConnState;
 use crate::respond::{self, Answer, Decision, Pending, RequestView};
 use crate::totals::{Event, Proto};
-use crate::worker::WorkerCtx;
+use crate::worker::{Answering, WorkerCtx};
 use http::header::{ALLOW, CONNECTION, HOST};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Version};
 use http_body_util::BodyExt;
@@ -35,6 +35,9 @@ where
         proto,
     };
     let mut conn = pin!(ctx.h1.serve_connection(TokioIo::new(io), service));
+    // Open at the drain deadline, a connection is still answering (idle ones close at once
+    // when draining starts).
+    let answering = Answering::new(ctx);
     let mut idle = pin!(state.idle(ctx.limits.idle_timeout));
     let mut shutdown = ctx.shutdown.clone();
     let mut draining = false;
@@ -44,10 +47,12 @@ where
                 if let Err(e) = served {
                     count_hyper_ending(&e, proto, ctx);
                 }
+                answering.done();
                 return;
             }
             _ = &mut idle => {
                 ctx.counters.event(Event::IdleClosed);
+                answering.done();
                 return;
             }
             _ = crate::worker::stopping(&mut shutdown), if !draining => {
@@ -67,15 +72,17 @@ fn count_hyper_ending(e: &hyper::Error, proto: Proto, ctx: &WorkerCtx) {
         ctx.counters.event(Event::IdleClosed);
     } else if e.is_parse_too_large() {
         ctx.counters.request(proto);
-        let event = if is_uri_too_long(e) {
-            Event::UriTooLong
+        let (event, status) = if is_uri_too_long(e) {
+            (Event::UriTooLong, 414)
         } else {
-            Event::HeadersTooLarge
+            (Event::HeadersTooLarge, 431)
         };
         ctx.counters.event(event);
+        ctx.counters.status(status);
     } else if e.is_parse() && !e.is_parse_version_h2() {
         ctx.counters.request(proto);
         ctx.counters.event(Event::BadRequest);
+        ctx.counters.status(400);
     }
 }
 
@@ -129,7 +136,7 @@ impl hyper::service::Service<Request<Incoming>> for H1Service {
             .is_some_and(|max| n >= max);
         let (parts, body) = req.into_parts();
         if parts.method == Method::CONNECT {
-            return H1Future::Ready(Some(finish(connect_not_allowed(), last)));
+            return H1Future::Ready(Some(finish(connect_not_allowed(), last, &self.ctx)));
         }
         if !host_is_valid(parts.version, &parts.headers) {
             self.ctx.counters.event(Event::BadRequest);
@@ -137,7 +144,7 @@ impl hyper::service::Service<Request<Incoming>> for H1Service {
             let mut answer = respond::error(StatusCode::BAD_REQUEST, text);
             // As nginx does: a client that sends this is not to be trusted with what follows.
             answer.close = true;
-            return H1Future::Ready(Some(finish(answer, last)));
+            return H1Future::Ready(Some(finish(answer, last, &self.ctx)));
         }
         let body_empty = hyper::body::Body::is_end_stream(&body);
         let view = RequestView {
@@ -147,13 +154,13 @@ impl hyper::service::Service<Request<Incoming>> for H1Service {
             body_empty,
         };
         match respond::decide(&view, &self.ctx.limits, &self.ctx.counters) {
-            Decision::Now(answer) => H1Future::Ready(Some(finish(answer, last))),
+            Decision::Now(answer) => H1Future::Ready(Some(finish(answer, last, &self.ctx))),
             Decision::Later(pending) => {
                 let ctx = self.ctx.clone();
                 let state = self.state.clone();
                 H1Future::Later(Box::pin(async move {
                     let answer = answer_later(*pending, body, body_empty, &ctx, &state).await;
-                    finish(answer, last)
+                    finish(answer, last, &ctx)
                 }))
             }
         }
@@ -216,8 +223,9 @@ fn host_is_valid(version: Version, headers: &HeaderMap) -> bool {
     }
 }
 
-fn finish(answer: Answer, last: bool) -> Response<Body> {
+fn finish(answer: Answer, last: bool, ctx: &WorkerCtx) -> Response<Body> {
     let mut response = answer.response;
+    ctx.counters.status(response.status().as_u16());
     if answer.close || last {
         response.headers_mut().insert(CONNECTION, CLOSE);
     }

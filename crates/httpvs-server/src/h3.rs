@@ -9,7 +9,7 @@ use crate::body::CHUNK;
 use crate::date;
 use crate::respond::{self, Answer, Decision, RequestView};
 use crate::totals::{Event, Proto};
-use crate::worker::{ConnSlot, WorkerCtx};
+use crate::worker::{Answering, ConnSlot, WorkerCtx};
 use bytes::{Buf, Bytes};
 use futures_util::FutureExt;
 use h3::server::{Connection, RequestStream};
@@ -87,7 +87,10 @@ async fn serve_connection(incoming: quinn::Incoming, ctx: Arc<WorkerCtx>, _slot:
             ctx.counters.event(Event::IdleClosed);
             return;
         }
-        Ok(Err(_)) => return,
+        Ok(Err(_)) => {
+            ctx.counters.event(Event::QuicHandshakeFailed);
+            return;
+        }
     };
     ctx.counters.connection(Proto::H3);
     if serve_h3(quic, &ctx).await {
@@ -137,22 +140,26 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
         let busy = InProgress::new(in_progress.clone());
         tokio::spawn(async move {
             let _busy = busy;
+            let answering = Answering::new(&task_ctx);
             let (request, mut stream) = match resolver.resolve_request().await {
                 Ok(resolved) => resolved,
                 // The h3 crate has answered 431 itself (over max_field_section_size).
                 Err(h3::error::StreamError::HeaderTooBig { .. }) => {
                     task_ctx.counters.request(Proto::H3);
                     task_ctx.counters.event(Event::HeadersTooLarge);
+                    task_ctx.counters.status(431);
+                    answering.done();
                     return;
                 }
-                Err(_) => return,
+                Err(_) => return answering.done(),
             };
             if over {
                 // h3 lets through the stream whose id our GOAWAY names; RFC 9114 says it was not processed.
                 stream.stop_stream(h3::error::Code::H3_REQUEST_REJECTED);
-                return;
+                return answering.done();
             }
             answer(request, stream, &task_ctx, close_tx).await;
+            answering.done();
         });
         let last = ctx
             .limits
@@ -269,6 +276,7 @@ async fn answer(
         }
     };
     let close = answer.close;
+    ctx.counters.status(answer.response.status().as_u16());
     let _ = send(&mut stream, answer, head_only).await;
     // A request answered without reading its body (GET, HEAD) usually has its FIN here already:
     // take it, so dropping the stream does not send STOP_SENDING (a frame per request that both

@@ -26,4 +26,4 @@ mod worker;
 pub use config::{H2Engine, Limits, ServeConfig};
 pub use error::ServeError;
 pub use server::{start, RunningServer};
-pub use totals::{ByProto, Rejections, ServerTotals};
+pub use totals::{ByProto, ByStatus, Failures, Rejections, ServerTotals};

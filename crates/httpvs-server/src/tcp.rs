@@ -66,7 +66,7 @@ async fn serve_cleartext(mut stream: TcpStream, ctx: Arc<WorkerCtx>, _slot: Conn
             let mut io = ConnIo::new(socket.clone(), Vec::new(), state);
             unsupported_version(&mut io, Proto::H1, &ctx).await;
         }
-        Opening::Neither => {}
+        Opening::Neither => not_http(&seen, &ctx),
     }
     linger(&socket, ctx.limits.idle_timeout).await;
 }
@@ -78,6 +78,7 @@ where
 {
     ctx.counters.connection(proto);
     ctx.counters.request(proto);
+    ctx.counters.status(505);
     let _ = tokio::time::timeout(ctx.limits.idle_timeout, answer_unsupported(io)).await;
 }
 
@@ -88,7 +89,10 @@ async fn serve_tls(stream: TcpStream, acceptor: TlsAcceptor, ctx: Arc<WorkerCtx>
     let accepted = tokio::time::timeout(ctx.handshake_timeout(), acceptor.accept(io)).await;
     let tls = match accepted {
         Ok(Ok(tls)) => tls,
-        Ok(Err(_)) => return,
+        Ok(Err(_)) => {
+            ctx.counters.event(Event::TlsHandshakeFailed);
+            return;
+        }
         Err(_) => {
             ctx.counters.event(Event::IdleClosed);
             return;
@@ -124,6 +128,14 @@ where
             h1::serve(Replay::new(tls, seen), Proto::H1Tls, ctx, state).await;
         }
         Opening::Unsupported => unsupported_version(&mut tls, Proto::H1Tls, ctx).await,
-        Opening::H2 | Opening::Neither => {}
+        Opening::H2 | Opening::Neither => not_http(&seen, ctx),
+    }
+}
+
+/// Counts an opening closed without an answer; a connection closed before sending anything is
+/// no failure (a port check, a client that gave up).
+fn not_http(seen: &[u8], ctx: &WorkerCtx) {
+    if !seen.is_empty() {
+        ctx.counters.event(Event::NotHttp);
     }
 }

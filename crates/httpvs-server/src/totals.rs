@@ -33,6 +33,13 @@ pub struct Counters {
     idle_closed: AtomicU64,
     bad_queries: AtomicU64,
     bad_requests: AtomicU64,
+    statuses: [AtomicU64; 6],
+    not_http: AtomicU64,
+    tls_handshake_failures: AtomicU64,
+    quic_handshake_failures: AtomicU64,
+    h2_protocol_errors: AtomicU64,
+    refused_streams: AtomicU64,
+    cut_off: AtomicU64,
 }
 
 /// A counted event other than a connection or a request.
@@ -56,6 +63,18 @@ pub enum Event {
     BadQuery,
     /// 400 sent for a malformed request (no valid Host on HTTP/1.1, a head that does not parse).
     BadRequest,
+    /// A cleartext opening (or HTTP/1.1-over-TLS one) closed without an answer: not HTTP.
+    NotHttp,
+    /// A TLS handshake that failed (not one that timed out: that is `IdleClosed`).
+    TlsHandshakeFailed,
+    /// A QUIC handshake that failed (not one that timed out).
+    QuicHandshakeFailed,
+    /// An h2 connection ended by a GOAWAY with an error code (not rapid reset's).
+    H2ProtocolError,
+    /// A stream refused with REFUSED_STREAM over `max_streams`.
+    RefusedStream,
+    /// A request still in progress when the drain deadline (`--grace`) passed.
+    CutOff,
 }
 
 impl Counters {
@@ -81,8 +100,21 @@ impl Counters {
             Event::IdleClosed => &self.idle_closed,
             Event::BadQuery => &self.bad_queries,
             Event::BadRequest => &self.bad_requests,
+            Event::NotHttp => &self.not_http,
+            Event::TlsHandshakeFailed => &self.tls_handshake_failures,
+            Event::QuicHandshakeFailed => &self.quic_handshake_failures,
+            Event::H2ProtocolError => &self.h2_protocol_errors,
+            Event::RefusedStream => &self.refused_streams,
+            Event::CutOff => &self.cut_off,
         };
         counter.fetch_add(1, Relaxed);
+    }
+
+    /// Counts an answer's status by class. Every counter here is written by its worker's thread
+    /// only, so this is a plain load and store, not a locked add: it is on every answer's path.
+    pub fn status(&self, status: u16) {
+        let class = &self.statuses[usize::from(status / 100).min(5)];
+        class.store(class.load(Relaxed).wrapping_add(1), Relaxed);
     }
 }
 
@@ -145,6 +177,48 @@ pub struct Rejections {
     pub bad_requests: u64,
 }
 
+/// Answers sent, by status class (1xx is hyper's `100 Continue` only, not counted).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ByStatus {
+    /// 2xx answers.
+    pub s2xx: u64,
+    /// 3xx answers.
+    pub s3xx: u64,
+    /// 4xx answers (the server's and hyper's own 400/414/431, the h3 crate's 431).
+    pub s4xx: u64,
+    /// 5xx answers.
+    pub s5xx: u64,
+}
+
+impl ByStatus {
+    /// The sum over classes.
+    pub fn total(&self) -> u64 {
+        self.s2xx + self.s3xx + self.s4xx + self.s5xx
+    }
+}
+
+/// Connections and requests that ended without an answer, or before theirs was whole.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Failures {
+    /// Connections closed without an answer for opening with something that is not HTTP/1.x or
+    /// the h2 preface (garbage, HTTP/0.9, a broken preface); not in `connections`.
+    pub not_http: u64,
+    /// TLS handshakes that failed (timed-out ones are `idle_closed`); not in `connections`.
+    pub tls_handshakes: u64,
+    /// QUIC handshakes that failed (timed-out ones are `idle_closed`); not in `connections`.
+    pub quic_handshakes: u64,
+    /// h2 connections ended by a GOAWAY with an error code (a protocol, flow-control, frame-size
+    /// or compression error); rapid-reset cut-offs are counted apart.
+    pub h2_protocol_errors: u64,
+    /// Streams refused with REFUSED_STREAM over `max_streams` (owned engine; the h2 crate refuses
+    /// them inside, unseen).
+    pub refused_streams: u64,
+    /// Requests still in progress when `--grace` ran out at stop (h1 and h2 on the hyper engine:
+    /// one per connection or stream task still open; the owned h2 engine and h3: every open
+    /// stream).
+    pub cut_off_at_stop: u64,
+}
+
 /// The server's totals since start.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct ServerTotals {
@@ -152,10 +226,14 @@ pub struct ServerTotals {
     pub connections: ByProto,
     /// Requests answered, by protocol.
     pub requests: ByProto,
+    /// Answers by status class.
+    pub statuses: ByStatus,
     /// GOAWAY frames sent (h2 and h3).
     pub goaways_sent: u64,
     /// Refusals by limit.
     pub rejected: Rejections,
+    /// What ended without an answer.
+    pub failed: Failures,
 }
 
 impl ServerTotals {
@@ -175,6 +253,18 @@ impl ServerTotals {
             r.idle_closed += c.idle_closed.load(Relaxed);
             r.bad_queries += c.bad_queries.load(Relaxed);
             r.bad_requests += c.bad_requests.load(Relaxed);
+            let s = &mut t.statuses;
+            s.s2xx += c.statuses[2].load(Relaxed);
+            s.s3xx += c.statuses[3].load(Relaxed);
+            s.s4xx += c.statuses[4].load(Relaxed);
+            s.s5xx += c.statuses[5].load(Relaxed);
+            let f = &mut t.failed;
+            f.not_http += c.not_http.load(Relaxed);
+            f.tls_handshakes += c.tls_handshake_failures.load(Relaxed);
+            f.quic_handshakes += c.quic_handshake_failures.load(Relaxed);
+            f.h2_protocol_errors += c.h2_protocol_errors.load(Relaxed);
+            f.refused_streams += c.refused_streams.load(Relaxed);
+            f.cut_off_at_stop += c.cut_off.load(Relaxed);
         }
         t
     }
@@ -197,6 +287,17 @@ impl std::fmt::Display for ServerTotals {
         };
         row(f, "connections", &self.connections)?;
         row(f, "requests", &self.requests)?;
+        let s = &self.statuses;
+        writeln!(
+            f,
+            "{:<12} {:>10} total  (2xx {}, 3xx {}, 4xx {}, 5xx {})",
+            "answers",
+            s.total(),
+            s.s2xx,
+            s.s3xx,
+            s.s4xx,
+            s.s5xx
+        )?;
         writeln!(f, "{:<12} {:>10}", "goaways", self.goaways_sent)?;
         let r = &self.rejected;
         write!(
@@ -211,6 +312,18 @@ impl std::fmt::Display for ServerTotals {
             r.bad_requests,
             r.rapid_reset_cutoffs,
             r.idle_closed
+        )?;
+        let x = &self.failed;
+        write!(
+            f,
+            "\n{:<12} not-http {}, tls-handshake {}, quic-handshake {}, h2-protocol-error {}, refused-stream {}, cut-off-at-stop {}",
+            "failed",
+            x.not_http,
+            x.tls_handshakes,
+            x.quic_handshakes,
+            x.h2_protocol_errors,
+            x.refused_streams,
+            x.cut_off_at_stop
         )
     }
 }

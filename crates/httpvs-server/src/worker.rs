@@ -70,6 +70,44 @@ impl WorkerCtx {
     pub fn handshake_timeout(&self) -> Duration {
         self.limits.idle_timeout
     }
+
+    /// Counts `n` requests cut off if the drain deadline has passed: called as a task is dropped,
+    /// which after the deadline is the worker's runtime dropping what is left.
+    pub fn count_cut_off(&self, n: usize) {
+        let past = self
+            .shutdown
+            .borrow()
+            .is_some_and(|deadline| Instant::now() >= deadline);
+        if past {
+            for _ in 0..n {
+                self.counters.event(Event::CutOff);
+            }
+        }
+    }
+}
+
+/// Held while one request (or a connection's request in progress) is being answered: dropped
+/// unfinished after the drain deadline, it counts a request cut off; `done` lets it go quietly.
+pub struct Answering<'a> {
+    ctx: &'a WorkerCtx,
+}
+
+impl<'a> Answering<'a> {
+    /// Starts watching.
+    pub fn new(ctx: &'a WorkerCtx) -> Answering<'a> {
+        Answering { ctx }
+    }
+
+    /// The answer is complete (or the client gave up): nothing to count.
+    pub fn done(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Answering<'_> {
+    fn drop(&mut self) {
+        self.ctx.count_cut_off(1);
+    }
 }
 
 /// A held connection slot; dropping it frees the slot.

@@ -132,6 +132,13 @@ fn serve_prints_addresses_and_fingerprint_then_totals_on_sigterm() {
     conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     conn.read_to_string(&mut response).unwrap();
     assert!(response.starts_with("HTTP/1.1 400"), "{response}");
+    // Not HTTP: closed without an answer, counted as a failure.
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    std::io::Write::write_all(&mut conn, b"hello\r\n").unwrap();
+    let mut response = String::new();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    conn.read_to_string(&mut response).unwrap();
+    assert_eq!(response, "");
 
     // SAFETY: sending SIGTERM to our own child process.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
@@ -141,6 +148,9 @@ fn serve_prints_addresses_and_fingerprint_then_totals_on_sigterm() {
     assert!(status.success(), "{status:?}");
     assert!(rest.contains("requests") && rest.contains("h1 2"), "{rest}");
     assert!(rest.contains("400 request 1"), "{rest}");
+    assert!(rest.contains("(2xx 1, 3xx 0, 4xx 1, 5xx 0)"), "{rest}");
+    assert!(rest.contains("not-http 1,"), "{rest}");
+    assert!(rest.contains("cut-off-at-stop 0"), "{rest}");
 }
 
 /// A second signal during the grace stops at once (exit 130) instead of waiting out a long grace

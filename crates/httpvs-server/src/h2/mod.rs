@@ -108,10 +108,15 @@ async fn run<I>(
             Next::GateReached => go_away(&mut conn, ctx, &mut going_away),
             Next::Closed => return,
             Next::Failed(e) => {
-                if e.is_go_away() && e.is_library() && e.reason() == Some(Reason::ENHANCE_YOUR_CALM)
-                {
-                    ctx.counters.event(Event::RapidReset);
-                    ctx.counters.event(Event::GoAway);
+                if e.is_go_away() && e.is_library() {
+                    match e.reason() {
+                        Some(Reason::ENHANCE_YOUR_CALM) => ctx.counters.event(Event::RapidReset),
+                        Some(Reason::NO_ERROR) | None => {}
+                        Some(_) => ctx.counters.event(Event::H2ProtocolError),
+                    }
+                    if e.reason().is_some_and(|r| r != Reason::NO_ERROR) {
+                        ctx.counters.event(Event::GoAway);
+                    }
                 }
                 return;
             }

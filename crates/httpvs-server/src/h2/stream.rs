@@ -8,7 +8,7 @@ use crate::conn_io::ConnState;
 use crate::date;
 use crate::respond::{self, Answer, Decision, Pending, RequestView};
 use crate::totals::Proto;
-use crate::worker::WorkerCtx;
+use crate::worker::{Answering, WorkerCtx};
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
@@ -42,6 +42,7 @@ pub fn answer(
     match respond::decide(&view, &ctx.limits, &ctx.counters) {
         Decision::Now(answer) => {
             let close = answer.close;
+            ctx.counters.status(answer.response.status().as_u16());
             send_small(respond, answer, head_only);
             if !body.is_end_stream() {
                 tokio::spawn(drain(body));
@@ -53,13 +54,19 @@ pub fn answer(
             let ctx = ctx.clone();
             let state = state.clone();
             tokio::spawn(async move {
+                let answering = Answering::new(&ctx);
                 // A stream the client resets stops here, as on the owned engine: a reset delayed
                 // stream neither keeps a task nor holds the connection open until its delay ends.
                 let (answer, unread) = tokio::select! {
                     answered = answer_later(*pending, body, &ctx, &state) => answered,
-                    _ = std::future::poll_fn(|cx| respond.poll_reset(cx)) => return,
+                    _ = std::future::poll_fn(|cx| respond.poll_reset(cx)) => {
+                        answering.done();
+                        return;
+                    }
                 };
+                ctx.counters.status(answer.response.status().as_u16());
                 send(respond, answer, head_only).await;
+                answering.done();
                 if let Some(body) = unread {
                     drain(body).await;
                 }

@@ -111,6 +111,8 @@ pub struct ServerCore {
     answered: usize,
     /// Set when ENHANCE_YOUR_CALM ended the connection.
     pub rapid_reset: bool,
+    /// Streams refused with REFUSED_STREAM (over `max_streams`) not yet counted by the shell.
+    pub refused_streams: u32,
 }
 
 /// What a new core needs from the server's limits.
@@ -164,6 +166,7 @@ impl ServerCore {
             resets: ResetBudget::new(limits.max_early_resets),
             answered: 0,
             rapid_reset: false,
+            refused_streams: 0,
         }
     }
 
@@ -185,6 +188,11 @@ impl ServerCore {
     /// Whether a GOAWAY went out since the last call (to count it once).
     pub fn take_goaway_sent(&mut self) -> bool {
         std::mem::take(&mut self.goaway_unreported)
+    }
+
+    /// Streams open now (answers not yet whole), for the count of those cut off at stop.
+    pub fn open_streams(&self) -> usize {
+        self.streams.len()
     }
 
     /// Whether the connection has nothing left to do after a GOAWAY (ours or the peer's).
@@ -525,6 +533,7 @@ impl ServerCore {
         if self.streams.len() >= self.max_streams {
             self.remember_closed(id);
             write::rst_stream(&mut self.out, id, code::REFUSED_STREAM);
+            self.refused_streams += 1;
             return Ok(Step::None);
         }
         if end_stream && self.head.content_length.is_some_and(|n| n > 0) {

@@ -109,6 +109,11 @@ where
                 Ok(0) | Err(_) => return,
                 Ok(_) => {
                     if shell.on_read(&mut input).is_err() {
+                        if !shell.core.rapid_reset {
+                            // The core queued GOAWAY with the error's code.
+                            ctx.counters.event(Count::H2ProtocolError);
+                            ctx.counters.event(Count::GoAway);
+                        }
                         let _ = shell.flush(&mut io).await;
                         return;
                     }
@@ -132,6 +137,14 @@ where
                 shell.core.go_away();
             }
         }
+    }
+}
+
+/// Dropped with streams still open after the drain deadline (the worker's runtime dropping what
+/// is left), a connection counts them as cut off.
+impl Drop for Shell<'_> {
+    fn drop(&mut self) {
+        self.ctx.count_cut_off(self.core.open_streams());
     }
 }
 
@@ -186,6 +199,7 @@ impl Shell<'_> {
                         && !head.control_bytes
                         && head.header_bytes <= self.ctx.limits.max_header_bytes;
                     if fast {
+                        self.ctx.counters.status(200);
                         let block = std::mem::take(&mut self.fixed_block);
                         self.core.respond_fixed(stream, &block);
                         self.fixed_block = block;
@@ -213,6 +227,9 @@ impl Shell<'_> {
         if self.core.rapid_reset {
             self.ctx.counters.event(Count::RapidReset);
             self.ctx.counters.event(Count::GoAway);
+        }
+        for _ in 0..std::mem::take(&mut self.core.refused_streams) {
+            self.ctx.counters.event(Count::RefusedStream);
         }
         input.drain(..consumed);
         result
@@ -299,6 +316,7 @@ impl Shell<'_> {
     fn send(&mut self, stream: u32, answer: Answer, head_only: bool) {
         let close = answer.close;
         let (parts, body) = answer.response.into_parts();
+        self.ctx.counters.status(parts.status.as_u16());
         self.scratch.clear();
         let date =
             (!parts.headers.contains_key(DATE)).then_some((&b"date"[..], &self.date.text[..]));
