@@ -632,4 +632,34 @@ fn an_open_model_short_of_its_rate_says_so() {
         text.contains("note: asked for 200.0 req/s, sent "),
         "{text}"
     );
+    // One stall early in a -n run that then catches up: every send went out by the schedule's
+    // end, so no note (the rate was judged over the schedule plus the stall's lag, read 364/s).
+    let list = std::env::temp_dir().join(format!("httpvs-stall-{}.txt", std::process::id()));
+    let mut lines = vec!["/?delay=300ms".to_string()];
+    lines.extend((1..400).map(|_| "/".to_string()));
+    std::fs::write(&list, lines.join("\n")).unwrap();
+    let base = format!("http://{}/", server.http_addr().unwrap());
+    let out = httpvs(&[
+        &base,
+        "-i",
+        list.to_str().unwrap(),
+        "--rate",
+        "500",
+        "-n",
+        "400",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--json",
+    ]);
+    let _ = std::fs::remove_file(&list);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let last_send = json["schedule"]["last_send_s"].as_f64().unwrap();
+    let lag_max_s = json["schedule"]["lag"]["max_us"].as_f64().unwrap() / 1e6;
+    assert!(lag_max_s > 0.25, "the stall held sends back: {lag_max_s}s");
+    assert!(
+        last_send < 0.8 + lag_max_s / 2.0,
+        "the last send ({last_send}s) came near the schedule's end (0.8s), not after the stall's lag"
+    );
 }

@@ -52,7 +52,8 @@ impl<'a> InFlight<'a> {
             let mut rec = recorder.borrow_mut();
             rec.started();
             if let Some(at) = ticket.intended {
-                rec.send_lag(now.saturating_duration_since(at));
+                let into_run = now.saturating_duration_since(ctx.shared.measure_start);
+                rec.send_lag(now.saturating_duration_since(at), into_run);
             }
         }
         InFlight {

@@ -89,6 +89,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
             bytes_sent_per_s: stats.wire.wire.sent as f64 / secs,
         },
         latency: distribution(&stats.latency),
+        latency_rows: histogram_rows(&stats.latency),
         latency_uncorrected: open.then(|| distribution(&stats.latency_uncorrected)),
         schedule: open.then(|| {
             let (unsent, unsent_oldest_us) = unsent(
@@ -102,6 +103,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
                 lag: distribution(&stats.send_lag),
                 unsent,
                 unsent_oldest_us,
+                last_send_s: stats.last_send.as_secs_f64(),
             }
         }),
         phases: Phases {
@@ -172,6 +174,45 @@ fn shape(config: &LoadConfig, facts: &RunFacts<'_>, stats: &WorkerStats) -> Shap
 
 /// The distribution of no samples, as a run reports an empty histogram (and a report read back
 /// without a field that was added later gets).
+/// Steps of the text histogram between the min and the max.
+const HISTOGRAM_ROWS: i32 = 12;
+
+/// The text histogram's rows (see `Report::latency_rows`): bounds min·r^i for i = 0..=12, with
+/// r = (max/min)^(1/12), rounded to whole µs and never repeated; each recorded value goes to
+/// the first row whose bound holds it, so a narrow spread (a 50 ms delay) shows its shape where
+/// power-of-two rows put it all in one.
+pub fn histogram_rows(h: &LatencyHistogram) -> Vec<Bucket> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let hdr = h.hdr();
+    let (min, max) = (hdr.min().max(1), hdr.max().max(1));
+    let ratio = (max as f64 / min as f64).powf(1.0 / f64::from(HISTOGRAM_ROWS));
+    let mut rows: Vec<Bucket> = Vec::new();
+    for i in 0..=HISTOGRAM_ROWS {
+        let bound = if i == HISTOGRAM_ROWS {
+            max
+        } else {
+            ((min as f64 * ratio.powi(i)).round() as u64).clamp(min, max)
+        };
+        if rows.last().is_none_or(|r| r.le_us < bound) {
+            rows.push(Bucket {
+                le_us: bound,
+                count: 0,
+            });
+        }
+    }
+    for v in hdr.iter_recorded() {
+        // A recorded bucket goes by its lowest equivalent value: the min's is the min itself.
+        let value = hdr.lowest_equivalent(v.value_iterated_to());
+        let at = rows
+            .partition_point(|r| r.le_us < value)
+            .min(rows.len() - 1);
+        rows[at].count += v.count_at_value();
+    }
+    rows
+}
+
 pub fn empty_distribution() -> Distribution {
     distribution(&LatencyHistogram::default())
 }
@@ -338,6 +379,33 @@ mod tests {
         let back: Phases = serde_json::from_value(json).unwrap();
         assert_eq!(back, phases);
         assert_eq!(back.settings.percentiles.len(), PERCENTILES.len());
+    }
+
+    /// The text histogram's rows: a narrow spread (50-52 ms) gets nearly even steps with its
+    /// shape in them, a wide one (10 µs to 1 s) logarithmic steps; bounds run from the min to the
+    /// max, and every sample is in a row whose bound holds it.
+    #[test]
+    fn histogram_rows_span_min_to_max_in_even_ratio_steps() {
+        let mut narrow = LatencyHistogram::default();
+        for i in 0..2000u64 {
+            narrow.record(std::time::Duration::from_micros(50_000 + i));
+        }
+        let rows = histogram_rows(&narrow);
+        assert_eq!(rows.len(), 13, "{rows:?}");
+        assert_eq!(rows.first().unwrap().le_us, narrow.hdr().min());
+        assert_eq!(rows.last().unwrap().le_us, narrow.hdr().max());
+        assert_eq!(rows.iter().map(|r| r.count).sum::<u64>(), 2000);
+        assert!(rows[1..].iter().all(|r| r.count > 100), "{rows:?}");
+        let mut wide = LatencyHistogram::default();
+        wide.record(std::time::Duration::from_micros(10));
+        wide.record(std::time::Duration::from_secs(1));
+        let rows = histogram_rows(&wide);
+        assert_eq!(rows.len(), 13, "{rows:?}");
+        assert_eq!((rows[0].le_us, rows[0].count), (10, 1));
+        assert_eq!(rows[1].le_us, 26, "(10^5)^(1/12) = 2.6: {rows:?}");
+        assert_eq!(rows[12].count, 1);
+        assert!(rows[1..12].iter().all(|r| r.count == 0));
+        assert!(histogram_rows(&LatencyHistogram::default()).is_empty());
     }
 
     /// An open `-z` run at 200/s for 4 s that started 466 of its 800 sends: 334 never went

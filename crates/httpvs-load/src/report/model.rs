@@ -33,6 +33,11 @@ pub struct Report {
     pub throughput: Throughput,
     /// Latency (from the intended send time in the open model).
     pub latency: Distribution,
+    /// The text histogram's rows of `latency`: up to 12 steps from its min to its max, each
+    /// wider than the last by one ratio (so nearly even when the spread is narrow, and
+    /// logarithmic when it is wide), empty ones included; `le_us` is a row's upper bound.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_rows: Vec<Bucket>,
     /// Open model only: latency from the actual send, as uncorrected tools report it.
     pub latency_uncorrected: Option<Distribution>,
     /// Open model only: how far sends fell behind their intended times.
@@ -235,6 +240,11 @@ pub struct ScheduleLag {
     /// How long before the end the oldest of them was due, µs.
     #[serde(default)]
     pub unsent_oldest_us: u64,
+    /// When the last measured send went, from the start of the measured part, s (what the
+    /// rate sent is judged over in a `-n` run, whose duration also holds the wait for its
+    /// last responses).
+    #[serde(default)]
+    pub last_send_s: f64,
 }
 
 /// Time per phase.

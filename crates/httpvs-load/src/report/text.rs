@@ -2,7 +2,7 @@
 
 use super::diagnosis::group;
 use super::format::{bytes, percentile_name, rate, us, us_f};
-use super::model::{Distribution, Report};
+use super::model::{Bucket, Distribution, Report};
 use std::fmt::Write;
 
 /// Renders one cell of a distribution column.
@@ -22,7 +22,12 @@ pub fn render(r: &Report) -> String {
     } else {
         "Latency histogram"
     };
-    histogram(&mut out, heading, &r.latency);
+    if r.latency_rows.is_empty() {
+        // A report from before the rows were kept (`compare --from` an older file).
+        histogram(&mut out, heading, &r.latency);
+    } else {
+        histogram_rows(&mut out, heading, &r.latency_rows);
+    }
     phases(&mut out, r);
     statuses_and_errors(&mut out, r);
     wire(&mut out, r);
@@ -245,16 +250,15 @@ fn requests(out: &mut String, r: &Report) {
 }
 
 /// The open model's asked and achieved send rates. A `-z` run divides what it started by the
-/// span; a `-n` run's span also holds the wait for its last responses, so its sends took the
-/// schedule's own span plus how late the last of them went (the lag's max).
+/// span; a `-n` run's span also holds the wait for its last responses, so its sends are judged
+/// up to the last of them: n sends at the rate asked take (n - 1) / rate, plus one interval.
 fn send_rate(r: &Report) -> Option<(f64, f64)> {
     let asked = r.shape.rate?;
     let started = r.requests.started as f64;
     if r.shape.duration_s.is_some() {
         (r.duration_s > 0.0).then(|| (asked, started / r.duration_s))
     } else {
-        let lag_s = r.schedule.as_ref()?.lag.max_us as f64 / 1e6;
-        let span = started / asked + lag_s;
+        let span = r.schedule.as_ref()?.last_send_s + 1.0 / asked;
         (span > 0.0).then(|| (asked, started / span))
     }
 }
@@ -356,7 +360,23 @@ fn latency(out: &mut String, r: &Report) {
     }
 }
 
-/// Buckets regrouped by powers of two, one row each, with a bar.
+/// The histogram's rows (`Report::latency_rows`), empty ones included, with a bar each.
+fn histogram_rows(out: &mut String, heading: &str, rows: &[Bucket]) {
+    let most = rows.iter().map(|r| r.count).max().unwrap_or(1).max(1);
+    let _ = writeln!(out, "\n{heading}");
+    for row in rows {
+        let bar = "■".repeat(((row.count * BAR_WIDTH).div_ceil(most)) as usize);
+        let _ = writeln!(
+            out,
+            "  ≤ {:>9} |{bar:<width$}| {}",
+            us(row.le_us),
+            group(row.count),
+            width = BAR_WIDTH as usize
+        );
+    }
+}
+
+/// Buckets regrouped by powers of two, one row each, with a bar (reports without rows).
 fn histogram(out: &mut String, heading: &str, d: &Distribution) {
     if d.buckets.is_empty() {
         return;

@@ -47,6 +47,8 @@ pub struct WorkerStats {
     pub send_lag: LatencyHistogram,
     /// Open model: sends later than [`LATE_AFTER`].
     pub late_sends: u64,
+    /// Open model: when the last measured send went, from the start of the measured part.
+    pub last_send: Duration,
     /// Responses by status.
     pub status: StatusCounts,
     /// Failures by kind.
@@ -174,9 +176,11 @@ impl WorkerRecorder {
         self.total.retries.count(reason);
     }
 
-    /// Open model: a request was dispatched `lag` after its intended time.
-    pub fn send_lag(&mut self, lag: Duration) {
+    /// Open model: a request was dispatched `lag` after its intended time, `at` into the
+    /// measured part.
+    pub fn send_lag(&mut self, lag: Duration, at: Duration) {
         self.total.send_lag.record(lag);
+        self.total.last_send = self.total.last_send.max(at);
         if lag > LATE_AFTER {
             self.total.late_sends += 1;
         }
@@ -221,6 +225,7 @@ impl WorkerStats {
         self.settings.merge(&o.settings);
         self.send_lag.merge(&o.send_lag);
         self.late_sends += o.late_sends;
+        self.last_send = self.last_send.max(o.last_send);
         self.status.merge(&o.status);
         self.errors.merge(&o.errors);
         self.connections.merge(&o.connections);
