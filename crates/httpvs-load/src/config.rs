@@ -111,6 +111,9 @@ pub struct LoadConfig {
     /// does (keep-alive only). A lossy link's lost handshakes then delay the start instead of
     /// eating the warm-up and the measured part (`httpvs compare` sets it).
     pub preconnect: bool,
+    /// Percentiles the report lists besides p50, p75, p90, p95, p99, p99.9 and p99.99
+    /// (`--percentiles`, as Fortio's `-p`; and those `--fail-on` rules name).
+    pub percentiles: Vec<f64>,
 }
 
 /// Why a configuration cannot run; the CLI prints it as one line and exits 2.
@@ -143,6 +146,8 @@ pub const MAX_THREADS: usize = 4096;
 /// Lowest `--rate`, requests/s: one request per 1000 s. Far lower rates put a schedule's
 /// second send past what a clock can hold.
 pub const MIN_RATE: f64 = 0.001;
+/// The most percentiles `--percentiles` adds to the report's list.
+pub const MAX_PERCENTILES: usize = 32;
 /// Default connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -172,6 +177,7 @@ impl LoadConfig {
             zero_rtt: false,
             alt_svc: false,
             preconnect: false,
+            percentiles: Vec::new(),
         })
     }
 
@@ -301,6 +307,19 @@ impl LoadConfig {
                     "--rate must be at least {MIN_RATE} (one request per 1000 s), not {rate}"
                 ));
             }
+        }
+        if let Some(p) = self
+            .percentiles
+            .iter()
+            .find(|p| !(p.is_finite() && **p > 0.0 && **p <= 100.0))
+        {
+            return bad(format!("--percentiles: {p} is not above 0 and at most 100"));
+        }
+        if self.percentiles.len() > MAX_PERCENTILES {
+            return bad(format!(
+                "--percentiles: {} given, at most {MAX_PERCENTILES}",
+                self.percentiles.len()
+            ));
         }
         if self.connect_timeout.is_zero() {
             return bad("--connect-timeout must be longer than 0".into());

@@ -372,6 +372,45 @@ fn open_model_series_counts_preopened_connections_from_the_start() {
     assert_eq!(json["connections"]["opened"], 50);
 }
 
+/// `--percentiles` adds to the listed percentiles (as Fortio's -p), and a `--fail-on` rule's
+/// percentile is listed and judged itself (p98 was judged on the p99 above it).
+#[test]
+fn extra_percentiles_are_listed_and_judged() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let out = httpvs(&[
+        &url,
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--percentiles",
+        "33,p99.999",
+        "--fail-on",
+        "p98>10s",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let listed: Vec<f64> = json["latency"]["percentiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["p"].as_f64().unwrap())
+        .collect();
+    assert_eq!(listed, [33.0, 50.0, 75.0, 90.0, 95.0, 98.0, 99.0, 99.9, 99.99, 99.999]);
+    let p98_us = json["latency"]["percentiles"][5]["us"].as_f64().unwrap();
+    let actual_ms = json["thresholds"][0]["actual"].as_f64().unwrap();
+    assert!((actual_ms * 1000.0 - p98_us).abs() < 1.0, "{actual_ms} ms vs p98 {p98_us} µs");
+    for bad in ["0", "101", "x"] {
+        let out = httpvs(&[&url, "-n", "1", "--percentiles", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
+        one_line_error(&out);
+    }
+}
+
 /// HTTP/1.1 has no streams: its Shape line says how deep it pipelines.
 #[test]
 fn the_h1_shape_says_pipelined_not_streams() {

@@ -45,6 +45,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
     let r = &stats.requests;
     let completed = r.succeeded + r.failed;
     let open = config.is_open_model();
+    let listed = listed_percentiles(&config.percentiles);
     Report {
         schema_version: SCHEMA_VERSION,
         tool: format!("httpvs {}", env!("CARGO_PKG_VERSION")),
@@ -88,9 +89,9 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
             bytes_received_per_s: stats.wire.wire.received as f64 / secs,
             bytes_sent_per_s: stats.wire.wire.sent as f64 / secs,
         },
-        latency: distribution(&stats.latency),
+        latency: distribution_at(&stats.latency, &listed),
         latency_rows: histogram_rows(&stats.latency),
-        latency_uncorrected: open.then(|| distribution(&stats.latency_uncorrected)),
+        latency_uncorrected: open.then(|| distribution_at(&stats.latency_uncorrected, &listed)),
         schedule: open.then(|| {
             let (unsent, unsent_oldest_us) = unsent(
                 config,
@@ -217,8 +218,21 @@ pub fn empty_distribution() -> Distribution {
     distribution(&LatencyHistogram::default())
 }
 
-/// Summary, percentiles and buckets of one histogram.
+/// The percentiles a run's report lists: the defaults and `--percentiles`, in order, once each.
+pub fn listed_percentiles(extra: &[f64]) -> Vec<f64> {
+    let mut all: Vec<f64> = PERCENTILES.iter().chain(extra).copied().collect();
+    all.sort_by(f64::total_cmp);
+    all.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+    all
+}
+
+/// Summary, the default percentiles and buckets of one histogram.
 pub fn distribution(h: &LatencyHistogram) -> Distribution {
+    distribution_at(h, &PERCENTILES)
+}
+
+/// Summary, the percentiles `listed` and buckets of one histogram.
+pub fn distribution_at(h: &LatencyHistogram, listed: &[f64]) -> Distribution {
     let hdr = h.hdr();
     if h.is_empty() {
         return Distribution {
@@ -227,10 +241,7 @@ pub fn distribution(h: &LatencyHistogram) -> Distribution {
             mean_us: 0.0,
             stdev_us: 0.0,
             max_us: 0,
-            percentiles: PERCENTILES
-                .iter()
-                .map(|&p| Percentile { p, us: 0 })
-                .collect(),
+            percentiles: listed.iter().map(|&p| Percentile { p, us: 0 }).collect(),
             buckets: Vec::new(),
         };
     }
@@ -248,7 +259,7 @@ pub fn distribution(h: &LatencyHistogram) -> Distribution {
         mean_us: hdr.mean(),
         stdev_us: hdr.stdev(),
         max_us: hdr.max(),
-        percentiles: PERCENTILES
+        percentiles: listed
             .iter()
             .map(|&p| Percentile {
                 p,

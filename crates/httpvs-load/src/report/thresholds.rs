@@ -42,6 +42,16 @@ pub struct Threshold {
     limit: f64,
 }
 
+impl Threshold {
+    /// The percentile the rule judges, if it is a latency percentile (the report must list it).
+    pub fn percentile(&self) -> Option<f64> {
+        match self.metric {
+            Metric::Percentile(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
 /// Parses a comma-separated list of rules; the error names the rule and what is wrong.
 pub fn parse(spec: &str) -> Result<Vec<Threshold>, String> {
     spec.split(',')
@@ -162,7 +172,8 @@ fn measure(metric: Metric, r: &Report) -> f64 {
 }
 
 impl super::model::Distribution {
-    /// The listed percentile at or just above `p` (the report lists p50 … p99.99).
+    /// The listed percentile at or just above `p` (the report lists p50 … p99.99, any
+    /// `--percentiles`, and the percentiles `--fail-on` rules name).
     pub fn hdr_like_percentile(&self, p: f64) -> u64 {
         self.percentiles
             .iter()

@@ -123,6 +123,9 @@ pub struct Args {
     /// Exit 1 when a rule is broken, like "error-rate>1%,p99>250ms".
     #[arg(long, value_name = "RULES")]
     fail_on: Option<String>,
+    /// Also list these latency percentiles, like 33,99.999 (as Fortio's -p)
+    #[arg(long, value_name = "LIST")]
+    percentiles: Option<String>,
 }
 
 impl Args {
@@ -134,7 +137,7 @@ impl Args {
 
 /// Runs `httpvs load`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let config = config_from(&args)?;
+    let mut config = config_from(&args)?;
     let net = match (&args.net, args.net_seed) {
         (Some(spec), seed) => Some(net::NetLink::from_flags(spec, seed, &config.url)?),
         (None, Some(_)) => return Err(usage("--net-seed needs --net SPEC")),
@@ -146,6 +149,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(spec) => thresholds::parse(spec).map_err(usage)?,
         None => Vec::new(),
     };
+    // A rule on p98 is judged on p98 itself, not on the listed percentile above it.
+    config
+        .percentiles
+        .extend(rules.iter().filter_map(|r| r.percentile()));
     let json = args.json
         || args
             .output
@@ -304,6 +311,22 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
     config.alt_svc = args.alt_svc;
     if let Some(list) = &args.cpus {
         config.cpus = Some(cpu_list("--cpus", list)?);
+    }
+    if let Some(list) = &args.percentiles {
+        config.percentiles = list
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                p.trim_start_matches(['p', 'P'])
+                    .parse::<f64>()
+                    .map_err(|_| {
+                        usage(format!(
+                            "--percentiles: cannot read {p:?} (like 50,99.9,99.999)"
+                        ))
+                    })
+            })
+            .collect::<anyhow::Result<_>>()?;
     }
     config.validate().map_err(|e| usage(e.to_string()))?;
     Ok(config)
