@@ -408,7 +408,7 @@ pub fn parse_url(url: &str) -> Result<http::Uri, ConfigError> {
     }
     if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
         return Err(invalid(
-            "user:password@ in URLs is not supported; use -H Authorization",
+            "user:password@ belongs in the first URL only (or -a USER:PASS, or -H Authorization)",
         ));
     }
     if let Some(port) = port_text(&uri) {

@@ -400,15 +400,107 @@ fn extra_percentiles_are_listed_and_judged() {
         .iter()
         .map(|p| p["p"].as_f64().unwrap())
         .collect();
-    assert_eq!(listed, [33.0, 50.0, 75.0, 90.0, 95.0, 98.0, 99.0, 99.9, 99.99, 99.999]);
+    assert_eq!(
+        listed,
+        [33.0, 50.0, 75.0, 90.0, 95.0, 98.0, 99.0, 99.9, 99.99, 99.999]
+    );
     let p98_us = json["latency"]["percentiles"][5]["us"].as_f64().unwrap();
     let actual_ms = json["thresholds"][0]["actual"].as_f64().unwrap();
-    assert!((actual_ms * 1000.0 - p98_us).abs() < 1.0, "{actual_ms} ms vs p98 {p98_us} µs");
+    assert!(
+        (actual_ms * 1000.0 - p98_us).abs() < 1.0,
+        "{actual_ms} ms vs p98 {p98_us} µs"
+    );
     for bad in ["0", "101", "x"] {
         let out = httpvs(&[&url, "-n", "1", "--percentiles", bad]);
         assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
         one_line_error(&out);
     }
+}
+
+/// Serves `HTTP/1.1 200` with an empty body to every request on up to 4 connections for 10 s,
+/// sending each request head it reads to the returned channel.
+fn head_recorder() -> (std::net::SocketAddr, std::sync::mpsc::Receiver<String>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().take(4) {
+            let Ok(mut conn) = conn else { return };
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while let Ok(n) = conn.read(&mut chunk) {
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head: Vec<u8> = buf.drain(..end + 4).collect();
+                        let _ = tx.send(String::from_utf8_lossy(&head).into_owned());
+                        let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+                        if conn.write_all(ok).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (addr, rx)
+}
+
+/// Credentials as curl (user:password@ in the URL, %-escapes decoded) and hey/oha (-a) take
+/// them become `Authorization: Basic`, and the URL's user part stays out of Host.
+#[test]
+fn credentials_become_basic_authorization() {
+    for how in ["url", "flag"] {
+        let (addr, heads) = head_recorder();
+        let out = match how {
+            "url" => httpvs(&[
+                &format!("http://user:p%40ss@{addr}/"),
+                "-n",
+                "1",
+                "-c",
+                "1",
+                "-p",
+                "h1",
+            ]),
+            _ => httpvs(&[
+                &format!("http://{addr}/"),
+                "-a",
+                "user:p@ss",
+                "-n",
+                "1",
+                "-c",
+                "1",
+                "-p",
+                "h1",
+            ]),
+        };
+        assert_eq!(out.status.code(), Some(0), "{how}: {out:?}");
+        let head = heads
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .unwrap();
+        let lower = head.to_ascii_lowercase();
+        // base64("user:p@ss")
+        assert!(
+            lower.contains("authorization: basic dxnlcjpwqhnz"),
+            "{how}: {head}"
+        );
+        assert!(
+            lower.contains(&format!("host: {addr}\r\n")),
+            "{how}: {head}"
+        );
+    }
+    let out = httpvs(&["http://u:p@127.0.0.1:1/", "-a", "x:y", "-n", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    one_line_error(&out);
+    let out = httpvs(&["http://127.0.0.1:1/", "-a", "nocolon", "-n", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    one_line_error(&out);
 }
 
 /// HTTP/1.1 has no streams: its Shape line says how deep it pipelines.

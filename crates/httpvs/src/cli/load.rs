@@ -123,6 +123,10 @@ pub struct Args {
     /// Exit 1 when a rule is broken, like "error-rate>1%,p99>250ms".
     #[arg(long, value_name = "RULES")]
     fail_on: Option<String>,
+    /// Basic authentication, USER:PASSWORD (as hey and oha); user:password@ in the URL does
+    /// the same, as curl.
+    #[arg(short = 'a', long = "basic-auth", value_name = "USER:PASS")]
+    basic_auth: Option<String>,
     /// Also list these latency percentiles, like 33,99.999 (as Fortio's -p)
     #[arg(long, value_name = "LIST")]
     percentiles: Option<String>,
@@ -239,6 +243,8 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
             None => "no URL given".into(),
         }));
     };
+    let (first, url_credentials) = take_userinfo(first)?;
+    let first = first.as_str();
     parse_url(first).map_err(|e| usage(e.to_string()))?;
     let mut config = LoadConfig::new(first).map_err(|e| usage(e.to_string()))?;
     config.more_urls = more
@@ -286,6 +292,27 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
         .iter()
         .map(|h| parse_header(h))
         .collect::<anyhow::Result<_>>()?;
+    let credentials = match (&args.basic_auth, url_credentials) {
+        (Some(_), Some(_)) => {
+            return Err(usage(
+                "credentials given twice: -a and user:password@ in the URL".to_string(),
+            ))
+        }
+        (Some(given), None) => Some(given.clone()),
+        (None, from_url) => from_url,
+    };
+    if let Some(credentials) = credentials {
+        if config
+            .headers
+            .iter()
+            .any(|(n, _)| n == http::header::AUTHORIZATION)
+        {
+            return Err(usage(
+                "credentials given twice: -a (or user:password@) and -H Authorization".to_string(),
+            ));
+        }
+        config.headers.push(basic_authorization(&credentials)?);
+    }
     config.body = match (&args.data, &args.data_file) {
         (Some(d), _) => bytes::Bytes::from(d.clone().into_bytes()),
         (None, Some(path)) => std::fs::read(path)
@@ -330,6 +357,60 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
     }
     config.validate().map_err(|e| usage(e.to_string()))?;
     Ok(config)
+}
+
+/// Splits `user:password@` off a URL's authority, as curl does (percent-escapes decoded):
+/// the URL without it, and the credentials.
+fn take_userinfo(url: &str) -> anyhow::Result<(String, Option<String>)> {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return Ok((url.to_string(), None));
+    };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return Ok((url.to_string(), None));
+    };
+    let userinfo = percent_decode(&rest[..at]).ok_or_else(|| {
+        usage(format!(
+            "invalid URL {url:?}: a bad %-escape in user:password@"
+        ))
+    })?;
+    Ok((
+        format!("{}{}", &url[..scheme_end], &rest[at + 1..]),
+        Some(userinfo),
+    ))
+}
+
+/// Decodes %XX escapes; `None` for a broken escape or bytes that are not UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The `Authorization: Basic` header for `USER:PASSWORD`.
+fn basic_authorization(credentials: &str) -> anyhow::Result<(http::HeaderName, http::HeaderValue)> {
+    use base64::Engine;
+    if !credentials.contains(':') {
+        return Err(usage(
+            "-a needs USER:PASSWORD (a colon between them; the password may be empty)".to_string(),
+        ));
+    }
+    let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
+    let value = http::HeaderValue::from_str(&format!("Basic {encoded}"))
+        .map_err(|e| usage(format!("-a: {e}")))?;
+    Ok((http::header::AUTHORIZATION, value))
 }
 
 /// The most request URLs a run takes: each is a request kept for the whole run.
