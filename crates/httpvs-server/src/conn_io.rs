@@ -37,7 +37,7 @@ impl ConnState {
         }
         self.delaying.fetch_add(1, Relaxed);
         let _busy = Busy(&self.delaying);
-        tokio::time::sleep(delay).await;
+        crate::precise_sleep::sleep(delay).await;
     }
 
     /// Resolves once the connection has had no I/O and no pending delay for `timeout`

@@ -269,7 +269,7 @@ async fn answer(
                 respond::body_too_large(&ctx.limits, &ctx.counters)
             } else {
                 if let Some(delay) = pending.plan.delay {
-                    tokio::time::sleep(delay).await;
+                    crate::precise_sleep::sleep(delay).await;
                 }
                 pending.answer(collector.finish())
             }

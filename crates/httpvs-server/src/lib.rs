@@ -16,6 +16,7 @@ pub mod h2;
 mod h3;
 mod listen;
 mod opening;
+mod precise_sleep;
 pub mod query;
 pub mod respond;
 mod server;

@@ -150,7 +150,7 @@ impl Drop for Shell<'_> {
 
 async fn sleep_until(at: Option<Instant>) {
     match at {
-        Some(at) => tokio::time::sleep_until(at).await,
+        Some(at) => crate::precise_sleep::sleep_until(at.into_std()).await,
         None => std::future::pending().await,
     }
 }
