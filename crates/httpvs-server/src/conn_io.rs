@@ -3,6 +3,7 @@
 //! read per operation, and shares the socket with the connection task so it can close gently
 //! (`linger`) after the protocol layer is done with it.
 
+use crate::io_util::Prefix;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -43,23 +44,12 @@ impl ConnState {
     /// Resolves once the connection has had no I/O and no pending delay for `timeout`
     /// (checked in quarter steps, so it fires between 1x and 1.25x the timeout).
     pub async fn idle(&self, timeout: Duration) {
-        const STEPS: u32 = 4;
-        let tick = (timeout / STEPS).max(Duration::from_millis(1));
-        let mut seen = self.io_ops.load(Relaxed);
-        let mut quiet = 0;
-        loop {
-            tokio::time::sleep(tick).await;
-            let now = self.io_ops.load(Relaxed);
-            if now != seen || self.delaying.load(Relaxed) > 0 {
-                seen = now;
-                quiet = 0;
-            } else {
-                quiet += 1;
-                if quiet >= STEPS {
-                    return;
-                }
-            }
-        }
+        quiet_for(
+            timeout,
+            || self.io_ops.load(Relaxed),
+            || self.delaying.load(Relaxed) > 0,
+        )
+        .await;
     }
 
     fn touch(&self) {
@@ -69,11 +59,33 @@ impl ConnState {
     }
 }
 
+/// Resolves once `activity` has not moved and `busy` has been false for `timeout`, checked in
+/// quarter steps (so it fires between 1x and 1.25x the timeout): the idle watch of TCP and QUIC
+/// connections alike.
+pub async fn quiet_for(timeout: Duration, activity: impl Fn() -> u64, busy: impl Fn() -> bool) {
+    const STEPS: u32 = 4;
+    let tick = (timeout / STEPS).max(Duration::from_millis(1));
+    let mut seen = activity();
+    let mut quiet = 0;
+    loop {
+        tokio::time::sleep(tick).await;
+        let now = activity();
+        if now != seen || busy() {
+            seen = now;
+            quiet = 0;
+        } else {
+            quiet += 1;
+            if quiet >= STEPS {
+                return;
+            }
+        }
+    }
+}
+
 /// A TCP socket with replayed prefix bytes and I/O counting.
 pub struct ConnIo {
     socket: Arc<TcpStream>,
-    prefix: Vec<u8>,
-    prefix_pos: usize,
+    prefix: Prefix,
     state: Arc<ConnState>,
 }
 
@@ -82,8 +94,7 @@ impl ConnIo {
     pub fn new(socket: Arc<TcpStream>, prefix: Vec<u8>, state: Arc<ConnState>) -> ConnIo {
         ConnIo {
             socket,
-            prefix,
-            prefix_pos: 0,
+            prefix: Prefix::new(prefix),
             state,
         }
     }
@@ -129,15 +140,7 @@ impl AsyncRead for ConnIo {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.prefix_pos < this.prefix.len() {
-            let rest = &this.prefix[this.prefix_pos..];
-            let n = rest.len().min(buf.remaining());
-            buf.put_slice(&rest[..n]);
-            this.prefix_pos += n;
-            if this.prefix_pos == this.prefix.len() {
-                this.prefix = Vec::new();
-                this.prefix_pos = 0;
-            }
+        if this.prefix.read_into(buf) {
             return Poll::Ready(Ok(()));
         }
         loop {

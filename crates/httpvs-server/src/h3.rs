@@ -195,28 +195,12 @@ impl Drop for InProgress {
 /// peer's PING) for `timeout`, checked in quarter steps like the TCP idle watch. The server's
 /// own keep-alive pings and the acknowledgements they draw are not activity.
 async fn idle(quic: &quinn::Connection, in_progress: &AtomicU32, timeout: Duration) {
-    const STEPS: u32 = 4;
     let activity = || {
         let stats = quic.stats();
         let (rx, tx) = (stats.frame_rx, stats.frame_tx);
         rx.stream + rx.ping + rx.reset_stream + rx.stop_sending + tx.stream
     };
-    let tick = (timeout / STEPS).max(Duration::from_millis(1));
-    let mut seen = activity();
-    let mut quiet = 0;
-    loop {
-        tokio::time::sleep(tick).await;
-        let now = activity();
-        if now != seen || in_progress.load(Relaxed) > 0 {
-            seen = now;
-            quiet = 0;
-        } else {
-            quiet += 1;
-            if quiet >= STEPS {
-                return;
-            }
-        }
-    }
+    crate::conn_io::quiet_for(timeout, activity, || in_progress.load(Relaxed) > 0).await;
 }
 
 fn timed_out(quic: &quinn::Connection) -> bool {

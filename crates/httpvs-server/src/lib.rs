@@ -14,6 +14,7 @@ mod error;
 pub mod h1;
 pub mod h2;
 mod h3;
+mod io_util;
 mod listen;
 mod opening;
 mod precise_sleep;

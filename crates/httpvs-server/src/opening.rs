@@ -4,6 +4,7 @@
 //! an answer). The bytes read are replayed to the protocol (`Replay`, or `ConnIo`'s prefix).
 
 use crate::date;
+use crate::io_util::{write_through_inner, Prefix};
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -101,8 +102,7 @@ pub async fn answer_unsupported<W: AsyncWrite + Unpin>(stream: &mut W) -> io::Re
 /// A stream whose first reads return bytes already read from it (the probed opening).
 pub struct Replay<I> {
     inner: I,
-    prefix: Vec<u8>,
-    pos: usize,
+    prefix: Prefix,
 }
 
 impl<I> Replay<I> {
@@ -110,8 +110,7 @@ impl<I> Replay<I> {
     pub fn new(inner: I, prefix: Vec<u8>) -> Replay<I> {
         Replay {
             inner,
-            prefix,
-            pos: 0,
+            prefix: Prefix::new(prefix),
         }
     }
 }
@@ -123,50 +122,14 @@ impl<I: AsyncRead + Unpin> AsyncRead for Replay<I> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.pos < this.prefix.len() {
-            let rest = &this.prefix[this.pos..];
-            let n = rest.len().min(buf.remaining());
-            buf.put_slice(&rest[..n]);
-            this.pos += n;
-            if this.pos == this.prefix.len() {
-                this.prefix = Vec::new();
-                this.pos = 0;
-            }
+        if this.prefix.read_into(buf) {
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut this.inner).poll_read(cx, buf)
     }
 }
 
-impl<I: AsyncWrite + Unpin> AsyncWrite for Replay<I> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
-}
+write_through_inner!(Replay);
 
 #[cfg(test)]
 mod tests {

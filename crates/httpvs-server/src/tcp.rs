@@ -38,16 +38,25 @@ pub async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, ctx: A
     }
 }
 
-async fn serve_cleartext(mut stream: TcpStream, ctx: Arc<WorkerCtx>, _slot: ConnSlot) {
-    let probed = tokio::time::timeout(ctx.handshake_timeout(), probe(&mut stream)).await;
-    let (kind, seen) = match probed {
-        Ok(Ok(opened)) => opened,
-        Ok(Err(_)) => return,
-        // Counted as idle, though not in `connections` (no protocol is known yet).
+/// Reads what a connection opens with, within the handshake timeout; `None` when it closed or
+/// went quiet first (counted as idle, though not in `connections`: no protocol is known yet).
+async fn opening<I: tokio::io::AsyncRead + Unpin>(
+    io: &mut I,
+    ctx: &WorkerCtx,
+) -> Option<(Opening, Vec<u8>)> {
+    match tokio::time::timeout(ctx.handshake_timeout(), probe(io)).await {
+        Ok(Ok(opened)) => Some(opened),
+        Ok(Err(_)) => None,
         Err(_) => {
             ctx.counters.event(Event::IdleClosed);
-            return;
+            None
         }
+    }
+}
+
+async fn serve_cleartext(mut stream: TcpStream, ctx: Arc<WorkerCtx>, _slot: ConnSlot) {
+    let Some((kind, seen)) = opening(&mut stream, &ctx).await else {
+        return;
     };
     let socket = Arc::new(stream);
     let state = Arc::new(ConnState::default());
@@ -113,14 +122,8 @@ async fn serve_tls_h1<I>(mut tls: I, ctx: &Arc<WorkerCtx>, state: Arc<ConnState>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let probed = tokio::time::timeout(ctx.handshake_timeout(), probe(&mut tls)).await;
-    let (kind, seen) = match probed {
-        Ok(Ok(opened)) => opened,
-        Ok(Err(_)) => return,
-        Err(_) => {
-            ctx.counters.event(Event::IdleClosed);
-            return;
-        }
+    let Some((kind, seen)) = opening(&mut tls, ctx).await else {
+        return;
     };
     match kind {
         Opening::H1 => {
