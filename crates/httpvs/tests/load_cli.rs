@@ -503,6 +503,63 @@ fn credentials_become_basic_authorization() {
     one_line_error(&out);
 }
 
+/// http:// to a TLS port: TCP connects (the probe's only check), and every request then fails
+/// as the server answers with a TLS alert or hangs up; the report says what that likely means.
+#[test]
+fn http_to_a_tls_port_is_explained() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/", server.https_addr().unwrap());
+    let out = httpvs(&[&url, "-n", "10", "-c", "1", "-p", "h1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("0 succeeded + 10 failed"), "{text}");
+    assert!(
+        text.contains("http:// to a TLS port? use https://"),
+        "{text}"
+    );
+    // A no-keep-alive h1 run pipelines nothing: its Shape line does not say it does.
+    let plain = format!("http://{}/", server.http_addr().unwrap());
+    let out = httpvs(&[
+        &plain,
+        "-n",
+        "6",
+        "-c",
+        "2",
+        "-m",
+        "3",
+        "--no-keepalive",
+        "-t",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("2 connections, one request at a time each, 1 thread, 6 requests, no keep-alive: up to 6 one-request connections open at once"),
+        "{text}"
+    );
+}
+
+/// HTTP/1.1 compresses no header: decoded is what came on the wire, also when a response that
+/// arrived just after the end is cut off (its head was on the wire; the savings read -0.01%).
+#[test]
+fn http1_header_savings_are_zero_with_a_response_cut_off() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let out = httpvs(&[
+        &url, "--rate", "1000000", "-z", "300ms", "-c", "1", "-t", "1", "-p", "h1", "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let wire = &json["wire"];
+    assert_eq!(json["requests"]["cut_off"], 1, "{}", json["requests"]);
+    assert_eq!(
+        wire["header_decoded_received"], wire["header_received"],
+        "{wire}"
+    );
+    assert!(
+        wire["header_savings"].is_null() || wire["header_savings"] == 0.0,
+        "{wire}"
+    );
+}
+
 /// HTTP/1.1 has no streams: its Shape line says how deep it pipelines.
 #[test]
 fn the_h1_shape_says_pipelined_not_streams() {

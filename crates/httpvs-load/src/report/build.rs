@@ -130,7 +130,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
                 count,
             })
             .collect(),
-        wire: wire(stats, r.succeeded),
+        wire: wire(stats, r.succeeded, facts.kind),
         connections: connections(config, stats, facts.probes),
         quic: quic(config, stats),
         network: None,
@@ -270,8 +270,16 @@ pub fn distribution_at(h: &LatencyHistogram, listed: &[f64]) -> Distribution {
     }
 }
 
-fn wire(stats: &WorkerStats, succeeded: u64) -> Wire {
+fn wire(stats: &WorkerStats, succeeded: u64, kind: ProtocolKind) -> Wire {
     let w = &stats.wire;
+    // HTTP/1.1 compresses no header: decoded is what came on the wire. (Counted per succeeded
+    // request, it fell short by the heads of responses cut off or failed after their head, and
+    // the savings read -0.01%.)
+    let decoded = if kind == ProtocolKind::H1 {
+        w.wire.header_received
+    } else {
+        w.header_decoded_received
+    };
     // Per succeeded request, as compare and h2load's per-request figures: a refused connect
     // moves no bytes and would only dilute them.
     let per = |n: u64| {
@@ -281,8 +289,8 @@ fn wire(stats: &WorkerStats, succeeded: u64) -> Wire {
             n as f64 / succeeded as f64
         }
     };
-    let header_savings = (w.header_decoded_received > 0 && w.wire.header_received > 0)
-        .then(|| 1.0 - w.wire.header_received as f64 / w.header_decoded_received as f64);
+    let header_savings = (decoded > 0 && w.wire.header_received > 0)
+        .then(|| 1.0 - w.wire.header_received as f64 / decoded as f64);
     Wire {
         sent: w.wire.sent,
         received: w.wire.received,
@@ -290,7 +298,7 @@ fn wire(stats: &WorkerStats, succeeded: u64) -> Wire {
         received_per_request: per(w.wire.received),
         header_sent: w.wire.header_sent,
         header_received: w.wire.header_received,
-        header_decoded_received: w.header_decoded_received,
+        header_decoded_received: decoded,
         body_received: w.body_received,
         header_savings,
     }

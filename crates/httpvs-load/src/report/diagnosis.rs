@@ -41,7 +41,7 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
     } else if every < 0.5 {
         "check the server's error log: it closes connections before answering"
     } else if every < 1.5 {
-        "the server closes after every request: is keep-alive off there?"
+        "is keep-alive off there?"
     } else {
         "check its max requests per connection (nginx keepalive_requests)"
     };

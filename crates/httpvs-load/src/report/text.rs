@@ -98,11 +98,12 @@ fn header(out: &mut String, r: &Report) {
             .as_ref()
             .map_or(String::new(), |a| format!("; Alt-Svc: {a}"))
     );
-    // HTTP/1.1 has no streams: -m is how deep each connection pipelines.
-    let per_connection = match (r.protocol.negotiated.as_str(), s.streams) {
-        ("h1", 1) => ", one request at a time each".to_string(),
-        ("h1", depth) => format!(", each pipelined {depth} deep"),
-        (_, streams) => format!(" × {}", plural(u64::from(streams), "stream")),
+    // HTTP/1.1 has no streams: -m is how deep each connection pipelines (with keep-alive; a
+    // one-request connection pipelines nothing, and the no-keep-alive part says what -m does).
+    let per_connection = match (r.protocol.negotiated.as_str(), s.streams, s.keepalive) {
+        ("h1", 1, _) | ("h1", _, false) => ", one request at a time each".to_string(),
+        ("h1", depth, true) => format!(", each pipelined {depth} deep"),
+        (_, streams, _) => format!(" × {}", plural(u64::from(streams), "stream")),
     };
     let _ = writeln!(
         out,
@@ -452,7 +453,28 @@ fn statuses_and_errors(out: &mut String, r: &Report) {
         for e in &r.errors {
             let _ = writeln!(out, "  {:<26}{:>12}", e.kind, group(e.count));
         }
+        if let Some(note) = not_http_note(r) {
+            let _ = writeln!(out, "  note: {note}");
+        }
     }
+}
+
+/// Cleartext HTTP/1.1 where no request got an answer and every one failed as the server's
+/// bytes not being HTTP or it hanging up: most often http:// to a TLS port (a TLS server
+/// answers a request line with an alert and closes). The probe only connects TCP, which
+/// such a port accepts, so the run goes on and this says why it failed.
+fn not_http_note(r: &Report) -> Option<&'static str> {
+    let cleartext = r.target.url.starts_with("http://");
+    let answered_none = r.requests.succeeded == 0 && r.requests.failed > 0;
+    let hung_up = |kind: &str| matches!(kind, "protocol" | "connection_closed" | "reset");
+    (cleartext
+        && r.protocol.negotiated == "h1"
+        && answered_none
+        && r.errors.iter().all(|e| hung_up(&e.kind)))
+    .then_some(
+        "no request got an HTTP answer: the server sent something else or hung up (http:// to \
+         a TLS port? use https://; or not an HTTP server)",
+    )
 }
 
 /// Bytes per request: to a tenth of a byte while small (112.0B against 230.0B is the point of
