@@ -392,3 +392,25 @@ fn bad_input_is_one_line_and_exit_2() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
     }
 }
+
+/// A failed connection's line says what the stack saw, as load's does: rustls's reason for an
+/// untrusted certificate, and a UDP refusal for h3 to a port that serves TCP only.
+#[test]
+fn connect_failures_say_what_the_stack_saw() {
+    let mut config = ServeConfig::loopback_ephemeral();
+    config.h3 = None;
+    let server = httpvs_server::start(config).expect("server starts");
+    let url = format!("https://{}/", server.https_addr().expect("https"));
+    let out = trace(&["-p", "h2", &url]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("invalid peer certificate: UnknownIssuer"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--cacert FILE or -k"), "{stderr}");
+    let out = trace(&["-p", "h3", "-k", &url]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("nothing answers QUIC"), "{stderr}");
+}

@@ -6,14 +6,41 @@ use crate::engine::setup::first_connection_hint;
 use crate::error::{h2_code_name, ErrorKind};
 use crate::protocol::{RetryReason, SendError, Target};
 
-/// One line for a connection that could not be opened.
-pub fn connect_failure(kind: ErrorKind, target: &Target, cause: Option<&str>) -> String {
+/// How a connection was tried, for what its failure line suggests.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Attempt {
+    /// Over QUIC (h3): a refusal is of UDP, where a TCP-only server answers nothing.
+    pub quic: bool,
+    /// `-k` was given: the certificate is not what failed.
+    pub insecure: bool,
+}
+
+/// One line for a connection that could not be opened, with what the stack said (`cause`:
+/// rustls's or quinn's reason) where it said something.
+pub fn connect_failure(
+    kind: ErrorKind,
+    target: &Target,
+    cause: Option<&str>,
+    attempt: Attempt,
+) -> String {
     let addr = target.addr;
     let line = match kind {
+        ErrorKind::Refused if attempt.quic => {
+            format!("refused: nothing answers QUIC at {addr} (UDP; a TCP-only server refuses QUIC)")
+        }
         ErrorKind::Refused => format!("refused: nothing listens at {addr}"),
-        ErrorKind::Tls => format!(
-            "tls: handshake with {addr} failed (certificate or ALPN); try --cacert FILE or -k"
-        ),
+        ErrorKind::Tls => {
+            let line = with_cause(format!("tls: handshake with {addr} failed"), cause);
+            return if attempt.insecure {
+                format!("{line}; -k accepts any certificate: ALPN, an alert or no TLS there")
+            } else {
+                format!("{line}; for a certificate not trusted here: --cacert FILE or -k")
+            };
+        }
+        // With a cause, TCP connected and a later step (TLS, h2's SETTINGS) stalled.
+        ErrorKind::ConnectTimeout if cause.is_some() => {
+            format!("connect_timeout: {addr} not ready within --connect-timeout")
+        }
         ErrorKind::ConnectTimeout => format!("connect_timeout: no connection to {addr}"),
         ErrorKind::ConnectionClosed | ErrorKind::Reset | ErrorKind::Protocol => format!(
             "connect failed: {kind}: {}{}",
@@ -141,7 +168,12 @@ mod tests {
             addr: "127.0.0.1:1".parse().expect("addr"),
             dns: std::time::Duration::ZERO,
         };
-        let line = connect_failure(ErrorKind::ConnectionClosed, &target, None);
+        let line = connect_failure(
+            ErrorKind::ConnectionClosed,
+            &target,
+            None,
+            Attempt::default(),
+        );
         assert!(
             line.starts_with("connect failed: connection_closed: the server closed the connection"),
             "{line}"

@@ -215,7 +215,12 @@ impl Session<'_> {
         let (conn, info) = match connected {
             Ok(done) => done,
             Err(kind) => {
-                let error = failure::connect_failure(kind, self.target, None);
+                let attempt = failure::Attempt {
+                    quic: self.kind == ProtocolKind::H3,
+                    insecure: self.config.tls.insecure,
+                };
+                let cause = protocol.failure_detail();
+                let error = failure::connect_failure(kind, self.target, cause.as_deref(), attempt);
                 self.recorder.record(
                     Direction::Local,
                     EventKind::Error {
