@@ -43,6 +43,36 @@ fn a_bad_netem_token_is_named_in_one_line() {
     assert_eq!(out.status.code(), Some(2), "a command is required");
 }
 
+/// A direction whose options name a seed draws from it, and the banner says so (it printed
+/// only the link's seed, which that direction does not use).
+#[test]
+fn a_seed_in_the_options_is_the_one_shown() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let out = httpvs(&[
+        "netem",
+        "--up",
+        "delay 1ms seed 3",
+        "--down",
+        "delay 1ms",
+        "--seed",
+        "9",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("| seed 3 up (its options), 9 down"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("(--seed 9 repeats the same choices)"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn the_command_exit_code_comes_back() {
     if !httpvs_testkit::require_root() {

@@ -2,6 +2,7 @@
 
 pub mod format;
 pub mod html;
+
 #[cfg(test)]
 pub mod sample;
 mod svg;
@@ -162,9 +163,12 @@ fn title(results: &Results, table: &Table<'_>) -> String {
         .map(|p| {
             let size = p
                 .size
-                .map(|s| format!(" {s}B response"))
+                .map(|s| format!(" {} response", binary_size(&s.to_string())))
                 .unwrap_or_default();
-            let body = p.body.map(|b| format!(" {b}B body")).unwrap_or_default();
+            let body = p
+                .body
+                .map(|b| format!(" {} body", binary_size(&b.to_string())))
+                .unwrap_or_default();
             format!("{} {}{size}{body}", p.method, p.path)
         })
         .unwrap_or_default();
@@ -182,9 +186,28 @@ fn or_none(s: &str) -> &str {
     }
 }
 
+/// A plan's size as written (`100`, `64k`, `1m`: binary multiples, as `httpvs serve` reads
+/// them) with its unit: `100B`, `64KiB`, `1MiB` (it read `64kB`, a decimal unit).
+fn binary_size(size: &str) -> String {
+    let unit = match size.chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => "KiB",
+        Some('m') => "MiB",
+        Some('g') => "GiB",
+        _ => return format!("{size}B"),
+    };
+    format!("{}{unit}", &size[..size.len() - 1])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_are_labelled_in_binary_units() {
+        assert_eq!(binary_size("64k"), "64KiB");
+        assert_eq!(binary_size("1m"), "1MiB");
+        assert_eq!(binary_size("100"), "100B");
+    }
 
     #[test]
     fn text_has_a_row_per_protocol_and_a_verdict_per_table() {

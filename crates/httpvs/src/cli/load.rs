@@ -21,7 +21,7 @@ use std::process::ExitCode;
 pub struct Args {
     /// Target URL (http:// or https://); more URLs (or /paths) on the same origin are sent in
     /// turn, as h2load does.
-    #[arg(value_name = "URL", required_unless_present = "input_file")]
+    #[arg(value_name = "URL")]
     urls: Vec<String>,
     /// Read request URLs (or /paths), one per line, from FILE (`-` for stdin), after any given
     /// as arguments; blank lines and lines starting with # are skipped.
@@ -240,7 +240,7 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
     let Some((first, more)) = urls.split_first() else {
         return Err(usage(match &args.input_file {
             Some(path) => format!("--input-file {}: no URL in it", path.display()),
-            None => "no URL given".into(),
+            None => "no URL given: httpvs load URL [URL...], or -i FILE with one per line".into(),
         }));
     };
     let (first, url_credentials) = take_userinfo(first)?;

@@ -91,11 +91,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let (up, down) = (config.up.clone(), config.down.clone());
     let link = Link::start(config).context("netem")?;
+    // A direction whose options name a `seed` draws from that one, not from the link's.
+    let seed = link.seed();
+    let (seeds, repeat) = match (up.seed, down.seed) {
+        (None, None) => (format!("seed {seed}"), format!("--seed {seed}")),
+        (Some(u), None) => (
+            format!("seed {u} up (its options), {seed} down"),
+            format!("--seed {seed}"),
+        ),
+        (None, Some(d)) => (
+            format!("seed {seed} up, {d} down (its options)"),
+            format!("--seed {seed}"),
+        ),
+        (Some(u), Some(d)) => (
+            format!("seed {u} up, {d} down (their options)"),
+            "the same options".to_string(),
+        ),
+    };
     if !args.quiet {
-        eprintln!(
-            "httpvs netem: up: {up} | down: {down} | seed {}",
-            link.seed()
-        );
+        eprintln!("httpvs netem: up: {up} | down: {down} | {seeds}");
         let via = if httpvs_netem::rootless::is_inside() {
             "rootless: a forwarder at the link's far end carries it on, so the server sees 127.0.0.1"
                 .to_string()
@@ -112,11 +126,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let elapsed = started.elapsed();
     // Let the command's last packets (its FIN, final ACKs) reach the server before the link goes.
     link.drain(std::time::Duration::from_secs(2));
-    let seed = link.seed();
     let counters = link.stop();
     if !args.quiet {
         eprintln!(
-            "httpvs netem: {:.2} s, seed {seed} (--seed {seed} repeats the same choices)",
+            "httpvs netem: {:.2} s, {seeds} ({repeat} repeats the same choices)",
             elapsed.as_secs_f64()
         );
         eprint!("{counters}");
