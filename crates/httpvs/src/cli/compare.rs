@@ -23,7 +23,7 @@ pub struct Args {
     /// make) and exit.
     #[arg(long)]
     print_plan: bool,
-    /// Under a minute: one short repeat of the first payload.
+    /// Under a minute: one short repeat of the first payload, each protocol at its first shape.
     #[arg(long)]
     quick: bool,
     /// Client shapes per protocol, CONNECTIONS or CONNECTIONSxSTREAMS: h2c=8x60,h1=120.
