@@ -146,8 +146,10 @@ pub const MAX_THREADS: usize = 4096;
 /// Lowest `--rate`, requests/s: one request per 1000 s. Far lower rates put a schedule's
 /// second send past what a clock can hold.
 pub const MIN_RATE: f64 = 0.001;
-/// The most percentiles `--percentiles` adds to the report's list.
+/// The most percentiles `--percentiles` (and `--fail-on`) add to the report's list.
 pub const MAX_PERCENTILES: usize = 32;
+/// The lowest percentile a report lists (its label stays short).
+pub const MIN_PERCENTILE: f64 = 0.001;
 /// Default connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -235,6 +237,12 @@ impl LoadConfig {
             url.to_string()
         };
         let uri = parse_url(&full).map_err(|e| match e {
+            ConfigError::InvalidUrl { why, .. } if why.starts_with("user:password@") => {
+                ConfigError::InvalidUrl {
+                    url: url.to_string(),
+                    why: "user:password@ goes in the first URL only (or -a USER:PASS)".into(),
+                }
+            }
             ConfigError::InvalidUrl { why, .. } => ConfigError::InvalidUrl {
                 url: url.to_string(),
                 why,
@@ -311,14 +319,18 @@ impl LoadConfig {
         if let Some(p) = self
             .percentiles
             .iter()
-            .find(|p| !(p.is_finite() && **p > 0.0 && **p <= 100.0))
+            .find(|p| !(p.is_finite() && **p >= MIN_PERCENTILE && **p <= 100.0))
         {
-            return bad(format!("--percentiles: {p} is not above 0 and at most 100"));
-        }
-        if self.percentiles.len() > MAX_PERCENTILES {
             return bad(format!(
-                "--percentiles: {} given, at most {MAX_PERCENTILES}",
-                self.percentiles.len()
+                "percentile {p:?} is not from {MIN_PERCENTILE} to 100 (--percentiles, --fail-on)"
+            ));
+        }
+        let base = crate::report::build::PERCENTILES.len();
+        let extra = crate::report::build::listed_percentiles(&self.percentiles).len() - base;
+        if extra > MAX_PERCENTILES {
+            return bad(format!(
+                "--percentiles and --fail-on name {extra} percentiles besides the {base} always \
+                 listed; at most {MAX_PERCENTILES}"
             ));
         }
         if self.connect_timeout.is_zero() {
@@ -408,7 +420,7 @@ pub fn parse_url(url: &str) -> Result<http::Uri, ConfigError> {
     }
     if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
         return Err(invalid(
-            "user:password@ belongs in the first URL only (or -a USER:PASS, or -H Authorization)",
+            "user:password@ is not taken here; send credentials with -H Authorization",
         ));
     }
     if let Some(port) = port_text(&uri) {

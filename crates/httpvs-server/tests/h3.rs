@@ -219,8 +219,9 @@ async fn a_delayed_h3_answer_outlives_the_idle_timeout() {
     });
     let mut client = connect(&server).await;
     let answered = get(&mut client, "/?delay=1200ms").await;
+    // Answered at all is the point: the idle close used to end the connection under it (its
+    // count right after is not asserted: a slow machine may pass the idle timeout by then).
     assert_eq!(answered.map(|a| a.0), Ok(200));
-    assert_eq!(server.totals().rejected.idle_closed, 0);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while server.totals().rejected.idle_closed == 0 && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -56,6 +56,38 @@ fn openings_that_are_not_http_and_failed_tls_handshakes_are_counted() {
     assert_eq!(t.connections.total(), 0, "{t:?}");
 }
 
+/// A client that says ALPN h2 over TLS and then sends an HTTP/1.1 request never spoke HTTP/2:
+/// the owned engine closes without a GOAWAY, and counts it as not HTTP, not as a GOAWAY sent.
+#[test]
+fn a_broken_h2_preface_is_not_counted_as_a_goaway() {
+    let server = support::server(Limits::default());
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls_pki_types::CertificateDer::from(server.cert_der()))
+        .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"h2".to_vec()];
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let mut conn = rustls::ClientConnection::new(Arc::new(tls), name).unwrap();
+    let mut tcp = TcpStream::connect(server.https_addr().unwrap()).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut stream = rustls::Stream::new(&mut conn, &mut tcp);
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut out = Vec::new();
+    let _ = stream.read_to_end(&mut out);
+    let t = totals_when(&server, |t| t.failed.not_http > 0);
+    assert_eq!(t.failed.not_http, 1, "{t:?}");
+    assert_eq!(t.goaways_sent, 0, "{t:?}");
+    assert_eq!(t.failed.h2_protocol_errors, 0, "{t:?}");
+}
+
 #[test]
 fn h2_protocol_errors_are_counted_on_both_engines() {
     for engine in [H2Engine::Owned, H2Engine::Hyper] {

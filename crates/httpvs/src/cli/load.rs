@@ -345,7 +345,8 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
             .map(str::trim)
             .filter(|p| !p.is_empty())
             .map(|p| {
-                p.trim_start_matches(['p', 'P'])
+                p.strip_prefix(['p', 'P'])
+                    .unwrap_or(p)
                     .parse::<f64>()
                     .map_err(|_| {
                         usage(format!(
@@ -370,26 +371,32 @@ fn take_userinfo(url: &str) -> anyhow::Result<(String, Option<String>)> {
     let Some(at) = rest[..authority_end].rfind('@') else {
         return Ok((url.to_string(), None));
     };
-    let userinfo = percent_decode(&rest[..at]).ok_or_else(|| {
+    let without = format!("{}{}", &url[..scheme_end], &rest[at + 1..]);
+    // The password stays out of the error line.
+    let mut userinfo = percent_decode(&rest[..at]).ok_or_else(|| {
         usage(format!(
-            "invalid URL {url:?}: a bad %-escape in user:password@"
+            "invalid URL {without:?} with user:password@: a bad %-escape in its user part"
         ))
     })?;
-    Ok((
-        format!("{}{}", &url[..scheme_end], &rest[at + 1..]),
-        Some(userinfo),
-    ))
+    // `user@` is a user with an empty password, as curl takes it.
+    if !userinfo.contains(':') {
+        userinfo.push(':');
+    }
+    Ok((without, Some(userinfo)))
 }
 
-/// Decodes %XX escapes; `None` for a broken escape or bytes that are not UTF-8.
+/// Decodes %XX escapes (two hex digits each); `None` for a broken escape or bytes that are
+/// not UTF-8.
 fn percent_decode(s: &str) -> Option<String> {
+    let hex = |b: u8| char::from(b).to_digit(16);
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
+            let hi = hex(*bytes.get(i + 1)?)?;
+            let lo = hex(*bytes.get(i + 2)?)?;
+            out.push((hi * 16 + lo) as u8);
             i += 3;
         } else {
             out.push(bytes[i]);
@@ -415,6 +422,8 @@ fn basic_authorization(credentials: &str) -> anyhow::Result<(http::HeaderName, h
 
 /// The most request URLs a run takes: each is a request kept for the whole run.
 const MAX_URLS: usize = 100_000;
+/// The longest `--input-file` read (100,000 URLs of about 80 bytes each fit).
+const MAX_URL_FILE_BYTES: u64 = 64 << 20;
 
 /// The URLs given as arguments, then those of `--input-file`.
 fn request_urls(args: &Args) -> anyhow::Result<Vec<String>> {
@@ -422,11 +431,29 @@ fn request_urls(args: &Args) -> anyhow::Result<Vec<String>> {
     if let Some(path) = &args.input_file {
         let cannot =
             |e: std::io::Error| usage(format!("cannot read --input-file {}: {e}", path.display()));
-        let text = if path.as_os_str() == "-" {
-            std::io::read_to_string(std::io::stdin()).map_err(cannot)?
+        // Bounded: a list longer than this (or /dev/zero) is refused, not read into memory.
+        let mut text = String::new();
+        let read = if path.as_os_str() == "-" {
+            std::io::Read::read_to_string(
+                &mut std::io::Read::take(std::io::stdin(), MAX_URL_FILE_BYTES + 1),
+                &mut text,
+            )
         } else {
-            std::fs::read_to_string(path).map_err(cannot)?
+            std::fs::File::open(path).and_then(|f| {
+                std::io::Read::read_to_string(
+                    &mut std::io::Read::take(f, MAX_URL_FILE_BYTES + 1),
+                    &mut text,
+                )
+            })
         };
+        let n = read.map_err(cannot)?;
+        if n as u64 > MAX_URL_FILE_BYTES {
+            return Err(usage(format!(
+                "--input-file {}: longer than {} MiB",
+                path.display(),
+                MAX_URL_FILE_BYTES >> 20
+            )));
+        }
         urls.extend(
             text.lines()
                 .map(str::trim)

@@ -129,8 +129,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let counters = link.stop();
     if !args.quiet {
         eprintln!(
-            "httpvs netem: {:.2} s, {seeds} ({repeat} repeats the same choices)",
-            elapsed.as_secs_f64()
+            "httpvs netem: {:.2} s, {seeds} ({repeat} {} the same choices)",
+            elapsed.as_secs_f64(),
+            if repeat.starts_with("--seed") {
+                "repeats"
+            } else {
+                "repeat"
+            }
         );
         eprint!("{counters}");
     }

@@ -111,6 +111,9 @@ pub struct ServerCore {
     answered: usize,
     /// Set when ENHANCE_YOUR_CALM ended the connection.
     pub rapid_reset: bool,
+    /// Set when the client's first bytes were not the h2 preface (closed without a GOAWAY:
+    /// the peer is not speaking HTTP/2, as on TLS with ALPN h2 and an HTTP/1.1 request).
+    pub bad_preface: bool,
     /// Streams refused with REFUSED_STREAM (over `max_streams`) not yet counted by the shell.
     pub refused_streams: u32,
 }
@@ -166,6 +169,7 @@ impl ServerCore {
             resets: ResetBudget::new(limits.max_early_resets),
             answered: 0,
             rapid_reset: false,
+            bad_preface: false,
             refused_streams: 0,
         }
     }
@@ -213,6 +217,7 @@ impl ServerCore {
                 let at = PREFACE.len() - self.preface_left;
                 let n = self.preface_left.min(rest.len());
                 if rest[..n] != PREFACE[at..at + n] {
+                    self.bad_preface = true;
                     return Err(ConnError(code::PROTOCOL_ERROR));
                 }
                 self.preface_left -= n;

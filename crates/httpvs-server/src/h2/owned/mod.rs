@@ -81,6 +81,7 @@ where
     };
     send::fixed_block(&shell.date.text, &mut shell.fixed_block);
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut delay_timer = DelayTimer::default();
     let mut idle = pin!(state.idle(limits.idle_timeout));
     let mut shutdown = ctx.shutdown.clone();
     let mut stopping = false;
@@ -109,7 +110,10 @@ where
                 Ok(0) | Err(_) => return,
                 Ok(_) => {
                     if shell.on_read(&mut input).is_err() {
-                        if !shell.core.rapid_reset {
+                        if shell.core.bad_preface {
+                            // No GOAWAY went out: the peer never spoke HTTP/2.
+                            ctx.counters.event(Count::NotHttp);
+                        } else if !shell.core.rapid_reset {
                             // The core queued GOAWAY with the error's code.
                             ctx.counters.event(Count::H2ProtocolError);
                             ctx.counters.event(Count::GoAway);
@@ -119,7 +123,7 @@ where
                     }
                 }
             },
-            _ = sleep_until(next_delay) => shell.answer_due(),
+            _ = delay_timer.wait(next_delay) => shell.answer_due(),
             _ = &mut idle => {
                 if shell.delayed.is_empty() {
                     ctx.counters.event(Count::IdleClosed);
@@ -148,10 +152,34 @@ impl Drop for Shell<'_> {
     }
 }
 
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => crate::precise_sleep::sleep_until(at.into_std()).await,
-        None => std::future::pending().await,
+/// The wait for the next delayed answer, kept across loop turns: remade only when that
+/// answer's time changes, so a connection inside a delay's last milliseconds (a timerfd,
+/// `precise_sleep`) makes one timer per delayed answer, not one per read.
+#[derive(Default)]
+struct DelayTimer {
+    at: Option<Instant>,
+    sleep: Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>,
+}
+
+impl DelayTimer {
+    /// Completes at `at` (never, for `None`).
+    async fn wait(&mut self, at: Option<Instant>) {
+        if at != self.at {
+            self.at = at;
+            self.sleep = at.map(|t| {
+                Box::pin(crate::precise_sleep::sleep_until(t.into_std()))
+                    as std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+            });
+        }
+        match &mut self.sleep {
+            Some(sleep) => {
+                sleep.as_mut().await;
+                // Done: the next call makes a new one, even for the same time.
+                self.sleep = None;
+                self.at = None;
+            }
+            None => std::future::pending().await,
+        }
     }
 }
 
