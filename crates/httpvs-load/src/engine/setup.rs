@@ -88,8 +88,9 @@ fn connect_timeout_line(addr: SocketAddr, timeout: Duration, detail: &str) -> St
     }
 }
 
-/// What to try after a failed handshake: with `-k` the certificate is not the cause.
-fn tls_hint(insecure: bool) -> &'static str {
+/// What to try after a failed handshake: with `-k` the certificate is not the cause (`trace`
+/// says it too).
+pub(crate) fn tls_hint(insecure: bool) -> &'static str {
     if insecure {
         " (ALPN, an alert, or no TLS on that port; -k already accepts any certificate)"
     } else {

@@ -2,7 +2,7 @@
 //! the cause the connection showed (the QUIC close reason, the server's GOAWAY), when it did.
 
 use super::event::{Direction, EventKind, H2Detail, TraceEvent};
-use crate::engine::setup::first_connection_hint;
+use crate::engine::setup::{first_connection_hint, tls_hint};
 use crate::error::{h2_code_name, ErrorKind};
 use crate::protocol::{RetryReason, SendError, Target};
 
@@ -29,13 +29,13 @@ pub fn connect_failure(
             format!("refused: nothing answers QUIC at {addr} (UDP; a TCP-only server refuses QUIC)")
         }
         ErrorKind::Refused => format!("refused: nothing listens at {addr}"),
+        // As load's line: what rustls said, then the hint.
         ErrorKind::Tls => {
-            let line = with_cause(format!("tls: handshake with {addr} failed"), cause);
-            return if attempt.insecure {
-                format!("{line}; -k accepts any certificate: ALPN, an alert or no TLS there")
-            } else {
-                format!("{line}; for a certificate not trusted here: --cacert FILE or -k")
-            };
+            let said = cause.map_or(String::new(), |c| format!(": {}", one_line(c)));
+            return format!(
+                "tls: handshake with {addr} failed{said}{}",
+                tls_hint(attempt.insecure)
+            );
         }
         // With a cause, TCP connected and a later step (TLS, h2's SETTINGS) stalled.
         ErrorKind::ConnectTimeout if cause.is_some() => {
