@@ -377,22 +377,22 @@ impl LoadConfig {
     }
 }
 
+/// The URL's port, or its scheme's default (443 for https, else 80).
+pub fn port_or_default(url: &http::Uri) -> u16 {
+    url.port_u16()
+        .unwrap_or(if url.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        })
+}
+
 /// Whether two URLs share scheme, host and port (a missing port is the scheme's default).
 fn same_origin(a: &http::Uri, b: &http::Uri) -> bool {
-    let port = |u: &http::Uri| {
-        u.port_u16().unwrap_or(
-            if u.scheme_str()
-                .is_some_and(|s| s.eq_ignore_ascii_case("https"))
-            {
-                443
-            } else {
-                80
-            },
-        )
-    };
-    let scheme = |u: &http::Uri| u.scheme_str().map(str::to_ascii_lowercase);
     let host = |u: &http::Uri| u.host().map(str::to_ascii_lowercase);
-    scheme(a) == scheme(b) && host(a) == host(b) && port(a) == port(b)
+    a.scheme_str() == b.scheme_str()
+        && host(a) == host(b)
+        && port_or_default(a) == port_or_default(b)
 }
 
 /// The number of cores, the default for `-t`.

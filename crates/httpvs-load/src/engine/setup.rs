@@ -195,9 +195,7 @@ pub fn resolve_target(url: &http::Uri) -> Result<Target, LoadError> {
 pub fn resolve_targets(url: &http::Uri) -> Result<Vec<Target>, LoadError> {
     let scheme = url.scheme_str().unwrap_or("http").to_string();
     let host = url.host().unwrap_or_default().to_string();
-    let port = url
-        .port_u16()
-        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+    let port = crate::config::port_or_default(url);
     let bare = host
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
