@@ -114,6 +114,8 @@ pub struct LoadConfig {
     /// Percentiles the report lists besides p50, p75, p90, p95, p99, p99.9 and p99.99
     /// (`--percentiles`, as Fortio's `-p`; and those `--fail-on` rules name).
     pub percentiles: Vec<f64>,
+    /// `--log-file`: one row per measured request, as h2load's (`stats::request_log`).
+    pub request_log: Option<std::sync::Arc<crate::stats::RequestLog>>,
 }
 
 /// Why a configuration cannot run; the CLI prints it as one line and exits 2.
@@ -180,6 +182,7 @@ impl LoadConfig {
             alt_svc: false,
             preconnect: false,
             percentiles: Vec::new(),
+            request_log: None,
         })
     }
 

@@ -61,12 +61,27 @@ fn load_reports_on_h1_h2c_and_h3_validate() {
     assert_eq!(count(&r["requests"]["succeeded"]), 200);
     assert_eq!(r["thresholds"].as_array().unwrap().len(), 2);
 
+    let log = std::env::temp_dir().join(format!("httpvs-schema-{}.tsv", std::process::id()));
     let r = load_report(
         &[
-            &http, "-p", "h2c", "-c", "2", "-m", "4", "-t", "1", "-n", "300",
+            &http,
+            "-p",
+            "h2c",
+            "-c",
+            "2",
+            "-m",
+            "4",
+            "-t",
+            "1",
+            "-n",
+            "300",
+            "--log-file",
+            log.to_str().unwrap(),
         ],
         0,
     );
+    let _ = std::fs::remove_file(&log);
+    assert_eq!(count(&r["request_log"]["rows"]), 300);
     assert_eq!(r["protocol"]["negotiated"], "h2c");
     assert!(count(&r["phases"]["settings"]["count"]) > 0, "{r}");
     assert!(r["wire"]["header_savings"].is_number(), "{r}");

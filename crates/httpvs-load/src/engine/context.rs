@@ -2,9 +2,10 @@
 
 use crate::protocol::{ConnectOptions, Protocol, RequestSpec, Target};
 use crate::schedule::WorkerSchedule;
+use crate::stats::request_log::{RequestLog, WorkerLog};
 use crate::stats::WorkerRecorder;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,12 +30,21 @@ pub struct RunShared {
     pub backoff_on_connect_failure: bool,
     /// Set when the run must stop early (interrupt); checked before each new request.
     pub stop: Arc<AtomicBool>,
+    /// `--log-file`: where each measured request's row goes.
+    pub request_log: Option<Arc<RequestLog>>,
+    /// The last connection number given out (the request log's connection column).
+    pub connections_numbered: AtomicU64,
 }
 
 impl RunShared {
     /// Whether the run was asked to stop early.
     pub fn stopping(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+
+    /// A number for a connection just opened: 1, 2... in the order the run opened them.
+    pub fn number_connection(&self) -> u64 {
+        self.connections_numbered.fetch_add(1, Ordering::Relaxed) + 1
     }
 }
 
@@ -54,6 +64,8 @@ pub struct WorkerCtx<P: Protocol> {
     pub cancel: tokio::sync::Notify,
     /// The index in `shared.specs` of this worker's next request.
     pub next_spec: Cell<usize>,
+    /// `--log-file`: this worker's buffer of request rows.
+    pub log: RefCell<Option<WorkerLog>>,
 }
 
 impl<P: Protocol> WorkerCtx<P> {

@@ -25,7 +25,7 @@ use crate::report::Report;
 use crate::schedule::{RunPlan, WorkerSchedule};
 use crate::stats::{Observer, WorkerStats};
 use context::RunShared;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use worker::{run_worker, WorkerJob, WorkerResult, WorkerStart};
@@ -121,6 +121,8 @@ pub fn run_with_protocol<F: ProtocolFactory>(
         // fails at once (an error, as Fortio and wrk2 count it) rather than waiting in backoff.
         backoff_on_connect_failure: deadline.is_some() && config.rate.is_none(),
         stop,
+        request_log: config.request_log.clone(),
+        connections_numbered: AtomicU64::new(0),
     });
     for (index, start) in starts.into_iter().enumerate() {
         let schedule = match config.rate {

@@ -44,6 +44,8 @@ pub struct LiveConn<P: Protocol> {
     preopened: bool,
     /// How it opened; a warmup connection is counted as opened at its first measured request.
     info: ConnectInfo,
+    /// Its number in the run: 1, 2... in the order opened (the request log's connection column).
+    pub number: u64,
 }
 
 impl<P: Protocol> LiveConn<P> {
@@ -263,6 +265,7 @@ impl<P: Protocol> Slot<P> {
             wire_baseline: Cell::new(preopened.then(WireBytes::default)),
             preopened,
             info,
+            number: self.ctx.shared.number_connection(),
         });
         *self.current.borrow_mut() = Some(live.clone());
         live

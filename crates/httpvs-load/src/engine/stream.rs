@@ -8,6 +8,7 @@ use super::slot::{LiveConn, Slot};
 use crate::error::ErrorKind;
 use crate::protocol::{Connection, Protocol, ResponseInfo, RetryReason, SendError};
 use crate::schedule::Ticket;
+use crate::stats::request_log::RequestRow;
 use crate::stats::{RequestTimings, WorkerRecorder};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::cell::{Cell, RefCell};
@@ -168,7 +169,9 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
                         Ok(live) => (live, Instant::now()),
                         Err(kind) => {
                             req.fail(kind);
-                            break Instant::now();
+                            let end = Instant::now();
+                            log_row(&slot.ctx, &req, end, 0, Err(kind));
+                            break end;
                         }
                     },
                 };
@@ -290,6 +293,7 @@ fn settle<P: Protocol>(
             ctx.recorder.borrow_mut().total.connections.reused_requests += 1;
         }
     }
+    let number = live.number;
     drop(live);
     // Finished after the end (the timer that cuts runs off has 1 ms ticks): it was in flight
     // when the run ended, so it is cut off, as the identity counts it.
@@ -320,13 +324,16 @@ fn settle<P: Protocol>(
                     exchange,
                 };
                 ctx.recorder.borrow_mut().succeeded(timings, &info);
+                log_row(ctx, req, end, number, Ok(info.status));
             }
             Attempt::Done
         }
         Err(SendError::Retry(reason)) => {
             req.retries += u8::from(refused_without_progress);
             if req.retries > MAX_RETRIES {
-                req.fail(retry_exhausted(reason));
+                let kind = retry_exhausted(reason);
+                req.fail(kind);
+                log_row(ctx, req, end, number, Err(kind));
                 return Attempt::Done;
             }
             if req.measured {
@@ -336,8 +343,34 @@ fn settle<P: Protocol>(
         }
         Err(SendError::Failed(kind)) => {
             req.fail(kind);
+            log_row(ctx, req, end, number, Err(kind));
             Attempt::Done
         }
+    }
+}
+
+/// `--log-file`: the row of a measured request that ended (`status`, or why it failed) on
+/// connection `number` (0: none opened).
+fn log_row<P: Protocol>(
+    ctx: &WorkerCtx<P>,
+    req: &InFlight<'_>,
+    end: Instant,
+    number: u64,
+    outcome: Result<u16, ErrorKind>,
+) {
+    if !req.measured {
+        return;
+    }
+    if let Some(log) = ctx.log.borrow_mut().as_mut() {
+        log.row(&RequestRow {
+            start: req.first_send.unwrap_or(req.origin),
+            intended: req.origin,
+            end,
+            status: outcome.ok(),
+            connection: number,
+            url: req.spec,
+            error: outcome.err(),
+        });
     }
 }
 

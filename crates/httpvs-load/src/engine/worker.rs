@@ -10,6 +10,7 @@ use super::slot::Slot;
 use super::stream::run_slot;
 use crate::protocol::{ConnectInfo, ConnectOptions, Protocol, Target};
 use crate::schedule::WorkerSchedule;
+use crate::stats::request_log::WorkerLog;
 use crate::stats::{IntervalStats, WorkerRecorder, WorkerStats};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::FutureExt;
@@ -114,6 +115,7 @@ pub fn run_worker<F: ProtocolFactory>(
             cancelled: Cell::new(false),
             cancel: tokio::sync::Notify::new(),
             next_spec: Cell::new(0),
+            log: RefCell::new(shared.request_log.clone().map(WorkerLog::new)),
         });
         if shared.stopping() {
             ctx.interrupt();
@@ -151,6 +153,8 @@ pub fn run_worker<F: ProtocolFactory>(
         let _ = tx.send(WorkerMsg::Interval { stats: last });
         let _ = tx.send(WorkerMsg::Finished);
         let stats = std::mem::take(&mut ctx.recorder.borrow_mut().total);
+        // The log's last rows go out before the run's report reads its outcome.
+        drop(ctx.log.borrow_mut().take());
         Ok(WorkerResult { stats, finished_at })
     });
     // Drive connection shutdowns (close frames, FINs) that the drops above queued.

@@ -134,6 +134,14 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
         connections: connections(config, stats, facts.probes),
         quic: quic(config, stats),
         network: None,
+        request_log: config.request_log.as_ref().map(|log| {
+            let outcome = log.outcome();
+            RequestLogInfo {
+                file: outcome.file,
+                rows: outcome.rows,
+                error: outcome.error,
+            }
+        }),
         series: facts.series,
         thresholds: Vec::new(),
     }

@@ -57,11 +57,26 @@ pub struct Report {
     /// The emulated link the run went through (`--net`); absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<Network>,
+    /// `--log-file`: where each request's row went; absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_log: Option<RequestLogInfo>,
     /// One point per second of the measured part.
     pub series: Vec<SeriesPoint>,
     /// `--fail-on` results (empty without it).
     #[serde(default)]
     pub thresholds: Vec<ThresholdResult>,
+}
+
+/// The per-request log (`--log-file`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestLogInfo {
+    /// The file, as given.
+    pub file: String,
+    /// Rows written: succeeded + failed when the log is whole.
+    pub rows: u64,
+    /// Why writing stopped early (the rows after it are missing); absent when the log is whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The target.

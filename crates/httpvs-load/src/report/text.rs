@@ -34,6 +34,7 @@ pub fn render(r: &Report) -> String {
     connections(&mut out, r);
     quic(&mut out, r);
     network(&mut out, r);
+    request_log(&mut out, r);
     thresholds(&mut out, r);
     out
 }
@@ -652,6 +653,30 @@ fn spurious_quic_loss(r: &Report) -> Option<String> {
             group(dropped)
         )
     })
+}
+
+/// Where `--log-file` put each request's row, and whether every row got there.
+fn request_log(out: &mut String, r: &Report) {
+    let Some(log) = &r.request_log else { return };
+    let rows = plural(log.rows, "row");
+    match &log.error {
+        None => {
+            let _ = writeln!(
+                out,
+                "\nRequest log  {rows} in {} (start µs, status, duration µs, intended µs, \
+                 connection, url, error; tab-separated)",
+                log.file
+            );
+        }
+        Some(why) => {
+            let _ = writeln!(
+                out,
+                "\nRequest log  {rows} in {}, then writing failed: {why}; the other rows are \
+                 missing",
+                log.file
+            );
+        }
+    }
 }
 
 fn thresholds(out: &mut String, r: &Report) {

@@ -4,9 +4,11 @@
 
 pub mod counters;
 pub mod histogram;
+pub mod request_log;
 pub mod snapshot;
 pub mod worker;
 
 pub use histogram::LatencyHistogram;
+pub use request_log::{RequestLog, RequestLogOutcome};
 pub use snapshot::{IntervalSnapshot, Observer, Quiet, Recording};
 pub use worker::{IntervalStats, RequestTimings, WorkerRecorder, WorkerStats};

@@ -130,6 +130,11 @@ pub struct Args {
     /// Also list these latency percentiles, like 33,99.999 (as Fortio's -p)
     #[arg(long, value_name = "LIST")]
     percentiles: Option<String>,
+    /// Write one tab-separated row per request to FILE, as h2load's --log-file: start (µs since
+    /// the epoch), status (-1 failed), duration µs, then intended start µs, connection, url
+    /// index, error
+    #[arg(long, value_name = "FILE")]
+    log_file: Option<PathBuf>,
 }
 
 impl Args {
@@ -167,6 +172,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.output {
         check_writable("-o", path)?;
     }
+    if let Some(path) = &args.log_file {
+        config.request_log = Some(open_request_log(path, args.output.as_deref())?);
+    }
     let stop = interrupt_flag();
     let show_progress = !args.no_progress && std::io::stderr().is_terminal();
     let mut progress = config
@@ -203,6 +211,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Err(why) = written {
         anyhow::bail!("{why}; the report went to stdout instead");
     }
+    if let Some(why) = report.request_log.as_ref().and_then(|l| l.error.as_ref()) {
+        // The run's figures stand; the log is what is incomplete, and a script must know.
+        anyhow::bail!(
+            "--log-file: writing failed after {} rows: {why}",
+            report.request_log.as_ref().map_or(0, |l| l.rows)
+        );
+    }
     if !report.requests.identity_holds {
         anyhow::bail!(
             "accounting identity broken (started != succeeded + failed + cut off): a bug"
@@ -223,6 +238,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(super::common::INTERRUPTED));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Creates (or empties) the `--log-file` file before the run: a path that cannot be written is
+/// one line and exit 2, and costs no run.
+fn open_request_log(
+    path: &std::path::Path,
+    report: Option<&std::path::Path>,
+) -> anyhow::Result<std::sync::Arc<httpvs_load::stats::RequestLog>> {
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        a == b
+            || matches!(
+                (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+                (Ok(x), Ok(y)) if x == y
+            )
+    };
+    if report.is_some_and(|report| same(path, report)) {
+        return Err(usage(format!(
+            "--log-file {} is also the -o file: give them different paths",
+            path.display()
+        )));
+    }
+    let file = std::fs::File::create(path)
+        .map_err(|e| usage(format!("--log-file: cannot write {}: {e}", path.display())))?;
+    Ok(httpvs_load::stats::RequestLog::new(
+        path.display().to_string(),
+        Box::new(file),
+    ))
 }
 
 /// Setup errors: the user's input exits 2, an unreachable target exits 1; both one line.

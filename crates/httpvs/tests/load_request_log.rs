@@ -1,0 +1,221 @@
+//! `httpvs load --log-file`: one row per request, as h2load's log, that agrees with the report.
+
+use std::process::{Command, Output};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+fn httpvs(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .arg("load")
+        .args(args)
+        .output()
+        .expect("httpvs runs")
+}
+
+fn epoch_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("httpvs-log-{}-{name}", std::process::id()))
+}
+
+/// One row, its seven columns read.
+#[derive(Debug)]
+struct Row {
+    start: u64,
+    status: i64,
+    duration: u64,
+    intended: u64,
+    connection: u64,
+    url: usize,
+    error: String,
+}
+
+fn rows(path: &std::path::Path) -> Vec<Row> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .map(|line| {
+            let c: Vec<&str> = line.split('\t').collect();
+            assert_eq!(c.len(), 7, "{line:?}");
+            Row {
+                start: c[0].parse().unwrap(),
+                status: c[1].parse().unwrap(),
+                duration: c[2].parse().unwrap(),
+                intended: c[3].parse().unwrap(),
+                connection: c[4].parse().unwrap(),
+                url: c[5].parse().unwrap(),
+                error: c[6].to_string(),
+            }
+        })
+        .collect()
+}
+
+/// Every measured request that ended has its row, with its URL's status (or -1 and the
+/// failure's kind), on every TCP protocol; the report's row count and statuses agree with it.
+#[test]
+fn every_request_has_a_row_that_agrees_with_the_report() {
+    let mut config = httpvs_server::ServeConfig::loopback_ephemeral();
+    config.h3 = None;
+    let server = httpvs_server::start(config).unwrap();
+    let plain = format!("http://{}/", server.http_addr().unwrap());
+    let tls = format!("https://{}/", server.https_addr().unwrap());
+    for (base, proto) in [(&plain, "h1"), (&plain, "h2c"), (&tls, "h2")] {
+        let log = temp(&format!("{proto}.tsv"));
+        let before = epoch_us();
+        let out = httpvs(&[
+            base,
+            "/?status=503",
+            "/?delay=200ms",
+            "-p",
+            proto,
+            "-k",
+            "--timeout",
+            "20ms",
+            "-n",
+            "60",
+            "-c",
+            "2",
+            "-t",
+            "2",
+            "--json",
+            "--no-progress",
+            "--log-file",
+            log.to_str().unwrap(),
+        ]);
+        let after = epoch_us();
+        assert_eq!(out.status.code(), Some(0), "{proto}: {out:?}");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let rows = rows(&log);
+        let ended = json["requests"]["succeeded"].as_u64().unwrap()
+            + json["requests"]["failed"].as_u64().unwrap();
+        assert_eq!(rows.len() as u64, ended, "{proto}");
+        assert_eq!(ended, 60, "{proto}");
+        assert_eq!(json["request_log"]["rows"], 60, "{proto}");
+        assert_eq!(json["request_log"]["file"], log.to_str().unwrap());
+        assert!(json["request_log"].get("error").is_none());
+        let mut per_url = [0; 3];
+        for row in &rows {
+            per_url[row.url] += 1;
+            assert!(
+                row.start >= before && row.start + row.duration <= after,
+                "{row:?}"
+            );
+            // The closed model: due when sent.
+            assert_eq!(row.intended, row.start, "{row:?}");
+            assert!(row.connection >= 1, "{row:?}");
+            match row.url {
+                0 => assert_eq!((row.status, row.error.as_str()), (200, "-"), "{row:?}"),
+                1 => assert_eq!((row.status, row.error.as_str()), (503, "-"), "{row:?}"),
+                _ => {
+                    assert_eq!(row.status, -1, "{row:?}");
+                    assert_eq!(row.error, "request_timeout", "{row:?}");
+                    assert!(row.duration >= 20_000, "{row:?}");
+                }
+            }
+        }
+        assert_eq!(per_url, [20, 20, 20], "{proto}: the URLs in turn");
+        let statuses = json["status_codes"].as_array().unwrap();
+        let count = |code: u64| {
+            statuses
+                .iter()
+                .find(|s| s["code"] == code)
+                .map_or(0, |s| s["count"].as_u64().unwrap())
+        };
+        assert_eq!((count(200), count(503)), (20, 20), "{proto}");
+        let _ = std::fs::remove_file(&log);
+    }
+}
+
+/// The open model logs each request's intended time: the corrected latency is start +
+/// duration - intended, and the intended times are the schedule's even spacing.
+#[test]
+fn the_open_model_logs_intended_times() {
+    let mut config = httpvs_server::ServeConfig::loopback_ephemeral();
+    config.h3 = None;
+    let server = httpvs_server::start(config).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let log = temp("open.tsv");
+    let out = httpvs(&[
+        &url,
+        "--rate",
+        "200",
+        "-n",
+        "100",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "--no-progress",
+        "--log-file",
+        log.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Request log  100 rows in"), "{text}");
+    let mut rows = rows(&log);
+    assert_eq!(rows.len(), 100);
+    for row in &rows {
+        assert!(row.intended <= row.start, "{row:?}");
+        assert_eq!(row.status, 200);
+    }
+    rows.sort_by_key(|r| r.intended);
+    let span = rows[99].intended - rows[0].intended;
+    // 99 gaps of 5 ms.
+    assert!((494_000..=496_000).contains(&span), "{span}");
+    let _ = std::fs::remove_file(&log);
+}
+
+/// A log that cannot be written is one line and exit 2 before any load; one that fails
+/// mid-run (a full disk) keeps the run's report, says how far the log got, and exits 1.
+#[test]
+fn a_log_that_cannot_be_written_is_said() {
+    let out = httpvs(&[
+        "http://127.0.0.1:9/",
+        "--log-file",
+        "/nonexistent/dir/x.tsv",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--log-file: cannot write"), "{stderr}");
+    let same = temp("same.json");
+    let same = same.to_str().unwrap();
+    let out = httpvs(&["http://127.0.0.1:9/", "--log-file", same, "-o", same]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("also the -o file"));
+    let _ = std::fs::remove_file(same);
+
+    if !std::path::Path::new("/dev/full").exists() {
+        return;
+    }
+    let mut config = httpvs_server::ServeConfig::loopback_ephemeral();
+    config.h3 = None;
+    let server = httpvs_server::start(config).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let out = httpvs(&[
+        &url,
+        "-n",
+        "3000",
+        "-c",
+        "2",
+        "--no-progress",
+        "--log-file",
+        "/dev/full",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("3,000 succeeded"), "{text}");
+    assert!(
+        text.contains("Request log  0 rows in /dev/full, then writing failed"),
+        "{text}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--log-file: writing failed after 0 rows"),
+        "{stderr}"
+    );
+}
