@@ -92,9 +92,11 @@ fn differing_in_flight(compared: &[&Row], rows: &[Row]) -> Vec<InFlight> {
     out
 }
 
-/// "rows differ in requests in flight: 128 vs 64" for a row against the baseline, with what the
-/// difference alone would give when the ratio is close to it (a delay-bound link: req/s ≈ in
-/// flight / round trip). None when they keep the same number in flight.
+/// "rows differ in requests in flight: 128 vs 64" for a row against the baseline, with their
+/// in-flight ratio when the measured ratio is close to it: where latency bounds the rate (req/s
+/// ≈ in flight / round trip) that difference alone gives such a ratio. Said as a fact, not a
+/// cause: on a clean link the two can match for other reasons. None when they keep the same
+/// number in flight.
 fn in_flight_note(row: &Row, base: &Row) -> Option<String> {
     let (a, b) = (in_flight(row), in_flight(base));
     if a == b || b == 0 {
@@ -105,7 +107,7 @@ fn in_flight_note(row: &Row, base: &Row) -> Option<String> {
     if let Some(r) = ratio(row, Some(base)) {
         if (r / expected - 1.0).abs() <= IN_FLIGHT_RATIO_CLOSE {
             note.push_str(&format!(
-                ", which alone gives {} on a delay-bound link",
+                ", about their in-flight ratio ({})",
                 format_ratio(expected)
             ));
         }

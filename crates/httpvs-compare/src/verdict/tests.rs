@@ -160,7 +160,7 @@ fn a_ratio_between_rows_of_different_in_flight_says_so() {
     assert!(
         v.line.starts_with(
             "h2c fastest, 1.9x h1 (rows differ in requests in flight: 128 vs 64, \
-             which alone gives 2.0x on a delay-bound link; single run"
+             about their in-flight ratio (2.0x); single run"
         ),
         "{}",
         v.line
