@@ -3,15 +3,12 @@
 //! Fields are handed to a callback as byte slices, so decoding allocates nothing except when
 //! an entry enters the dynamic table (servers index a field once, then refer to it).
 
+use super::dynamic_table::DynamicTable;
 use super::static_table::STATIC_TABLE;
 use super::{huffman, HpackError};
-use std::collections::VecDeque;
 
 /// SETTINGS_HEADER_TABLE_SIZE's initial value, which httpvs keeps.
 pub const DEFAULT_TABLE_SIZE: usize = 4096;
-
-/// Per-entry overhead in the table size (RFC 7541 §4.1).
-const ENTRY_OVERHEAD: usize = 32;
 
 /// Decodes the header blocks of one direction of one connection.
 #[derive(Debug)]
@@ -21,38 +18,6 @@ pub struct Decoder {
     size_limit: usize,
     name_buf: Vec<u8>,
     value_buf: Vec<u8>,
-}
-
-/// A table entry: name and value.
-type Entry = (Box<[u8]>, Box<[u8]>);
-
-#[derive(Debug)]
-struct DynamicTable {
-    /// Newest first: dynamic index 62 is `entries[0]`.
-    entries: VecDeque<Entry>,
-    size: usize,
-    max_size: usize,
-}
-
-impl DynamicTable {
-    fn evict_to(&mut self, limit: usize) {
-        while self.size > limit {
-            let Some((n, v)) = self.entries.pop_back() else {
-                break;
-            };
-            self.size -= n.len() + v.len() + ENTRY_OVERHEAD;
-        }
-    }
-
-    fn insert(&mut self, name: Box<[u8]>, value: Box<[u8]>) {
-        let size = name.len() + value.len() + ENTRY_OVERHEAD;
-        // An entry larger than the table empties it and is not added (RFC 7541 §4.4).
-        self.evict_to(self.max_size.saturating_sub(size));
-        if size <= self.max_size {
-            self.size += size;
-            self.entries.push_front((name, value));
-        }
-    }
 }
 
 impl Default for Decoder {
@@ -74,11 +39,7 @@ impl Decoder {
     /// A decoder whose table may grow to `size_limit` bytes (and starts at that size).
     pub fn new(size_limit: usize) -> Decoder {
         Decoder {
-            table: DynamicTable {
-                entries: VecDeque::new(),
-                size: 0,
-                max_size: size_limit,
-            },
+            table: DynamicTable::new(size_limit),
             size_limit,
             name_buf: Vec::new(),
             value_buf: Vec::new(),
@@ -87,7 +48,7 @@ impl Decoder {
 
     /// The dynamic table's current size in bytes (entries plus their overhead).
     pub fn table_size(&self) -> usize {
-        self.table.size
+        self.table.size()
     }
 
     /// Decodes one complete header block, handing each field to `on_field(name, value)`.
@@ -109,8 +70,7 @@ impl Decoder {
                 if fields_seen || size > self.size_limit {
                     return Err(HpackError::SizeUpdate);
                 }
-                self.table.max_size = size;
-                self.table.evict_to(size);
+                self.table.set_max_size(size);
                 continue;
             } else {
                 let (prefix, indexing) = if first & 0xc0 == 0x40 {
@@ -146,8 +106,7 @@ impl Decoder {
         );
         on_field(name, value);
         if indexing {
-            let entry = (Box::from(name), Box::from(value));
-            self.table.insert(entry.0, entry.1);
+            self.table.insert(Box::from(name), Box::from(value));
         }
         Ok(())
     }
@@ -156,7 +115,7 @@ impl Decoder {
         match index {
             0 => Err(HpackError::BadIndex(0)),
             1..=61 => Ok(Src::Static(index - 1)),
-            _ if index - 62 < self.table.entries.len() => Ok(Src::Dynamic(index - 62)),
+            _ if index - 62 < self.table.entries().len() => Ok(Src::Dynamic(index - 62)),
             _ => Err(HpackError::BadIndex(index)),
         }
     }
@@ -165,7 +124,7 @@ impl Decoder {
         Ok(match self.check_index(index)? {
             Src::Static(i) => (STATIC_TABLE[i].0.as_bytes(), STATIC_TABLE[i].1.as_bytes()),
             Src::Dynamic(i) => {
-                let (n, v) = &self.table.entries[i];
+                let (n, v) = &self.table.entries()[i];
                 (n, v)
             }
             _ => unreachable!("check_index returns table sources only"),
@@ -175,7 +134,7 @@ impl Decoder {
     fn resolve<'a>(&'a self, src: Src, block: &'a [u8], is_name: bool) -> &'a [u8] {
         match src {
             Src::Static(i) => STATIC_TABLE[i].0.as_bytes(),
-            Src::Dynamic(i) => &self.table.entries[i].0,
+            Src::Dynamic(i) => &self.table.entries()[i].0,
             Src::Raw(start, end) => &block[start..end],
             Src::Buf if is_name => &self.name_buf,
             Src::Buf => &self.value_buf,

@@ -2,11 +2,9 @@
 //! each distinct head is encoded once into two blocks: `first` adds its fields to the server's
 //! dynamic table, and `steady` (sent from then on) names them by index, a byte or two each.
 
+use super::dynamic_table::entry_size;
 use super::huffman;
 use super::static_table::{find_exact, find_name};
-
-/// Per-entry overhead in the table size (RFC 7541 §4.1).
-const ENTRY_OVERHEAD: usize = 32;
 
 /// The header blocks of one request head.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +36,7 @@ pub fn request_blocks(fields: &[(&[u8], &[u8])], indexing: bool) -> RequestBlock
         } else if indexing {
             literal(name, value, 6, 0x40, &mut first);
             added += 1;
-            table_bytes += name.len() + value.len() + ENTRY_OVERHEAD;
+            table_bytes += entry_size(name, value);
             // The newest entry is index 62; those added after this one push it up.
             integer(62 + dynamic - added, 7, 0x80, &mut steady);
         } else {

@@ -1,14 +1,18 @@
 //! HPACK (RFC 7541): the one header-compression codec of httpvs, shared by the owned h2 client
 //! (`httpvs_load::protocol::hpack` re-exports it) and the owned h2 server. The client decodes
-//! responses with [`Decoder`] and encodes each distinct request once with [`encoder`];
-//! `httpvs trace` decodes both directions with the same [`Decoder`].
+//! responses with [`Decoder`] and encodes each distinct request once with [`encoder`]; the
+//! server encodes its responses with a dynamic table ([`TableEncoder`]); `httpvs trace` decodes
+//! both directions with the same [`Decoder`].
 
 pub mod decoder;
+pub mod dynamic_table;
 pub mod encoder;
 pub mod huffman;
 pub mod static_table;
+pub mod table_encoder;
 
 pub use decoder::Decoder;
+pub use table_encoder::TableEncoder;
 
 /// Why a header block could not be decoded (all are HTTP/2 COMPRESSION_ERRORs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -1,9 +1,11 @@
 //! The sans-IO core of the owned HTTP/2 server connection: bytes in, events out, frames queued
 //! in `out`. It owns the preface check, SETTINGS, PING, GOAWAY, RST_STREAM, both directions of
-//! flow control, HPACK decoding, stream states and the errors RFC 9113 names for each misuse.
+//! flow control, HPACK (decoding requests; responses through `response_head.rs`), stream states
+//! and the errors RFC 9113 names for each misuse.
 //! Responses are queued through `send.rs`; the I/O shell in `mod.rs` decides what to answer.
 
 use super::head::RequestHead;
+use super::response_head::ResponseHeads;
 use crate::body::Body;
 use crate::h2::reset_budget::ResetBudget;
 use httpvs_h2wire::frame::{self as write, code, flag, kind, setting, FrameHeader};
@@ -82,6 +84,8 @@ pub struct ServerCore {
     pub out: Vec<u8>,
     hpack: Decoder,
     head: RequestHead,
+    /// Response heads, encoded with the dynamic table the client's decoder follows.
+    pub(super) heads: ResponseHeads,
     pub(super) streams: StreamIdMap<Stream>,
     closed: VecDeque<u32>,
     max_streams: usize,
@@ -147,6 +151,7 @@ impl ServerCore {
             out,
             hpack: Decoder::default(),
             head: RequestHead::default(),
+            heads: ResponseHeads::default(),
             streams: StreamIdMap::default(),
             closed: VecDeque::with_capacity(CLOSED_MEMORY),
             max_streams: limits.max_streams as usize,
@@ -629,6 +634,7 @@ impl ServerCore {
             let id = u16::from_be_bytes([entry[0], entry[1]]);
             let value = u32::from_be_bytes([entry[2], entry[3], entry[4], entry[5]]);
             match id {
+                setting::HEADER_TABLE_SIZE => self.heads.set_peer_table_size(value),
                 setting::ENABLE_PUSH if value > 1 => {
                     return Err(self.fail(code::PROTOCOL_ERROR));
                 }

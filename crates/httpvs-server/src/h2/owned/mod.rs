@@ -1,11 +1,13 @@
 //! The owned HTTP/2 server path (`--h2-engine owned`): a sans-IO core (`core`: frames, flow
-//! control, stream states, HPACK via `httpvs-h2wire`) driven by one task per connection that
-//! reads, answers every request of the read (`GET /` from a pre-encoded head, others through
-//! `respond::decide`), and writes all answers of the turn at once.
+//! control, stream states, HPACK via `httpvs-h2wire` with a dynamic table for response heads)
+//! driven by one task per connection that reads, answers every request of the read (`GET /` from
+//! a head kept encoded, others through `respond::decide`), and writes all answers of the turn at
+//! once.
 
 mod core;
 mod field_bytes;
 mod head;
+mod response_head;
 mod send;
 
 use self::core::{CoreLimits, Event, ServerCore};
@@ -43,10 +45,8 @@ struct Shell<'a> {
     ctx: &'a WorkerCtx,
     proto: Proto,
     state: &'a ConnState,
-    /// The fixed answer's head block, encoded again when `date` turns to a new second.
-    fixed_block: Vec<u8>,
+    /// The worker's date when the current read or timer turn began.
     date: Stamp,
-    scratch: Vec<u8>,
     collecting: StreamIdMap<Collecting>,
     delayed: BTreeMap<(Instant, u32), (Answer, bool)>,
     /// When each delayed stream is due, so a reset can drop its answer at once.
@@ -72,14 +72,11 @@ where
         ctx,
         proto,
         state: &state,
-        fixed_block: Vec::with_capacity(64),
         date: date::now(),
-        scratch: Vec::with_capacity(256),
         collecting: StreamIdMap::default(),
         delayed: BTreeMap::new(),
         delayed_at: StreamIdMap::default(),
     };
-    send::fixed_block(&shell.date.text, &mut shell.fixed_block);
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut delay_timer = DelayTimer::default();
     let mut idle = pin!(state.idle(limits.idle_timeout));
@@ -228,9 +225,7 @@ impl Shell<'_> {
                         && head.header_bytes <= self.ctx.limits.max_header_bytes;
                     if fast {
                         self.ctx.counters.status(200);
-                        let block = std::mem::take(&mut self.fixed_block);
-                        self.core.respond_fixed(stream, &block);
-                        self.fixed_block = block;
+                        self.core.respond_fixed(stream, &self.date);
                     } else {
                         let decided = decide(head, end_stream, self.ctx);
                         self.on_decision(stream, decided, end_stream);
@@ -319,13 +314,9 @@ impl Shell<'_> {
     }
 
     /// Takes the worker's current date (a thread-local read, no clock) once per read batch or
-    /// timer turn; the fixed head is encoded again only when the second turned.
+    /// timer turn.
     fn refresh_date(&mut self) {
-        let now = date::now();
-        if now.second != self.date.second {
-            self.date = now;
-            send::fixed_block(&self.date.text, &mut self.fixed_block);
-        }
+        self.date = date::now();
     }
 
     fn answer_due(&mut self) {
@@ -345,7 +336,6 @@ impl Shell<'_> {
         let close = answer.close;
         let (parts, body) = answer.response.into_parts();
         self.ctx.counters.status(parts.status.as_u16());
-        self.scratch.clear();
         let date =
             (!parts.headers.contains_key(DATE)).then_some((&b"date"[..], &self.date.text[..]));
         let fields = parts
@@ -353,8 +343,8 @@ impl Shell<'_> {
             .iter()
             .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()))
             .chain(date);
-        send::encode_head(parts.status.as_u16(), fields, &mut self.scratch);
-        self.core.respond(stream, &self.scratch, body, head_only);
+        let status = parts.status.as_u16();
+        self.core.respond(stream, status, fields, body, head_only);
         if close {
             self.core.go_away();
         }

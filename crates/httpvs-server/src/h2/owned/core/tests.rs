@@ -1,15 +1,14 @@
 //! The server core without sockets: frames in, events and frames out.
 
 use super::*;
-use crate::h2::owned::send;
+use crate::date::Stamp;
 use httpvs_h2wire::hpack::encoder::request_blocks;
 
-/// The fixed answer's head block for some date.
-fn fixed_block() -> Vec<u8> {
-    let mut block = Vec::new();
-    send::fixed_block(b"Thu, 01 Jan 1970 00:00:00 GMT", &mut block);
-    block
-}
+/// Some second's date, for the fixed answer.
+const DATE: Stamp = Stamp {
+    second: 0,
+    text: *b"Thu, 01 Jan 1970 00:00:00 GMT",
+};
 
 fn core(accept_limit: Option<u64>) -> ServerCore {
     let mut core = ServerCore::new(CoreLimits {
@@ -75,7 +74,7 @@ fn feed_with(core: &mut ServerCore, input: &[u8], answer: bool) -> (Vec<Seen>, O
             })) => {
                 let path = String::from_utf8_lossy(&head.path).into_owned();
                 if answer && path == "/" {
-                    core.respond_fixed(stream, &fixed_block());
+                    core.respond_fixed(stream, &DATE);
                 }
                 seen.push(Seen::Request(stream, path, end_stream));
             }
@@ -115,7 +114,7 @@ fn a_window_of_one_byte_sends_one_byte_then_the_rest_on_window_update() {
         (seen, error),
         (vec![Seen::Request(1, "/".into(), true)], None)
     );
-    core.respond_fixed(1, &fixed_block());
+    core.respond_fixed(1, &DATE);
     let sent = frames(&mut core);
     let data: Vec<usize> = sent
         .iter()
@@ -177,9 +176,9 @@ fn goaway_after_n_names_the_nth_stream_and_ignores_later_ones() {
         .expect("GOAWAY");
     assert_eq!(&goaway.3[..4], &3u32.to_be_bytes());
     assert!(core.take_goaway_sent());
-    core.respond_fixed(1, &fixed_block());
+    core.respond_fixed(1, &DATE);
     assert!(!core.is_finished());
-    core.respond_fixed(3, &fixed_block());
+    core.respond_fixed(3, &DATE);
     assert!(core.is_finished());
 }
 
