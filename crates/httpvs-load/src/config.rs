@@ -105,6 +105,8 @@ pub struct LoadConfig {
     pub cpus: Option<Vec<usize>>,
     /// `--0rtt`: h3 sends requests as 0-RTT early data when a session ticket allows it.
     pub zero_rtt: bool,
+    /// `--window`, `--connection-window`: the h2/h3 receive windows (unset: the protocol's).
+    pub windows: crate::protocol::window::ReceiveWindows,
     /// `--alt-svc`: `-p auto` on https follows an `h3` Alt-Svc advertisement of the origin.
     pub alt_svc: bool,
     /// Closed model: open every connection before the clock starts, as the open model always
@@ -179,6 +181,7 @@ impl LoadConfig {
             rate: None,
             cpus: None,
             zero_rtt: false,
+            windows: Default::default(),
             alt_svc: false,
             preconnect: false,
             percentiles: Vec::new(),
@@ -355,6 +358,9 @@ impl LoadConfig {
         if self.zero_rtt && !may_use_h3 {
             return bad("--0rtt needs -p h3 (or -p auto --alt-svc)".into());
         }
+        self.windows
+            .check(self.protocol, https)
+            .map_err(ConfigError::Invalid)?;
         match self.protocol {
             ProtocolChoice::Fixed(ProtocolKind::H2) if !https => {
                 bad("-p h2 needs an https:// URL (use -p h2c for cleartext HTTP/2)".into())

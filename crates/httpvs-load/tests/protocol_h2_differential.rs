@@ -6,6 +6,7 @@ mod protocol_support;
 
 use futures_util::future::join_all;
 use httpvs_load::protocol::h2::{Http2, Http2Reference};
+use httpvs_load::protocol::window::ReceiveWindows;
 use httpvs_load::protocol::{Connection, Protocol, RequestSpec, SendError, Target};
 use httpvs_server::{start, ServeConfig};
 use httpvs_testkit::nginx::{Nginx, NginxOptions};
@@ -69,15 +70,35 @@ async fn run<P: Protocol>(
 }
 
 async fn compare(target: &Target, ca: Option<&Path>, reqs: &[RequestSpec], depth: usize) {
-    let owned = run(&Http2::default(), target, ca, reqs, 25, depth).await;
-    let reference = run(&Http2Reference::default(), target, ca, reqs, 25, depth).await;
+    compare_with(target, ca, reqs, depth, 25, ReceiveWindows::default()).await;
+}
+
+/// As `compare`, `rounds` times, with both clients advertising `windows`.
+async fn compare_with(
+    target: &Target,
+    ca: Option<&Path>,
+    reqs: &[RequestSpec],
+    depth: usize,
+    rounds: usize,
+    windows: ReceiveWindows,
+) {
+    let owned_client = Http2::default().with_windows(windows);
+    let owned = run(&owned_client, target, ca, reqs, rounds, depth).await;
+    let reference_client = Http2Reference::default().with_windows(windows);
+    let reference = run(&reference_client, target, ca, reqs, rounds, depth).await;
     assert_eq!(
         owned, reference,
-        "owned codec vs h2 crate on {}",
+        "owned codec vs h2 crate on {} with {windows:?}",
         target.addr
     );
-    assert_eq!(owned.succeeded, 25 * reqs.len() as u64);
+    assert_eq!(owned.succeeded, (rounds * reqs.len()) as u64);
 }
+
+/// A 16 KiB stream window and HTTP/2's smallest connection window.
+const SMALL_WINDOWS: ReceiveWindows = ReceiveWindows {
+    stream: Some(16 << 10),
+    connection: Some(65_535),
+};
 
 fn serve_requests(target: &Target) -> Vec<RequestSpec> {
     let body = bytes::Bytes::from(vec![b'u'; 100_000]);
@@ -110,6 +131,17 @@ async fn owned_and_reference_agree_against_httpvs_serve() {
 }
 
 #[tokio::test(flavor = "current_thread")]
+async fn owned_and_reference_agree_with_small_windows() {
+    let mut config = ServeConfig::loopback_ephemeral();
+    config.h3 = None;
+    let server = start(config).expect("httpvs serve starts");
+    let h2c = target("http", server.http_addr().unwrap());
+    let mut reqs = serve_requests(&h2c);
+    reqs.push(get(&h2c, "/?size=1m"));
+    compare_with(&h2c, None, &reqs, 4, 5, SMALL_WINDOWS).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
 async fn owned_and_reference_agree_against_nginx() {
     let Some(bin) = require_peer("nginx") else {
         return;
@@ -122,4 +154,6 @@ async fn owned_and_reference_agree_against_nginx() {
     let tls = target("https", nginx.tls_addr());
     let reqs: Vec<_> = paths.iter().map(|p| get(&tls, p)).collect();
     compare(&tls, Some(&nginx.cert_path()), &reqs, 16).await;
+    let ca = nginx.cert_path();
+    compare_with(&tls, Some(&ca), &reqs, 16, 3, SMALL_WINDOWS).await;
 }

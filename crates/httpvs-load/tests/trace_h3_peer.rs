@@ -138,6 +138,7 @@ fn config(addr: SocketAddr, requests: u32, body: &'static str) -> TraceConfig {
         connect_timeout: Duration::from_secs(5),
         timeout: Duration::from_secs(5),
         show_body: true,
+        windows: Default::default(),
         linger: Duration::ZERO,
     }
 }

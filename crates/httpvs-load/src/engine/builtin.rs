@@ -9,6 +9,7 @@ use crate::protocol::h2::Http2;
 use crate::protocol::h3::{discover_h3_port, H3Options, Http3};
 use crate::protocol::probe::probe_alpn;
 use crate::protocol::tls::{client_config, ALPN_H2, ALPN_H3, ALPN_HTTP11};
+use crate::protocol::window::ReceiveWindows;
 use crate::protocol::{ConnectOptions, ProtocolKind, Target};
 use crate::report::Report;
 use crate::stats::Observer;
@@ -120,13 +121,17 @@ fn run_kind(
             let factory = Http3Factory {
                 options: H3Options {
                     zero_rtt: config.zero_rtt,
+                    windows: config.windows,
                     ..H3Options::default()
                 },
             };
             run_with_protocol(config, target, factory, tls, observer, stop)
         }
         ProtocolKind::H2 | ProtocolKind::H2c => {
-            let factory = Http2Factory { kind };
+            let factory = Http2Factory {
+                kind,
+                windows: config.windows,
+            };
             run_with_protocol(config, target, factory, tls, observer, stop)
         }
     }
@@ -217,6 +222,8 @@ impl ProtocolFactory for Http3Factory {
 /// HTTP/2: h2c (prior knowledge) for http, h2 (ALPN) for https.
 struct Http2Factory {
     kind: ProtocolKind,
+    /// `--window`, `--connection-window`.
+    windows: ReceiveWindows,
 }
 
 impl ProtocolFactory for Http2Factory {
@@ -225,6 +232,6 @@ impl ProtocolFactory for Http2Factory {
         self.kind
     }
     fn make(&self, _target: &Target) -> Result<Http2, LoadError> {
-        Ok(Http2::default())
+        Ok(Http2::default().with_windows(self.windows))
     }
 }

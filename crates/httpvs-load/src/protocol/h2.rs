@@ -5,9 +5,10 @@
 //! distinct request head encoded once (`head_blocks`). [`Http2Reference`] is the same protocol
 //! on the `h2` crate, kept as the correctness reference the differential tests compare against.
 //!
-//! Flow-control windows follow h2load: 2^30-1 for each stream and for the connection, so the
-//! client never throttles the server. The server's SETTINGS are awaited during connect, so
-//! its MAX_CONCURRENT_STREAMS is known (and honoured) before the first request.
+//! Flow-control windows follow h2load: 2^30-1 for each stream and for the connection unless
+//! `--window`/`--connection-window` set them ([`super::window`]), so by default the client never
+//! throttles the server. The server's SETTINGS are awaited during connect, so its
+//! MAX_CONCURRENT_STREAMS is known (and honoured) before the first request.
 
 mod accounting;
 mod conn_core;
@@ -30,6 +31,7 @@ pub use request_template::build_template;
 
 use super::tcp;
 use super::tls::{AlpnConfigs, ALPN_H2};
+use super::window::{H2Windows, ReceiveWindows};
 use super::wire::{PlaintextTaps, WireCounter};
 use super::{ConnectInfo, ConnectOptions, Protocol, Target};
 use crate::error::ErrorKind;
@@ -38,9 +40,6 @@ use std::future::poll_fn;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Stream and connection receive windows: h2load's default (`-w 30`, `-W 30`).
-pub const RECEIVE_WINDOW: u32 = (1 << 30) - 1;
 
 /// Opens the TCP (and, for https, TLS) transport both HTTP/2 clients run on, counted by the
 /// returned counter. Over TLS the server must choose h2: otherwise it would read our preface as a
@@ -79,6 +78,7 @@ async fn wait_settings<T>(
 pub struct Http2 {
     tls: AlpnConfigs,
     trace: Option<PlaintextTaps>,
+    windows: H2Windows,
 }
 
 impl Http2 {
@@ -88,6 +88,13 @@ impl Http2 {
             trace: Some(taps),
             ..Http2::default()
         }
+    }
+
+    /// This protocol with its connections advertising `windows` (`--window`,
+    /// `--connection-window`); unset ones stay h2load's default.
+    pub fn with_windows(mut self, windows: ReceiveWindows) -> Self {
+        self.windows = windows.h2();
+        self
     }
 }
 
@@ -108,7 +115,7 @@ impl Protocol for Http2 {
         tcp::note_connect_step(Some(
             "connected, but the server's HTTP/2 SETTINGS did not come",
         ));
-        let mut core = ConnCore::new(counter.clone());
+        let mut core = ConnCore::new(counter.clone(), self.windows);
         core.reserve_streams(options.streams as usize);
         let core = Arc::new(Mutex::new(core));
         let io = transport.tapped(self.trace.as_ref());

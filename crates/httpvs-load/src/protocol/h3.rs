@@ -32,6 +32,7 @@ pub use frames::FrameEvent;
 pub use tap::H3TapObserver;
 
 use crate::error::ErrorKind;
+use crate::protocol::window::ReceiveWindows;
 use crate::protocol::{ConnectInfo, ConnectOptions, Protocol, Target};
 use quinn::crypto::rustls::{HandshakeData, QuicClientConfig};
 use std::cell::RefCell;
@@ -58,15 +59,19 @@ pub struct H3Options {
     pub idle_timeout: Duration,
     /// Congestion controller of our sending side (requests, bodies, ACKs).
     pub congestion: CongestionControl,
+    /// `--window`, `--connection-window`: quinn's receive windows; unset ones stay quinn's.
+    pub windows: ReceiveWindows,
 }
 
 impl Default for H3Options {
-    /// 0-RTT off, a 30 s idle timeout, and the congestion control of this host's TCP.
+    /// 0-RTT off, a 30 s idle timeout, the congestion control of this host's TCP, and quinn's
+    /// receive windows.
     fn default() -> Self {
         H3Options {
             zero_rtt: false,
             idle_timeout: Duration::from_secs(30),
             congestion: CongestionControl::like_kernel_tcp(),
+            windows: ReceiveWindows::default(),
         }
     }
 }
@@ -256,6 +261,7 @@ fn transport_config(options: &H3Options) -> quinn::TransportConfig {
     // Streams go out in the order they were written, not round-robin: a request stream carries
     // one head (and maybe a body), so fair queuing only costs a priority-queue push per stream.
     transport.send_fairness(false);
+    options.windows.apply_to_quic(&mut transport);
     transport
 }
 

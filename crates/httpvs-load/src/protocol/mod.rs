@@ -11,6 +11,7 @@ pub use httpvs_h2wire::hpack;
 pub mod probe;
 pub mod tcp;
 pub mod tls;
+pub mod window;
 pub mod wire;
 
 use crate::error::ErrorKind;

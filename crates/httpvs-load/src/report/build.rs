@@ -178,6 +178,14 @@ fn shape(config: &LoadConfig, facts: &RunFacts<'_>, stats: &WorkerStats) -> Shap
         keepalive: config.keepalive,
         method: config.method.to_string(),
         request_body_bytes: config.body.len() as u64,
+        windows: config
+            .windows
+            .advertised(facts.kind)
+            .filter(|_| !config.windows.is_default())
+            .map(|(stream_bytes, connection_bytes)| Windows {
+                stream_bytes,
+                connection_bytes,
+            }),
     }
 }
 

@@ -43,6 +43,22 @@ pub fn rate(v: f64) -> String {
     }
 }
 
+/// A receive window as given: 16384 → "16KiB", 6 MiB → "6MiB", 2^30-1 → "1GiB-1" (h2load's
+/// 2^N-1), else exact bytes ("1,000B").
+pub fn window_size(n: u64) -> String {
+    for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        let whole = 1u64 << shift;
+        if n >= whole && n.is_multiple_of(whole) {
+            return format!("{}{unit}", n >> shift);
+        }
+        let next = n.saturating_add(1);
+        if next >= whole && next.is_multiple_of(whole) {
+            return format!("{}{unit}-1", next >> shift);
+        }
+    }
+    format!("{}B", super::diagnosis::group(n))
+}
+
 /// 99.9 → "p99.9", 50.0 → "p50".
 pub fn percentile_name(p: f64) -> String {
     let s = format!("{p}");
@@ -64,5 +80,11 @@ mod tests {
         assert_eq!(rate(9.96), "10.0");
         assert_eq!(percentile_name(99.9), "p99.9");
         assert_eq!(percentile_name(50.0), "p50");
+        assert_eq!(window_size(16_384), "16KiB");
+        assert_eq!(window_size(6 << 20), "6MiB");
+        assert_eq!(window_size((1 << 30) - 1), "1GiB-1");
+        assert_eq!(window_size(65_535), "64KiB-1");
+        assert_eq!(window_size(1_250_000), "1,250,000B");
+        assert_eq!(window_size(1), "1B");
     }
 }

@@ -134,6 +134,23 @@ pub struct Shape {
     pub method: String,
     /// Request body size.
     pub request_body_bytes: u64,
+    /// The receive windows advertised when `--window` or `--connection-window` set one (h2,
+    /// h2c, h3); absent with the protocol's defaults, and on HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<Windows>,
+}
+
+/// The receive flow-control windows the client advertised, in bytes: each the one asked for,
+/// or the protocol's default for the other (h2: 2^30-1 each; h3: quinn's 1,250,000 per stream
+/// and no connection limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Windows {
+    /// Per stream (h2 SETTINGS_INITIAL_WINDOW_SIZE; h3 initial_max_stream_data).
+    pub stream_bytes: u64,
+    /// Per connection (h2: after the first WINDOW_UPDATE; h3 initial_max_data); absent: no
+    /// limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_bytes: Option<u64>,
 }
 
 /// Requests by outcome; `started = succeeded + failed + cut_off`.

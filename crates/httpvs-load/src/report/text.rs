@@ -1,7 +1,7 @@
 //! The text report: the same fields as the JSON, laid out for a terminal.
 
 use super::diagnosis::group;
-use super::format::{bytes, percentile_name, rate, us, us_f};
+use super::format::{bytes, percentile_name, rate, us, us_f, window_size};
 use super::model::{Bucket, Distribution, Report};
 use std::fmt::Write;
 
@@ -126,6 +126,18 @@ fn header(out: &mut String, r: &Report) {
             ),
         }
     );
+    if let Some(w) = &s.windows {
+        let _ = writeln!(
+            out,
+            "Windows:      receive {} per stream, {}",
+            window_size(w.stream_bytes),
+            w.connection_bytes
+                .map_or("no connection limit".to_string(), |c| format!(
+                    "{} per connection",
+                    window_size(c)
+                ))
+        );
+    }
     if let Some(n) = &r.network {
         let _ = writeln!(
             out,

@@ -17,6 +17,7 @@ use crate::protocol::h2::Http2;
 use crate::protocol::h3::{H3Options, Http3};
 use crate::protocol::probe::probe_alpn;
 use crate::protocol::tls::{client_config, ALPN_H2, ALPN_H3, ALPN_HTTP11};
+use crate::protocol::window::ReceiveWindows;
 use crate::protocol::wire::PlaintextTaps;
 use crate::protocol::{
     ConnectInfo, ConnectOptions, Connection, Protocol, ProtocolKind, RequestSpec, Target, WireBytes,
@@ -48,6 +49,8 @@ pub struct TraceConfig {
     pub show_body: bool,
     /// How long to keep watching after the last response (late GOAWAY, PING, close).
     pub linger: Duration,
+    /// `--window`, `--connection-window`: h2's SETTINGS and first WINDOW_UPDATE show them.
+    pub windows: ReceiveWindows,
 }
 
 /// Runs the trace. Setup problems (DNS, TLS files) are errors; connection and request
@@ -122,7 +125,8 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
         ProtocolKind::H2 | ProtocolKind::H2c => {
             let (rec, body) = (recorder.clone(), config.show_body);
             let taps = PlaintextTaps::new(move || Box::new(H2Wire::new(rec.clone(), body)));
-            session.exchange(&Http2::with_trace(taps)).await
+            let protocol = Http2::with_trace(taps).with_windows(config.windows);
+            session.exchange(&protocol).await
         }
         ProtocolKind::H3 => {
             let note = |text: &str| {
@@ -137,7 +141,11 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
             let shown = (config.show_body && !body.is_empty())
                 .then(|| String::from_utf8_lossy(body).into_owned());
             let streams = Arc::new(H3Streams::new(recorder.clone(), shown));
-            let protocol = Http3::new(target, H3Options::default())
+            let options = H3Options {
+                windows: config.windows,
+                ..H3Options::default()
+            };
+            let protocol = Http3::new(target, options)
                 .map_err(|e| LoadError::Worker(e.to_string()))?
                 .with_trace(streams.clone());
             session.request = with_content_length(&config.request);

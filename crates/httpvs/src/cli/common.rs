@@ -1,7 +1,9 @@
-//! Flag values the subcommands share: request headers, durations and CPU lists.
+//! Flag values the subcommands share: request headers, durations, CPU lists and receive windows.
 
 use super::usage;
 use httpvs_compare::options;
+use httpvs_load::protocol::window::ReceiveWindows;
+use httpvs_server::query::parse_size;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -83,6 +85,37 @@ pub(super) fn parse_header(h: &str) -> anyhow::Result<(http::HeaderName, http::H
     let name = http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
     let value = http::HeaderValue::from_str(value.trim()).map_err(|_| bad())?;
     Ok((name, value))
+}
+
+/// `--window SIZE` and `--connection-window SIZE`, as `load` and `trace` take them. Boxed
+/// where they are flattened: `load`'s flags are the largest subcommand's.
+#[derive(clap::Args, Debug)]
+pub struct WindowFlags {
+    /// h2/h3 receive window per stream, like 64k (about h2load's -w 16, which is 2^16-1 =
+    /// 65535), 6m or 1g [default: 2^30-1 on h2, as h2load; quinn's 1,250,000 on h3].
+    #[arg(long, value_name = "SIZE")]
+    window: Option<String>,
+    /// h2/h3 receive window per connection, like 15m (h2load's -W; at least 65535 on h2, whose
+    /// connection window starts there) [default: 2^30-1 on h2, as h2load; no limit on h3].
+    #[arg(long, value_name = "SIZE")]
+    connection_window: Option<String>,
+}
+
+impl WindowFlags {
+    /// The sizes (`64k`, `6m`, `65535`; binary multiples, as `serve --max-body-bytes` reads
+    /// them); their range and protocol are checked with the rest of the config
+    /// (`ReceiveWindows::check`).
+    pub(super) fn windows(&self) -> anyhow::Result<ReceiveWindows> {
+        let size = |flag: &str, text: &Option<String>| {
+            text.as_deref()
+                .map(|t| parse_size(t).map_err(|e| usage(format!("{flag}: {e}"))))
+                .transpose()
+        };
+        Ok(ReceiveWindows {
+            stream: size("--window", &self.window)?,
+            connection: size("--connection-window", &self.connection_window)?,
+        })
+    }
 }
 
 /// A duration flag like `--timeout 10s`; a bad one is an exit-2 usage error naming the flag.

@@ -5,7 +5,9 @@
 
 mod net;
 
-use super::common::{check_writable, cpu_list, duration_flag, interrupt_flag, parse_header};
+use super::common::{
+    check_writable, cpu_list, duration_flag, interrupt_flag, parse_header, WindowFlags,
+};
 use super::usage;
 use httpvs_load::config::{parse_url, StopAfter, TlsOptions};
 use httpvs_load::report::progress::ProgressLine;
@@ -96,6 +98,8 @@ pub struct Args {
     /// -p auto on https: switch to HTTP/3 when the server advertises it in Alt-Svc.
     #[arg(long)]
     alt_svc: bool,
+    #[command(flatten)]
+    windows: Box<WindowFlags>,
     /// Open model: this many requests per second in total (latency corrected for coordinated omission).
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
     rate: Option<f64>,
@@ -378,6 +382,7 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
     config.rate = args.rate;
     config.zero_rtt = args.zero_rtt;
     config.alt_svc = args.alt_svc;
+    config.windows = args.windows.windows()?;
     if let Some(list) = &args.cpus {
         config.cpus = Some(cpu_list("--cpus", list)?);
     }

@@ -4,7 +4,7 @@
 //! time. Problems with the input exit 2 before anything is sent; a failed exchange is shown
 //! in the trace, then one line and exit 1.
 
-use super::common::{duration_flag, parse_header};
+use super::common::{duration_flag, parse_header, WindowFlags};
 use super::usage;
 use httpvs_load::config::{parse_url, TlsOptions};
 use httpvs_load::protocol::{ProtocolKind, RequestSpec};
@@ -59,6 +59,8 @@ pub struct Args {
     /// Keep watching this long after the last response (late GOAWAY, PING, close).
     #[arg(long, value_name = "DUR", default_value = "100ms")]
     linger: String,
+    #[command(flatten)]
+    windows: WindowFlags,
 }
 
 /// Most requests one trace may send at once: a trace is for reading, not for load.
@@ -124,6 +126,8 @@ fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
             return Err(usage(format!("--cacert {}: no such file", path.display())));
         }
     }
+    let windows = args.windows.windows()?;
+    windows.check(protocol, https).map_err(usage)?;
     let request = RequestSpec {
         method: method(args)?,
         uri: with_root_path(url.clone()),
@@ -153,6 +157,7 @@ fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
         timeout: duration_flag("--timeout", &args.timeout)?,
         show_body: args.body,
         linger: duration_flag("--linger", &args.linger)?,
+        windows,
     })
 }
 

@@ -9,10 +9,10 @@ use super::frame_tap::{flag, kind, FrameHeader};
 use super::frame_write::{self as write, code, setting};
 use super::head_blocks::HeadBlocks;
 use super::streams::StreamTable;
-use super::RECEIVE_WINDOW;
 use crate::error::ErrorKind;
 use crate::protocol::hpack::decoder::DEFAULT_TABLE_SIZE;
 use crate::protocol::hpack::Decoder;
+use crate::protocol::window::H2Windows;
 use crate::protocol::wire::WireCounter;
 use crate::protocol::{CloseCause, RetryReason, SendError};
 use std::sync::Arc;
@@ -70,6 +70,9 @@ pub struct ConnCore {
     /// A table size update owed at the start of the next request block.
     table_update: Option<usize>,
     send_window: i64,
+    /// The receive windows we advertised, which WINDOW_UPDATEs refill.
+    windows: H2Windows,
+    /// DATA bytes received since our last connection WINDOW_UPDATE.
     recv_unacked: u32,
     pending_block: Option<PendingBlock>,
     block_buf: Vec<u8>,
@@ -82,14 +85,16 @@ pub struct ConnCore {
 }
 
 impl ConnCore {
-    /// A new connection whose preface, SETTINGS and window are queued in `out`.
-    pub fn new(counter: Arc<WireCounter>) -> ConnCore {
+    /// A new connection whose preface, SETTINGS and window are queued in `out`: streams get
+    /// `windows.stream` (SETTINGS_INITIAL_WINDOW_SIZE), the connection `windows.connection`
+    /// (a WINDOW_UPDATE above its initial 65,535, when it is larger).
+    pub fn new(counter: Arc<WireCounter>, windows: H2Windows) -> ConnCore {
         let mut out = Vec::with_capacity(256);
         let settings = [
             (setting::ENABLE_PUSH, 0),
-            (setting::INITIAL_WINDOW_SIZE, RECEIVE_WINDOW),
+            (setting::INITIAL_WINDOW_SIZE, windows.stream),
         ];
-        write::preface(&mut out, &settings, RECEIVE_WINDOW);
+        write::preface(&mut out, &settings, windows.connection);
         ConnCore {
             out,
             driver_waker: None,
@@ -107,6 +112,7 @@ impl ConnCore {
             peer_table_size: DEFAULT_TABLE_SIZE,
             table_update: None,
             send_window: 65_535,
+            windows,
             recv_unacked: 0,
             pending_block: None,
             block_buf: Vec::new(),
@@ -218,10 +224,15 @@ impl ConnCore {
     }
 
     fn on_data(&mut self, h: &FrameHeader, payload: &[u8], now: Instant) -> Result<(), ConnError> {
+        // The whole frame, padding included, counts against both windows (RFC 9113 §6.9.1).
         let len = payload.len() as u32;
         let data = unpadded(h, payload)?.len() as u64;
+        if len > self.windows.connection.saturating_sub(self.recv_unacked) {
+            // The server sent past the connection window we advertised.
+            return Err(ConnError(code::FLOW_CONTROL_ERROR));
+        }
         self.recv_unacked += len;
-        if self.recv_unacked >= RECEIVE_WINDOW / 2 {
+        if self.recv_unacked >= self.windows.connection_refill_at() {
             write::window_update(&mut self.out, 0, self.recv_unacked);
             self.recv_unacked = 0;
             self.wake_driver();
@@ -237,11 +248,16 @@ impl ConnCore {
             self.reset_stream(slot, code::PROTOCOL_ERROR, ErrorKind::Protocol);
             return Ok(());
         }
+        if len > self.windows.stream.saturating_sub(stream.recv_unacked) {
+            // Past the stream's window: that stream is broken, the connection is not.
+            self.reset_stream(slot, code::FLOW_CONTROL_ERROR, ErrorKind::Protocol);
+            return Ok(());
+        }
         stream.body_bytes += data;
         stream.recv_unacked += len;
         if h.has(flag::END_STREAM) {
             self.complete(slot, now);
-        } else if stream.recv_unacked >= RECEIVE_WINDOW / 2 {
+        } else if stream.recv_unacked >= self.windows.stream_refill_at() {
             let (id, n) = (stream.id, stream.recv_unacked);
             stream.recv_unacked = 0;
             write::window_update(&mut self.out, id, n);
@@ -580,3 +596,5 @@ fn parse_status(value: &[u8]) -> Option<u16> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod window_tests;

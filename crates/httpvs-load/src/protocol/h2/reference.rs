@@ -5,9 +5,10 @@ use super::accounting::ConnAccounting;
 use super::conn_state::{connection_error_kind, ConnState};
 use super::frame_tap::FrameTaps;
 use super::reference_connection::ReferenceConnection;
-use super::{open_transport, wait_settings, RECEIVE_WINDOW};
+use super::{open_transport, wait_settings};
 use crate::error::ErrorKind;
 use crate::protocol::tls::AlpnConfigs;
+use crate::protocol::window::{H2Windows, ReceiveWindows};
 use crate::protocol::wire::{PlaintextTaps, TapIo};
 use crate::protocol::{ConnectInfo, ConnectOptions, Protocol, Target};
 use std::future::Future;
@@ -21,6 +22,7 @@ use tokio::sync::oneshot;
 pub struct Http2Reference {
     tls: AlpnConfigs,
     trace: Option<PlaintextTaps>,
+    windows: H2Windows,
 }
 
 impl Http2Reference {
@@ -30,6 +32,12 @@ impl Http2Reference {
             trace: Some(taps),
             ..Http2Reference::default()
         }
+    }
+
+    /// The reference client advertising `windows`, as [`super::Http2::with_windows`].
+    pub fn with_windows(mut self, windows: ReceiveWindows) -> Self {
+        self.windows = windows.h2();
+        self
     }
 }
 
@@ -51,8 +59,8 @@ impl Protocol for Http2Reference {
             FrameTaps::new(observer),
         );
         let (sender, connection) = h2::client::Builder::new()
-            .initial_window_size(RECEIVE_WINDOW)
-            .initial_connection_window_size(RECEIVE_WINDOW)
+            .initial_window_size(self.windows.stream)
+            .initial_connection_window_size(self.windows.connection)
             .enable_push(false)
             .handshake::<_, bytes::Bytes>(io)
             .await

@@ -4,6 +4,7 @@ use super::super::frame_tap::{flag, kind, Direction, FrameHeader, FrameObserver,
 use super::{ConnCore, ConnError};
 use crate::error::ErrorKind;
 use crate::protocol::hpack::encoder;
+use crate::protocol::window::H2Windows;
 use crate::protocol::wire::WireCounter;
 use crate::protocol::{CloseCause, RequestSpec, RetryReason, SendError};
 use std::task::{Context, Poll, Waker};
@@ -18,7 +19,7 @@ fn req() -> RequestSpec {
     }
 }
 
-fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> (FrameHeader, Vec<u8>) {
+pub(super) fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> (FrameHeader, Vec<u8>) {
     let header = FrameHeader {
         length: payload.len() as u32,
         kind,
@@ -30,17 +31,20 @@ fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> (FrameHeader, Vec<
 
 /// A core past the server's SETTINGS (MAX_CONCURRENT_STREAMS 2), with its output cleared.
 fn ready_core() -> ConnCore {
-    let mut core = ConnCore::new(WireCounter::new_shared());
+    let mut core = ConnCore::new(WireCounter::new_shared(), H2Windows::default());
     feed(&mut core, frame(kind::SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 2])).unwrap();
     core.out.clear();
     core
 }
 
-fn feed(core: &mut ConnCore, (h, payload): (FrameHeader, Vec<u8>)) -> Result<(), ConnError> {
+pub(super) fn feed(
+    core: &mut ConnCore,
+    (h, payload): (FrameHeader, Vec<u8>),
+) -> Result<(), ConnError> {
     core.on_frame(&h, &payload, Instant::now())
 }
 
-fn open(core: &mut ConnCore) -> Poll<Result<usize, SendError>> {
+pub(super) fn open(core: &mut ConnCore) -> Poll<Result<usize, SendError>> {
     core.poll_open(
         &req(),
         Instant::now(),
@@ -48,14 +52,14 @@ fn open(core: &mut ConnCore) -> Poll<Result<usize, SendError>> {
     )
 }
 
-fn outcome(
+pub(super) fn outcome(
     core: &mut ConnCore,
     slot: usize,
 ) -> Poll<Result<crate::protocol::ResponseInfo, SendError>> {
     core.poll_outcome(slot, &mut Context::from_waker(Waker::noop()))
 }
 
-fn status_block(status: &str, extra: &[(&str, &str)]) -> Vec<u8> {
+pub(super) fn status_block(status: &str, extra: &[(&str, &str)]) -> Vec<u8> {
     let mut block = Vec::new();
     encoder::literal(b":status", status.as_bytes(), 4, 0, &mut block);
     for (n, v) in extra {
@@ -191,9 +195,9 @@ fn ping_is_answered_and_protocol_errors_are_connection_errors() {
 
 #[test]
 fn the_first_frame_must_be_settings_and_settings_are_acked() {
-    let mut core = ConnCore::new(WireCounter::new_shared());
+    let mut core = ConnCore::new(WireCounter::new_shared(), H2Windows::default());
     assert!(feed(&mut core, frame(kind::PING, 0, 0, &[0; 8])).is_err());
-    let mut core = ConnCore::new(WireCounter::new_shared());
+    let mut core = ConnCore::new(WireCounter::new_shared(), H2Windows::default());
     core.out.clear();
     feed(&mut core, frame(kind::SETTINGS, 0, 0, &[])).unwrap();
     assert_eq!(sent_kinds(&core.out), [kind::SETTINGS]);
