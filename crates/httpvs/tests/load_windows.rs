@@ -64,6 +64,45 @@ fn bad_windows_are_one_line_and_exit_2() {
         assert!(line.contains("no flow-control window"), "{args:?}: {line}");
     }
     one_line_exit_2(&["trace", "-p", "h2c", "--window", "x", "http://127.0.0.1:1/"]);
+    // h2load's -w/-W take bits: 1 to 30, and not with the size flag of the same window.
+    for (extra, expected) in [
+        (&["-w", "31"][..], "-w 31: use 1 to 30"),
+        (&["-W", "0"], "-W 0: use 1 to 30"),
+        (&["-w", "16", "--window", "1k"], "cannot be used with"),
+        (&["-W", "15"], "is below 65535 bytes"),
+    ] {
+        let args: Vec<&str> = h2c.iter().chain(extra.iter()).copied().collect();
+        let line = one_line_exit_2(&args);
+        assert!(line.contains(expected), "{args:?}: {line}");
+    }
+}
+
+/// h2load's spellings: `-w 16 -W 20` advertise 2^16-1 and 2^20-1 bytes.
+#[test]
+fn h2loads_window_bits_are_taken() {
+    let s = server();
+    let url = format!("http://{}/?size=256k", s.http_addr().unwrap());
+    let out = httpvs(&[
+        "load",
+        "-p",
+        "h2c",
+        "-w",
+        "16",
+        "-W",
+        "20",
+        "-n",
+        "4",
+        "-c",
+        "1",
+        "--json",
+        "--no-progress",
+        &url,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["shape"]["windows"]["stream_bytes"], 65_535);
+    assert_eq!(report["shape"]["windows"]["connection_bytes"], 1_048_575);
+    assert_eq!(report["wire"]["body_received"], 4 << 18);
 }
 
 #[test]

@@ -99,6 +99,24 @@ pub struct WindowFlags {
     /// connection window starts there) [default: 2^30-1 on h2, as h2load; no limit on h3].
     #[arg(long, value_name = "SIZE")]
     connection_window: Option<String>,
+    /// h2load's spelling: a stream window of 2^N-1 bytes (`-w 16` is `--window 65535`).
+    #[arg(
+        short = 'w',
+        long = "window-bits",
+        value_name = "N",
+        hide = true,
+        conflicts_with = "window"
+    )]
+    window_bits: Option<u32>,
+    /// h2load's spelling: a connection window of 2^N-1 bytes.
+    #[arg(
+        short = 'W',
+        long = "connection-window-bits",
+        value_name = "N",
+        hide = true,
+        conflicts_with = "connection_window"
+    )]
+    connection_window_bits: Option<u32>,
 }
 
 impl WindowFlags {
@@ -111,9 +129,23 @@ impl WindowFlags {
                 .map(|t| parse_size(t).map_err(|e| usage(format!("{flag}: {e}"))))
                 .transpose()
         };
+        // h2load's -w/-W: 2^N-1 bytes, N up to 30 (its limit) and at least 1.
+        let bits = |flag: &str, n: Option<u32>| match n {
+            Some(n @ 1..=30) => Ok(Some((1u64 << n) - 1)),
+            Some(n) => Err(usage(format!(
+                "{flag} {n}: use 1 to 30 (a window of 2^N-1 bytes)"
+            ))),
+            None => Ok(None),
+        };
         Ok(ReceiveWindows {
-            stream: size("--window", &self.window)?,
-            connection: size("--connection-window", &self.connection_window)?,
+            stream: match bits("-w", self.window_bits)? {
+                Some(w) => Some(w),
+                None => size("--window", &self.window)?,
+            },
+            connection: match bits("-W", self.connection_window_bits)? {
+                Some(w) => Some(w),
+                None => size("--connection-window", &self.connection_window)?,
+            },
         })
     }
 }
