@@ -116,6 +116,9 @@ pub struct LoadConfig {
     /// Percentiles the report lists besides p50, p75, p90, p95, p99, p99.9 and p99.99
     /// (`--percentiles`, as Fortio's `-p`; and those `--fail-on` rules name).
     pub percentiles: Vec<f64>,
+    /// `--connect-to`: where connections go instead of the URL's host and port (its name still
+    /// goes into Host, `:authority` and SNI).
+    pub connect_to: Option<crate::connect_to::ConnectTo>,
     /// `--log-file`: one row per measured request, as h2load's (`stats::request_log`).
     pub request_log: Option<std::sync::Arc<crate::stats::RequestLog>>,
 }
@@ -186,6 +189,7 @@ impl LoadConfig {
             preconnect: false,
             percentiles: Vec::new(),
             request_log: None,
+            connect_to: None,
         })
     }
 

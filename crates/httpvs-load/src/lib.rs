@@ -4,6 +4,7 @@
 //! series...). It returns a [`report::Report`], or a [`LoadError`] when the run cannot start.
 
 pub mod config;
+pub mod connect_to;
 pub mod engine;
 pub mod error;
 pub mod protocol;

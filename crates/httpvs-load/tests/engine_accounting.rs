@@ -189,7 +189,7 @@ fn run_counted(
 ) -> Result<httpvs_load::Report, LoadError> {
     let factory = FakeFactory { b, counters };
     let mut rec = Recording::default();
-    let target = resolve_target(&config.url)?;
+    let target = resolve_target(&config.url, None)?;
     run_with_protocol(
         config,
         &target,
@@ -402,7 +402,7 @@ fn observer_gets_a_snapshot_each_second() {
         .threads(1)
         .duration(Duration::from_millis(2300));
     let mut rec = Recording::default();
-    let target = resolve_target(&c.url).unwrap();
+    let target = resolve_target(&c.url, None).unwrap();
     let r = run_with_protocol(&c, &target, factory, None, &mut rec, Arc::default()).unwrap();
     assert!(rec.snapshots.len() >= 2, "{}", rec.snapshots.len());
     assert!(rec.snapshots[0].completed > 0);
@@ -426,7 +426,7 @@ fn warmup_requests_are_not_counted_but_its_connections_are() {
         .threads(1)
         .duration(Duration::from_millis(300));
     c.warmup = Duration::from_millis(300);
-    let target = resolve_target(&c.url).unwrap();
+    let target = resolve_target(&c.url, None).unwrap();
     let r = run_with_protocol(&c, &target, factory, None, &mut Quiet, Arc::default()).unwrap();
     let sent = counters.requests.load(Ordering::Relaxed);
     assert!(r.requests.started > 0);

@@ -1,7 +1,10 @@
 //! `httpvs load` as a user runs it: bad input is one line and exit 2, an absent target one
 //! line and exit 1, a real run prints the report (text or JSON) and `--fail-on` sets exit 1.
 
+mod support;
+
 use std::process::{Command, Output};
+use support::head_recorder;
 
 fn httpvs(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_httpvs"))
@@ -415,41 +418,6 @@ fn extra_percentiles_are_listed_and_judged() {
         assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
         one_line_error(&out);
     }
-}
-
-/// Serves `HTTP/1.1 200` with an empty body to every request on up to 4 connections for 10 s,
-/// sending each request head it reads to the returned channel.
-fn head_recorder() -> (std::net::SocketAddr, std::sync::mpsc::Receiver<String>) {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().take(4) {
-            let Ok(mut conn) = conn else { return };
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(10)));
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                while let Ok(n) = conn.read(&mut chunk) {
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head: Vec<u8> = buf.drain(..end + 4).collect();
-                        let _ = tx.send(String::from_utf8_lossy(&head).into_owned());
-                        let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
-                        if conn.write_all(ok).is_err() {
-                            return;
-                        }
-                    }
-                }
-            });
-        }
-    });
-    (addr, rx)
 }
 
 /// Credentials as curl (user:password@ in the URL, %-escapes decoded) and hey/oha (-a) take

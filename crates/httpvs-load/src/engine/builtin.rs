@@ -26,7 +26,7 @@ pub fn run_builtin(
 ) -> Result<Report, LoadError> {
     config.validate()?;
     let mut first_refusal = None;
-    for target in resolve_targets(&config.url)? {
+    for target in resolve_targets(&config.url, config.connect_to.as_ref())? {
         match run_on(config, target, observer, stop.clone()) {
             Err(refused @ (LoadError::Refused { .. } | LoadError::RefusedUdp { .. })) => {
                 first_refusal.get_or_insert(refused);

@@ -4,6 +4,7 @@
 //! refused on the very first connection). Failures once the run is going are counted instead.
 
 use crate::config::{ConfigError, LoadConfig};
+use crate::connect_to::ConnectTo;
 use crate::error::ErrorKind;
 use crate::protocol::{RequestSpec, Target};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -186,25 +187,41 @@ impl LoadError {
 
 /// Resolves the URL's host once, timing the lookup; IPv4 is preferred, as servers in tests
 /// usually bind 127.0.0.1 while "localhost" also resolves to ::1.
-pub fn resolve_target(url: &http::Uri) -> Result<Target, LoadError> {
-    resolve_targets(url).map(|mut all| all.swap_remove(0))
+pub fn resolve_target(
+    url: &http::Uri,
+    connect_to: Option<&ConnectTo>,
+) -> Result<Target, LoadError> {
+    resolve_targets(url, connect_to).map(|mut all| all.swap_remove(0))
 }
 
 /// Every address the URL's host resolves to, as targets in the order to try them: IPv4 first,
 /// then the rest (a server on `[::1]` only is reached through `localhost` too). Never empty.
-pub fn resolve_targets(url: &http::Uri) -> Result<Vec<Target>, LoadError> {
+/// With `connect_to` the addresses are its host's and port's; the targets keep the URL's host
+/// (for SNI, Host and `:authority`) and port.
+pub fn resolve_targets(
+    url: &http::Uri,
+    connect_to: Option<&ConnectTo>,
+) -> Result<Vec<Target>, LoadError> {
     let scheme = url.scheme_str().unwrap_or("http").to_string();
     let host = url.host().unwrap_or_default().to_string();
     let port = crate::config::port_or_default(url);
-    let bare = host
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(&host);
+    let (dial_host, dial_port) = match connect_to {
+        Some(rule) => rule
+            .route(&host, port)
+            .map_err(|why| LoadError::Config(ConfigError::Invalid(why)))?,
+        None => (
+            host.strip_prefix('[')
+                .and_then(|h| h.strip_suffix(']'))
+                .unwrap_or(&host)
+                .to_string(),
+            port,
+        ),
+    };
     let started = Instant::now();
-    let addrs: Vec<SocketAddr> = (bare, port)
+    let addrs: Vec<SocketAddr> = (dial_host.as_str(), dial_port)
         .to_socket_addrs()
         .map_err(|e| LoadError::Dns {
-            host: host.clone(),
+            host: dial_host.clone(),
             why: e.to_string(),
         })?
         .collect();
@@ -214,7 +231,7 @@ pub fn resolve_targets(url: &http::Uri) -> Result<Vec<Target>, LoadError> {
     ordered.dedup();
     if ordered.is_empty() {
         return Err(LoadError::Dns {
-            host: host.clone(),
+            host: dial_host,
             why: "no address".into(),
         });
     }
@@ -261,7 +278,7 @@ mod tests {
 
     #[test]
     fn resolves_loopback_and_names_refusal() {
-        let t = resolve_target(&"http://127.0.0.1:1/".parse().unwrap()).unwrap();
+        let t = resolve_target(&"http://127.0.0.1:1/".parse().unwrap(), None).unwrap();
         assert_eq!(t.addr.port(), 1);
         let e = LoadError::first_connection(t.addr, ErrorKind::Refused, Duration::from_secs(1));
         assert_eq!(
@@ -272,7 +289,7 @@ mod tests {
 
     #[test]
     fn unknown_hosts_are_dns_errors() {
-        let e = resolve_target(&"http://no-such-host.invalid/".parse().unwrap()).unwrap_err();
+        let e = resolve_target(&"http://no-such-host.invalid/".parse().unwrap(), None).unwrap_err();
         assert!(matches!(e, LoadError::Dns { .. }), "{e}");
     }
 }

@@ -53,6 +53,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
             url: config.url.to_string(),
             more_urls: config.more_urls.iter().map(|u| u.to_string()).collect(),
             address: facts.target.addr.to_string(),
+            connect_to: config.connect_to.as_ref().map(ToString::to_string),
         },
         protocol: ProtocolInfo {
             requested: config.protocol.name().to_string(),

@@ -89,6 +89,9 @@ pub struct TargetInfo {
     pub more_urls: Vec<String>,
     /// Address connected to.
     pub address: String,
+    /// `--connect-to` as given, when connections went there instead of the URL's host and port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_to: Option<String>,
 }
 
 /// Protocol asked for and spoken.

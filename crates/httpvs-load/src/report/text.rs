@@ -62,7 +62,16 @@ fn header(out: &mut String, r: &Report) {
         .as_ref()
         .map(|a| format!(" (ALPN {a})"))
         .unwrap_or_default();
-    let _ = writeln!(out, "httpvs load {} ({})", r.target.url, r.target.address);
+    let via = r
+        .target
+        .connect_to
+        .as_ref()
+        .map_or(String::new(), |c| format!(", --connect-to {c}"));
+    let _ = writeln!(
+        out,
+        "httpvs load {} ({}{via})",
+        r.target.url, r.target.address
+    );
     if !r.target.more_urls.is_empty() {
         // They share the first URL's origin: their paths say which they are.
         let path = |url: &str| -> String {

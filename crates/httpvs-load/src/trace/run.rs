@@ -51,12 +51,14 @@ pub struct TraceConfig {
     pub linger: Duration,
     /// `--window`, `--connection-window`: h2's SETTINGS and first WINDOW_UPDATE show them.
     pub windows: ReceiveWindows,
+    /// `--connect-to`: where the connection goes instead of the URL's host and port.
+    pub connect_to: Option<crate::connect_to::ConnectTo>,
 }
 
 /// Runs the trace. Setup problems (DNS, TLS files) are errors; connection and request
 /// failures are events in the returned trace, with [`Trace::failure`] set.
 pub fn run(config: &TraceConfig) -> Result<Trace, LoadError> {
-    let target = resolve_target(&config.url)?;
+    let target = resolve_target(&config.url, config.connect_to.as_ref())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -139,6 +139,10 @@ pub struct Args {
     /// index, error
     #[arg(long, value_name = "FILE")]
     log_file: Option<PathBuf>,
+    /// Connect to HOST[:PORT] instead of the URL's host and port (as h2load), or
+    /// HOST1:PORT1:HOST2:PORT2 (as curl and oha); Host, :authority and TLS keep the URL's name
+    #[arg(long, value_name = "HOST[:PORT]")]
+    connect_to: Option<String>,
 }
 
 impl Args {
@@ -152,7 +156,12 @@ impl Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut config = config_from(&args)?;
     let net = match (&args.net, args.net_seed) {
-        (Some(spec), seed) => Some(net::NetLink::from_flags(spec, seed, &config.url)?),
+        (Some(spec), seed) => Some(net::NetLink::from_flags(
+            spec,
+            seed,
+            &config.url,
+            config.connect_to.as_ref(),
+        )?),
         (None, Some(_)) => return Err(usage("--net-seed needs --net SPEC")),
         (None, None) => None,
     };
@@ -386,6 +395,12 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
     if let Some(list) = &args.cpus {
         config.cpus = Some(cpu_list("--cpus", list)?);
     }
+    config.connect_to = args
+        .connect_to
+        .as_deref()
+        .map(httpvs_load::connect_to::ConnectTo::parse)
+        .transpose()
+        .map_err(usage)?;
     if let Some(list) = &args.percentiles {
         config.percentiles = list
             .split(',')

@@ -21,7 +21,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Generate load against a URL with HTTP/1.1, h2c, h2 or HTTP/3 and report what happened.
-    Load(load::Args),
+    Load(Box<load::Args>),
     /// Run the reference server (HTTP/1.1, h2c, h2 over TLS, HTTP/3).
     Serve(serve::Args),
     /// Run a command behind an emulated network link (delay, loss, rate...).
@@ -73,7 +73,7 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Load(args) => load::run(args),
+        Command::Load(args) => load::run(*args),
         Command::Serve(args) => serve::run(args),
         Command::Netem(args) => netem::run(args),
         Command::Compare(args) => compare::run(args),

@@ -61,6 +61,10 @@ pub struct Args {
     linger: String,
     #[command(flatten)]
     windows: WindowFlags,
+    /// Connect to HOST[:PORT] instead of the URL's host and port (as h2load), or
+    /// HOST1:PORT1:HOST2:PORT2 (as curl); Host, :authority and TLS keep the URL's name
+    #[arg(long, value_name = "HOST[:PORT]")]
+    connect_to: Option<String>,
 }
 
 /// Most requests one trace may send at once: a trace is for reading, not for load.
@@ -158,6 +162,12 @@ fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
         show_body: args.body,
         linger: duration_flag("--linger", &args.linger)?,
         windows,
+        connect_to: args
+            .connect_to
+            .as_deref()
+            .map(httpvs_load::connect_to::ConnectTo::parse)
+            .transpose()
+            .map_err(usage)?,
     })
 }
 

@@ -8,6 +8,7 @@
 
 use super::{setup_error, usage};
 use anyhow::Context;
+use httpvs_load::connect_to::ConnectTo;
 use httpvs_load::report::{LinkDirection, Network, Report};
 use httpvs_load::{LoadConfig, Observer};
 use httpvs_netem::{DirectionCounters, Link, LinkConfig, LinkCounters, PROFILES};
@@ -31,13 +32,25 @@ pub struct NetLink {
 impl NetLink {
     /// Checks `--net`, `--net-seed` and that the target is reachable through a link; every
     /// problem is one usage line (exit 2) before anything is touched.
-    pub fn from_flags(spec: &str, seed: Option<u64>, url: &http::Uri) -> anyhow::Result<NetLink> {
+    pub fn from_flags(
+        spec: &str,
+        seed: Option<u64>,
+        url: &http::Uri,
+        connect_to: Option<&ConnectTo>,
+    ) -> anyhow::Result<NetLink> {
         let config = LinkConfig::parse(spec).map_err(|e| usage(spec_error(spec, &e)))?;
         let config = match seed {
             Some(seed) => config.with_seed(seed),
             None => config,
         };
-        let ipv6 = check_target(url)?;
+        // The link must reach where connections go: `--connect-to`'s host, else the URL's.
+        let host = url.host().unwrap_or_default();
+        let port = httpvs_load::config::port_or_default(url);
+        let dial = match connect_to {
+            Some(rule) => rule.route(host, port).map_err(usage)?.0,
+            None => host.to_string(),
+        };
+        let ipv6 = check_target(&dial)?;
         Ok(NetLink {
             spec: spec.to_string(),
             config,
@@ -121,8 +134,7 @@ fn spec_error(spec: &str, e: &httpvs_netem::NetemError) -> String {
 
 /// The link reaches only this host's loopback (127.0.0.0/8 and [::1]): anything else would not
 /// be reached. Returns whether the target is IPv6.
-fn check_target(url: &http::Uri) -> anyhow::Result<bool> {
-    let host = url.host().unwrap_or_default();
+fn check_target(host: &str) -> anyhow::Result<bool> {
     let loopback_v4 = host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback());
     if loopback_v4 || host.eq_ignore_ascii_case("localhost") {
         return Ok(false);
@@ -148,29 +160,40 @@ mod tests {
     #[test]
     fn specs_and_targets_are_checked_before_any_link() {
         let local = uri("http://127.0.0.1:8080/");
-        let net = NetLink::from_flags("wan", Some(7), &local).unwrap();
+        let net = NetLink::from_flags("wan", Some(7), &local, None).unwrap();
         assert_eq!(net.config.seed, 7);
-        let both = NetLink::from_flags("delay 5ms loss 1%", None, &local).unwrap();
+        let both = NetLink::from_flags("delay 5ms loss 1%", None, &local, None).unwrap();
         assert_eq!(both.config.up, both.config.down);
-        assert!(
-            NetLink::from_flags("delay 5ms | delay 7ms", None, &uri("http://localhost/")).is_ok()
-        );
-        let err = NetLink::from_flags("delay 5ms jitterbug", None, &local).unwrap_err();
+        assert!(NetLink::from_flags(
+            "delay 5ms | delay 7ms",
+            None,
+            &uri("http://localhost/"),
+            None
+        )
+        .is_ok());
+        let err = NetLink::from_flags("delay 5ms jitterbug", None, &local, None).unwrap_err();
         assert!(err.to_string().contains("`jitterbug`"), "{err}");
-        let err = NetLink::from_flags("wna", None, &local).unwrap_err();
+        let err = NetLink::from_flags("wna", None, &local, None).unwrap_err();
         assert!(err.to_string().contains("profile: lan, wan"), "{err}");
         for far in [
             "http://10.0.0.1/",
             "http://[::2]:80/",
             "https://example.com/",
         ] {
-            let err = NetLink::from_flags("wan", None, &uri(far)).unwrap_err();
+            let err = NetLink::from_flags("wan", None, &uri(far), None).unwrap_err();
             assert!(
                 err.to_string().contains("127.0.0.0/8 and [::1]"),
                 "{far}: {err}"
             );
         }
-        let v6 = NetLink::from_flags("wan", None, &uri("http://[::1]:8080/")).unwrap();
+        let v6 = NetLink::from_flags("wan", None, &uri("http://[::1]:8080/"), None).unwrap();
         assert!(v6.ipv6 && !net.ipv6);
+        // --connect-to: the link must reach where connections go, whatever the URL names.
+        let rule = |r: &str| httpvs_load::connect_to::ConnectTo::parse(r).unwrap();
+        let named = uri("https://svc.example/");
+        let via = NetLink::from_flags("wan", None, &named, Some(&rule("[::1]:8443"))).unwrap();
+        assert!(via.ipv6);
+        let err = NetLink::from_flags("wan", None, &local, Some(&rule("10.0.0.1:80"))).unwrap_err();
+        assert!(err.to_string().contains("not 10.0.0.1"), "{err}");
     }
 }
