@@ -44,7 +44,8 @@ pub struct LiveConn<P: Protocol> {
     preopened: bool,
     /// How it opened; a warmup connection is counted as opened at its first measured request.
     info: ConnectInfo,
-    /// Its number in the run: 1, 2... in the order opened (the request log's connection column).
+    /// With `--log-file`, its number in the run: 1, 2... in the order opened, warm-up
+    /// connections included (the request log's connection column); else 0.
     pub number: u64,
 }
 
@@ -265,7 +266,12 @@ impl<P: Protocol> Slot<P> {
             wire_baseline: Cell::new(preopened.then(WireBytes::default)),
             preopened,
             info,
-            number: self.ctx.shared.number_connection(),
+            // Numbered only for the request log: the count is shared by the run's workers.
+            number: if self.ctx.shared.request_log.is_some() {
+                self.ctx.shared.number_connection()
+            } else {
+                0
+            },
         });
         *self.current.borrow_mut() = Some(live.clone());
         live

@@ -34,7 +34,8 @@ struct InFlight<'a> {
     measured: bool,
     /// Open model: the request had an intended time, so its uncorrected latency is recorded.
     open: bool,
-    /// Latency origin: the intended time (open model) or the dispatch (closed model).
+    /// The intended time (open model) or the dispatch (closed model). Latency runs from it, or
+    /// from the dispatch when the pacing timer released the request a little early.
     origin: Instant,
     first_send: Option<Instant>,
     retries: u8,
@@ -61,8 +62,7 @@ impl<'a> InFlight<'a> {
             recorder,
             measured: ticket.measured,
             open: ticket.intended.is_some(),
-            // A send the timer released a little early is measured from when it left.
-            origin: ticket.intended.map_or(now, |at| at.min(now)),
+            origin: ticket.intended.unwrap_or(now),
             first_send: None,
             retries: 0,
             refused_by: None,
@@ -170,7 +170,7 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
                         Err(kind) => {
                             req.fail(kind);
                             let end = Instant::now();
-                            log_row(&slot.ctx, &req, end, 0, Err(kind));
+                            log_row(&slot.ctx, &req, (end, end), 0, Err(kind));
                             break end;
                         }
                     },
@@ -316,7 +316,8 @@ fn settle<P: Protocol>(
                     latency: if req.origin == send_start {
                         exchange
                     } else {
-                        end - req.origin
+                        // A send the timer released a little early is measured from when it left.
+                        end - req.origin.min(req.first_send.unwrap_or(send_start))
                     },
                     latency_uncorrected: req
                         .open
@@ -324,7 +325,7 @@ fn settle<P: Protocol>(
                     exchange,
                 };
                 ctx.recorder.borrow_mut().succeeded(timings, &info);
-                log_row(ctx, req, end, number, Ok(info.status));
+                log_row(ctx, req, (send_start, end), number, Ok(info.status));
             }
             Attempt::Done
         }
@@ -333,7 +334,7 @@ fn settle<P: Protocol>(
             if req.retries > MAX_RETRIES {
                 let kind = retry_exhausted(reason);
                 req.fail(kind);
-                log_row(ctx, req, end, number, Err(kind));
+                log_row(ctx, req, (send_start, end), number, Err(kind));
                 return Attempt::Done;
             }
             if req.measured {
@@ -343,28 +344,31 @@ fn settle<P: Protocol>(
         }
         Err(SendError::Failed(kind)) => {
             req.fail(kind);
-            log_row(ctx, req, end, number, Err(kind));
+            log_row(ctx, req, (send_start, end), number, Err(kind));
             Attempt::Done
         }
     }
 }
 
 /// `--log-file`: the row of a measured request that ended (`status`, or why it failed) on
-/// connection `number` (0: none opened).
+/// connection `number` (0: none opened), its last attempt `sent` on an open connection at the
+/// first instant of `times` (the end, when it never was) and ended at the second.
 fn log_row<P: Protocol>(
     ctx: &WorkerCtx<P>,
     req: &InFlight<'_>,
-    end: Instant,
+    (sent, end): (Instant, Instant),
     number: u64,
     outcome: Result<u16, ErrorKind>,
 ) {
-    if !req.measured {
+    if !req.measured || ctx.shared.request_log.is_none() {
         return;
     }
     if let Some(log) = ctx.log.borrow_mut().as_mut() {
+        let start = req.first_send.unwrap_or(sent);
         log.row(&RequestRow {
-            start: req.first_send.unwrap_or(req.origin),
+            start,
             intended: req.origin,
+            sent,
             end,
             status: outcome.ok(),
             connection: number,

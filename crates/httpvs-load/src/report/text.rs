@@ -685,7 +685,7 @@ fn request_log(out: &mut String, r: &Report) {
             let _ = writeln!(
                 out,
                 "\nRequest log  {rows} in {} (start µs, status, duration µs, intended µs, \
-                 connection, url, error; tab-separated)",
+                 connection, url, error, sent µs; tab-separated)",
                 log.file
             );
         }

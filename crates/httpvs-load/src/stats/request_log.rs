@@ -5,30 +5,48 @@
 //!
 //! | # | column | meaning |
 //! |---|---|---|
-//! | 1 | start | when the request was first sent, µs since the Unix epoch |
+//! | 1 | start | when the request was dispatched, µs since the Unix epoch |
 //! | 2 | status | the HTTP status, or -1 for a failed request (h2load's -1) |
-//! | 3 | duration | µs from the start to the end of the response, or to the failure |
-//! | 4 | intended | the open model's intended send time, µs since the Unix epoch (the start in the closed model): the corrected latency is start + duration - intended |
-//! | 5 | connection | the connection of the last attempt, numbered from 1 in the order the run opened them; 0 when none opened |
+//! | 3 | duration | µs from the start to the end of the response, or to the failure: the report's latency in the closed model, connection set-up included |
+//! | 4 | intended | the open model's intended send time, µs since the Unix epoch (the start in the closed model): the corrected latency is start + duration - min(intended, start) |
+//! | 5 | connection | the connection of the last attempt, numbered from 1 in the order the run opened them (warm-up ones included); 0 when none opened |
 //! | 6 | url | the request's URL, as its index in the run's URLs (0 for the first) |
 //! | 7 | error | the failure's kind as the report names it (`reset`, `goaway(NO_ERROR)`...), or `-` |
+//! | 8 | sent | µs from the start until its last attempt went out on an open connection: 0 when one was ready; the wait for a connection's set-up, or for a retry after a GOAWAY, otherwise (the duration when none opened). duration - sent is h2load's "time for request" |
 //!
 //! Rows cover what the report's request counts cover: every measured request that succeeded or
 //! failed (warm-up requests and requests cut off at the end have none), so the log has
 //! succeeded + failed rows. Each worker fills its own buffer and appends it whole to the file
 //! under a lock when it is full and when the worker ends: rows never interleave mid-line,
 //! memory stays bounded however long the run, and rows are in end order within a worker
-//! (with several workers, as h2load says of its own, slightly out of order overall). A write
-//! that fails stops the log, not the run: the report says how many rows were written and why
-//! the rest were not.
+//! (with several workers, as h2load says of its own, slightly out of order overall). As in
+//! h2load, the worker that fills a buffer writes it: a disk that stalls stalls that worker. A
+//! write that fails stops the log, not the run: the file is cut back to its last whole row, and
+//! the report says how many rows were written and why the rest were not.
 
 use crate::error::ErrorKind;
-use std::io::Write;
+use std::io::{ErrorKind as IoErrorKind, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 /// A worker appends its buffer to the file once it holds this much.
 const FLUSH_AT: usize = 64 * 1024;
+
+/// Where rows go: a file, or (in tests) anything that can be cut back to a length.
+pub trait LogOutput: Write + Send {
+    /// Cuts the output back to its first `len` bytes (a write that failed half-way).
+    fn cut_to(&mut self, len: u64) -> std::io::Result<()>;
+}
+
+impl LogOutput for std::fs::File {
+    fn cut_to(&mut self, len: u64) -> std::io::Result<()> {
+        // Not a regular file (a pipe, /dev/full): nothing to cut.
+        if self.metadata()?.is_file() {
+            self.set_len(len)?;
+        }
+        Ok(())
+    }
+}
 
 /// The log file of a run, shared by its workers.
 pub struct RequestLog {
@@ -41,7 +59,9 @@ pub struct RequestLog {
 }
 
 struct Sink {
-    out: Box<dyn Write + Send>,
+    out: Box<dyn LogOutput>,
+    /// Bytes written so far, all of them whole rows.
+    written: u64,
     rows: u64,
     /// The first write error; once set, later rows are dropped.
     error: Option<String>,
@@ -60,7 +80,7 @@ pub struct RequestLogOutcome {
 
 impl RequestLog {
     /// A log that writes to `out`, named `name` in the report.
-    pub fn new(name: impl Into<String>, out: Box<dyn Write + Send>) -> Arc<RequestLog> {
+    pub fn new(name: impl Into<String>, out: Box<dyn LogOutput>) -> Arc<RequestLog> {
         let now = Instant::now();
         let epoch_us = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
@@ -69,6 +89,7 @@ impl RequestLog {
             name: name.into(),
             sink: Mutex::new(Sink {
                 out,
+                written: 0,
                 rows: 0,
                 error: None,
             }),
@@ -96,16 +117,43 @@ impl RequestLog {
         }
     }
 
-    /// Appends whole rows (`bytes`, `rows` of them) to the file.
+    /// Appends whole rows (`bytes`, `rows` of them) to the file. When a write fails part-way
+    /// (a disk that filled up), the whole rows it did write stay, the file is cut back to the
+    /// last of them, and the log stops.
     fn append(&self, bytes: &[u8], rows: u64) {
         let mut sink = self.sink.lock().unwrap_or_else(PoisonError::into_inner);
         if sink.error.is_some() {
             return;
         }
-        match sink.out.write_all(bytes).and_then(|()| sink.out.flush()) {
-            Ok(()) => sink.rows += rows,
-            Err(e) => sink.error = Some(e.to_string()),
-        }
+        let mut done = 0;
+        let failure = loop {
+            if done == bytes.len() {
+                break sink.out.flush().err();
+            }
+            match sink.out.write(&bytes[done..]) {
+                Ok(0) => break Some(IoErrorKind::WriteZero.into()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == IoErrorKind::Interrupted => {}
+                Err(e) => break Some(e),
+            }
+        };
+        let Some(e) = failure else {
+            sink.written += bytes.len() as u64;
+            sink.rows += rows;
+            return;
+        };
+        let whole = bytes[..done]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        sink.rows += bytes[..whole].iter().filter(|&&b| b == b'\n').count() as u64;
+        sink.written += whole as u64;
+        let keep = sink.written;
+        let cut = sink.out.cut_to(keep).err();
+        sink.error = Some(match cut {
+            None => e.to_string(),
+            Some(c) => format!("{e} (and cutting the last partial row failed: {c})"),
+        });
     }
 }
 
@@ -124,6 +172,8 @@ pub struct RequestRow {
     pub start: Instant,
     /// When it was due: the open model's intended time, else the start.
     pub intended: Instant,
+    /// When its last attempt went out on an open connection (the end, if none did).
+    pub sent: Instant,
     /// When its response ended, or it failed.
     pub end: Instant,
     /// The response's status; `None` for a failure.
@@ -158,7 +208,8 @@ impl WorkerLog {
     pub fn row(&mut self, row: &RequestRow) {
         let start = self.log.epoch_us(row.start);
         let duration = micros(row.end.saturating_duration_since(row.start));
-        let intended = self.log.epoch_us(row.intended.min(row.start));
+        let intended = self.log.epoch_us(row.intended);
+        let sent = micros(row.sent.saturating_duration_since(row.start));
         let status = row.status.map_or(-1, i32::from);
         // Writing to a Vec cannot fail.
         let _ = write!(
@@ -172,7 +223,7 @@ impl WorkerLog {
             }
             None => self.buf.push(b'-'),
         }
-        self.buf.push(b'\n');
+        let _ = writeln!(self.buf, "\t{sent}");
         self.rows += 1;
         if self.buf.len() >= FLUSH_AT {
             self.flush();
@@ -202,7 +253,8 @@ fn micros(d: Duration) -> u64 {
 mod tests {
     use super::*;
 
-    /// A `Write` the test can read back, failing once it holds `limit` bytes.
+    /// An output the test can read back, which fills up at `limit` bytes as a disk does: a
+    /// write that crosses it writes what fits, and the next one fails.
     #[derive(Clone)]
     struct Shared {
         bytes: Arc<Mutex<Vec<u8>>>,
@@ -212,13 +264,21 @@ mod tests {
     impl Write for Shared {
         fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
             let mut bytes = self.bytes.lock().unwrap();
-            if bytes.len() + b.len() > self.limit {
+            let room = self.limit.saturating_sub(bytes.len()).min(b.len());
+            if room == 0 {
                 return Err(std::io::Error::other("disk full"));
             }
-            bytes.extend_from_slice(b);
-            Ok(b.len())
+            bytes.extend_from_slice(&b[..room]);
+            Ok(room)
         }
         fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl LogOutput for Shared {
+        fn cut_to(&mut self, len: u64) -> std::io::Result<()> {
+            self.bytes.lock().unwrap().truncate(len as usize);
             Ok(())
         }
     }
@@ -234,7 +294,9 @@ mod tests {
         let start = log.base.0 + Duration::from_millis(ms);
         RequestRow {
             start,
-            intended: start - Duration::from_micros(250),
+            // Released 250 µs early: the intended time is after the start.
+            intended: start + Duration::from_micros(250),
+            sent: start + Duration::from_micros(400),
             end: start + Duration::from_micros(1_500),
             status,
             connection: 3,
@@ -257,8 +319,8 @@ mod tests {
         let base = log.base.1;
         assert_eq!(lines[0][0], (base + 10_000).to_string());
         assert_eq!(lines[0][1..3], ["200", "1500"]);
-        assert_eq!(lines[0][3], (base + 9_750).to_string());
-        assert_eq!(lines[0][4..], ["3", "1", "-"]);
+        assert_eq!(lines[0][3], (base + 10_250).to_string());
+        assert_eq!(lines[0][4..], ["3", "1", "-", "400"]);
         assert_eq!(lines[1][1], "-1");
         assert_eq!(lines[1][6], "reset");
         assert_eq!(
@@ -291,9 +353,9 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_write_stops_the_log_and_says_why() {
+    fn a_failed_write_keeps_whole_rows_and_says_why() {
         let out = shared(FLUSH_AT + 1_000);
-        let log = RequestLog::new("full.tsv", Box::new(out));
+        let log = RequestLog::new("full.tsv", Box::new(out.clone()));
         let mut worker = WorkerLog::new(log.clone());
         for i in 0..10_000 {
             worker.row(&row(&log, i, Some(200)));
@@ -302,11 +364,21 @@ mod tests {
         let outcome = log.outcome();
         assert!(outcome.rows > 0 && outcome.rows < 10_000, "{outcome:?}");
         assert_eq!(outcome.error.as_deref(), Some("disk full"));
+        // The second buffer went out part-way: its whole rows stay and count, the partial
+        // last one is cut off.
+        let bytes = out.bytes.lock().unwrap();
+        assert!(
+            bytes.len() > FLUSH_AT && bytes.ends_with(b"\n"),
+            "{}",
+            bytes.len()
+        );
+        let lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+        assert_eq!(lines, outcome.rows);
     }
 
     #[test]
     fn instants_before_the_base_are_earlier_wall_clock_times() {
-        let log = RequestLog::new("t", Box::new(std::io::sink()));
+        let log = RequestLog::new("t", Box::new(shared(0)));
         let (base, base_us) = log.base;
         if let Some(earlier) = base.checked_sub(Duration::from_millis(3)) {
             assert_eq!(log.epoch_us(earlier), base_us - 3_000);

@@ -224,13 +224,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Err(why) = written {
         anyhow::bail!("{why}; the report went to stdout instead");
     }
-    if let Some(why) = report.request_log.as_ref().and_then(|l| l.error.as_ref()) {
-        // The run's figures stand; the log is what is incomplete, and a script must know.
-        anyhow::bail!(
-            "--log-file: writing failed after {} rows: {why}",
-            report.request_log.as_ref().map_or(0, |l| l.rows)
-        );
-    }
+    // The run's figures stand; the log is what is incomplete, and a script must know: exit 1,
+    // unless --fail-on or an interrupt already says more.
+    let log_failed = match &report.request_log {
+        Some(log) => match &log.error {
+            Some(why) => {
+                eprintln!(
+                    "httpvs: --log-file: writing failed after {} rows: {why}",
+                    log.rows
+                );
+                true
+            }
+            None => false,
+        },
+        None => false,
+    };
     if !report.requests.identity_holds {
         anyhow::bail!(
             "accounting identity broken (started != succeeded + failed + cut off): a bug"
@@ -250,30 +258,49 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // A partial run must not pass as a whole one (a CI step killed by its timeout).
         return Ok(ExitCode::from(super::common::INTERRUPTED));
     }
+    if log_failed {
+        return Ok(ExitCode::from(1));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Creates (or empties) the `--log-file` file before the run: a path that cannot be written is
-/// one line and exit 2, and costs no run.
+/// Opens the `--log-file` file before the run: a path that cannot be written is one line and
+/// exit 2, and costs no run. The file must not be the report's (`-o`, or stdout without it):
+/// compared as files (device and inode), so `./x` against `x`, a symlink or a hard link are
+/// caught too. It is emptied only once that is known.
 fn open_request_log(
     path: &std::path::Path,
     report: Option<&std::path::Path>,
 ) -> anyhow::Result<std::sync::Arc<httpvs_load::stats::RequestLog>> {
-    let same = |a: &std::path::Path, b: &std::path::Path| {
-        a == b
-            || matches!(
-                (std::fs::canonicalize(a), std::fs::canonicalize(b)),
-                (Ok(x), Ok(y)) if x == y
-            )
+    use std::os::unix::fs::MetadataExt;
+    let cannot =
+        |e: std::io::Error| usage(format!("--log-file: cannot write {}: {e}", path.display()));
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(cannot)?;
+    let log = file.metadata().map_err(cannot)?;
+    // The report's file, when it exists (an `-o` file that does not exist yet cannot be this
+    // one, which exists now); stdout without -o.
+    let report_file = match report {
+        Some(report) => std::fs::metadata(report).ok(),
+        None => std::fs::metadata("/proc/self/fd/1").ok(),
     };
-    if report.is_some_and(|report| same(path, report)) {
+    if report_file.is_some_and(|r| (r.dev(), r.ino()) == (log.dev(), log.ino())) {
+        let what = match report {
+            Some(report) => format!("the -o file ({})", report.display()),
+            None => "stdout, where the report goes (give the report -o FILE)".to_string(),
+        };
         return Err(usage(format!(
-            "--log-file {} is also the -o file: give them different paths",
+            "--log-file {} is {what}: give them different files",
             path.display()
         )));
     }
-    let file = std::fs::File::create(path)
-        .map_err(|e| usage(format!("--log-file: cannot write {}: {e}", path.display())))?;
+    if log.is_file() {
+        file.set_len(0).map_err(cannot)?;
+    }
     Ok(httpvs_load::stats::RequestLog::new(
         path.display().to_string(),
         Box::new(file),
