@@ -35,4 +35,4 @@ pub enum HpackError {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -6,9 +6,11 @@ use super::static_table::STATIC_TABLE;
 use super::{Decoder, HpackError};
 use rand::{Rng, SeedableRng};
 
-type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+/// Decoded fields, as owned name and value bytes.
+pub(super) type Fields = Vec<(Vec<u8>, Vec<u8>)>;
 
-fn hex(s: &str) -> Vec<u8> {
+/// Bytes from hex digits, spaces and other separators ignored (RFC 7541's examples).
+pub(super) fn hex(s: &str) -> Vec<u8> {
     let digits: Vec<u8> = s.bytes().filter(u8::is_ascii_hexdigit).collect();
     digits
         .chunks(2)
@@ -16,7 +18,8 @@ fn hex(s: &str) -> Vec<u8> {
         .collect()
 }
 
-fn decode(d: &mut Decoder, block: &[u8]) -> Result<Fields, HpackError> {
+/// Decodes one block into owned fields.
+pub(super) fn decode(d: &mut Decoder, block: &[u8]) -> Result<Fields, HpackError> {
     let mut out = Vec::new();
     d.decode(block, |n, v| out.push((n.to_vec(), v.to_vec())))?;
     Ok(out)

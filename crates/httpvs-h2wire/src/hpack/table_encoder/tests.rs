@@ -4,10 +4,9 @@
 use super::TableEncoder;
 use crate::hpack::dynamic_table::entry_size;
 use crate::hpack::encoder::size_update;
+use crate::hpack::tests::{hex, Fields};
 use crate::hpack::Decoder;
 use rand::{Rng, SeedableRng};
-
-type Fields = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// One response head: `:status` then `fields`, all indexed where they may be.
 fn encode(enc: &mut TableEncoder, status: u16, fields: &[(&[u8], &[u8])]) -> Vec<u8> {
@@ -21,24 +20,13 @@ fn encode(enc: &mut TableEncoder, status: u16, fields: &[(&[u8], &[u8])]) -> Vec
 }
 
 fn decode(d: &mut Decoder, block: &[u8]) -> Fields {
-    let mut out = Vec::new();
-    d.decode(block, |n, v| out.push((n.to_vec(), v.to_vec())))
-        .expect("our blocks decode");
-    out
+    crate::hpack::tests::decode(d, block).expect("our blocks decode")
 }
 
 fn expected(status: u16, fields: &[(&[u8], &[u8])]) -> Fields {
     let mut all = vec![(b":status".to_vec(), status.to_string().into_bytes())];
     all.extend(fields.iter().map(|(n, v)| (n.to_vec(), v.to_vec())));
     all
-}
-
-fn hex(s: &str) -> Vec<u8> {
-    let digits: Vec<u8> = s.bytes().filter(u8::is_ascii_hexdigit).collect();
-    digits
-        .chunks(2)
-        .map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap())
-        .collect()
 }
 
 /// C.6: the same three responses in a 256-byte table, with the same evictions. The second
