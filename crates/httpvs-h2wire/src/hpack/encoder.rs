@@ -51,6 +51,26 @@ pub fn request_blocks(fields: &[(&[u8], &[u8])], indexing: bool) -> RequestBlock
     }
 }
 
+/// Encodes `fields` against a dynamic table that holds exactly `table` (oldest entry first)
+/// and that this block leaves as it is: a field in the static table or in `table` is named by
+/// index, any other is a literal without indexing. A connection's further heads share most of
+/// their fields (`:authority`, `user-agent`) with the head it indexed, as a browser's or
+/// h2load's requests do, and only a new `:path` goes as a literal.
+pub fn block_against(fields: &[(&[u8], &[u8])], table: &[(&[u8], &[u8])]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    for &(name, value) in fields {
+        if let Some(index) = find_exact(name, value) {
+            integer(index, 7, 0x80, &mut out);
+        } else if let Some(k) = table.iter().position(|&(n, v)| n == name && v == value) {
+            // The newest entry is index 62.
+            integer(62 + table.len() - 1 - k, 7, 0x80, &mut out);
+        } else {
+            literal(name, value, 4, 0x00, &mut out);
+        }
+    }
+    out
+}
+
 /// A dynamic table size update to `size` (RFC 7541 §6.3).
 pub fn size_update(size: usize, out: &mut Vec<u8>) {
     integer(size, 5, 0x20, out);

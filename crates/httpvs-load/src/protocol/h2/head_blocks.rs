@@ -2,12 +2,15 @@
 //!
 //! The first distinct head of a connection is indexed: its first use adds its fields to the
 //! server's dynamic table and later uses refer to them by index (as h2load's requests do).
-//! Any other head is sent as literals without indexing, so the table never changes under the
-//! indexed one. A server table smaller than the indexed head turns indexing off.
+//! Any other head (several URLs) names the fields it shares with that one by the same indexes,
+//! `:authority` and `user-agent` among them, and sends the rest (its `:path`) as literals
+//! without indexing, so the table never changes under the indexed head. A server table smaller
+//! than the indexed head turns indexing off.
 
 use super::request_template::build_template;
 use crate::protocol::h1::same_uri;
-use crate::protocol::hpack::encoder::{request_blocks, RequestBlocks};
+use crate::protocol::hpack::encoder::{block_against, request_blocks, RequestBlocks};
+use crate::protocol::hpack::static_table::find_exact;
 use crate::protocol::RequestSpec;
 use http::{HeaderName, HeaderValue, Method, Uri};
 
@@ -43,6 +46,9 @@ pub struct HeadBlocks {
     indexed_chosen: bool,
     /// Table bytes the indexed head added once its first block went out.
     indexed_bytes: usize,
+    /// The fields the indexed head added to the server's table (oldest first), once its first
+    /// block went out: what other heads may name by index.
+    table: Vec<(Vec<u8>, Vec<u8>)>,
     next_evict: usize,
 }
 
@@ -60,6 +66,12 @@ impl HeadBlocks {
             entry.first_sent = true;
             if entry.blocks.table_bytes > 0 {
                 self.indexed_bytes = entry.blocks.table_bytes;
+                self.table = entry
+                    .fields
+                    .iter()
+                    .filter(|(n, v)| find_exact(n, v).is_none())
+                    .cloned()
+                    .collect();
             }
             &entry.blocks.first
         }
@@ -71,17 +83,21 @@ impl HeadBlocks {
         if self.indexed_bytes <= limit {
             return;
         }
+        // The indexed head, and every head that names its fields, go back to literals.
         for entry in &mut self.entries {
-            if entry.blocks.table_bytes > 0 {
-                entry.blocks = encode(&entry.fields, false);
-            }
+            entry.blocks = encode(&entry.fields, false);
         }
         self.indexed_bytes = 0;
+        self.table.clear();
     }
 
     fn add(&mut self, req: &RequestSpec, table_limit: usize) -> usize {
         let fields = head_fields(req);
-        let mut blocks = encode(&fields, !self.indexed_chosen);
+        let mut blocks = if self.table.is_empty() {
+            encode(&fields, !self.indexed_chosen)
+        } else {
+            against(&fields, &self.table)
+        };
         if blocks.table_bytes > table_limit {
             blocks = encode(&fields, false);
         }
@@ -110,12 +126,26 @@ impl HeadBlocks {
     }
 }
 
+/// A head's blocks naming what it shares with the indexed head's `table` entries by index.
+fn against(fields: &[(Vec<u8>, Vec<u8>)], table: &[(Vec<u8>, Vec<u8>)]) -> RequestBlocks {
+    let block = block_against(&refs(fields), &refs(table));
+    RequestBlocks {
+        first: block.clone(),
+        steady: block,
+        table_bytes: 0,
+    }
+}
+
 fn encode(fields: &[(Vec<u8>, Vec<u8>)], indexing: bool) -> RequestBlocks {
-    let refs: Vec<(&[u8], &[u8])> = fields
+    request_blocks(&refs(fields), indexing)
+}
+
+/// The fields as borrowed name/value pairs, as the encoder takes them.
+fn refs(fields: &[(Vec<u8>, Vec<u8>)]) -> Vec<(&[u8], &[u8])> {
+    fields
         .iter()
         .map(|(n, v)| (n.as_slice(), v.as_slice()))
-        .collect();
-    request_blocks(&refs, indexing)
+        .collect()
 }
 
 /// The h2 head of `req` (the same head the reference client sends), pseudo-headers first.
@@ -181,6 +211,34 @@ mod tests {
         }
         assert_eq!(decode(&mut server, &other)[3].1, "/b");
         assert_eq!(decode(&mut server, &steady)[3].1, "/a");
+        // The other head names :authority and user-agent by index: only its :path is literal.
+        let plain = encode(&head_fields(&b), false).steady;
+        assert!(other.len() + 20 < plain.len(), "{other:?} vs {plain:?}");
+    }
+
+    /// Many URLs on one connection: every head decodes to its own path and the shared fields,
+    /// and the table the server keeps is only the first head's, whatever the order.
+    #[test]
+    fn many_heads_share_the_indexed_heads_fields() {
+        let mut heads = HeadBlocks::default();
+        let mut server = Decoder::default();
+        for round in 0..3 {
+            for i in 0..20 {
+                let path = format!("/item/{i}?round={}", round % 2);
+                let fields = decode(&mut server, heads.block(&spec(&path), 4096));
+                assert_eq!(fields[3], (":path".into(), path.clone()));
+                assert_eq!(fields[2], (":authority".into(), "127.0.0.1:8080".into()));
+                assert!(fields.iter().any(|(n, _)| n == "user-agent"), "{fields:?}");
+            }
+        }
+        // The table shrinks under them: every head goes back to literals and still decodes.
+        heads.table_shrunk(10);
+        let mut small = Decoder::new(0);
+        for i in [0, 7, 19] {
+            let path = format!("/item/{i}?round=0");
+            let fields = decode(&mut small, heads.block(&spec(&path), 10));
+            assert_eq!(fields[3].1, path);
+        }
     }
 
     #[test]
