@@ -1,7 +1,10 @@
 //! Response heads of the owned HTTP/2 server, HPACK-encoded with a dynamic table per connection
 //! (`TableEncoder`), as h2o does: a head's first use puts its fields in the client's table and
 //! later heads name them by index, a byte each. The fixed answer's head is kept encoded while
-//! its second and the table stay the same, so `GET /` costs a copy of a few bytes.
+//! its second and the table stay the same, so `GET /` costs a copy of a few bytes; any other
+//! head that repeats the last one encoded (a load sends the same request again and again) is
+//! sent again as its bytes while the table stays the same, a comparison instead of a search of
+//! both tables for every field.
 //!
 //! A head must be encoded just before it is queued, in the order heads go out: each encoding
 //! may change the table the client's decoder follows.
@@ -18,6 +21,13 @@ pub struct ResponseHeads {
     encoder: TableEncoder,
     /// The last head encoded by `encode` (its buffer reused).
     block: Vec<u8>,
+    /// What `block` encodes: its status and fields, length-prefixed (see [`push_field`]).
+    block_key: Vec<u8>,
+    /// The encoder's generation for which `block` may be sent again; `None` when encoding it
+    /// changed the table.
+    block_for: Option<u64>,
+    /// The key of the head being encoded (a buffer reused).
+    key: Vec<u8>,
     /// The fixed answer's head.
     fixed: Vec<u8>,
     /// The date's second and the encoder's generation for which `fixed` may be sent again;
@@ -30,6 +40,9 @@ impl Default for ResponseHeads {
         ResponseHeads {
             encoder: TableEncoder::new(),
             block: Vec::with_capacity(256),
+            block_key: Vec::with_capacity(256),
+            block_for: None,
+            key: Vec::with_capacity(256),
             fixed: Vec::with_capacity(64),
             fixed_for: None,
         }
@@ -42,14 +55,31 @@ impl ResponseHeads {
         self.encoder.set_peer_limit(value as usize);
     }
 
-    /// Encodes `:status` and `fields` as the next head to go out.
+    /// Encodes `:status` and `fields` as the next head to go out: the last head's bytes again
+    /// when it had the same status and fields and the table has not changed since.
     pub fn encode<'a>(
         &mut self,
         status: u16,
         fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
     ) -> &[u8] {
+        self.key.clear();
+        self.key.extend_from_slice(&status.to_le_bytes());
+        for (name, value) in fields {
+            push_field(&mut self.key, name, value);
+        }
+        let generation = self.encoder.generation();
+        if self.block_for == Some(generation) && self.key == self.block_key {
+            return &self.block;
+        }
         self.block.clear();
-        encode_head(&mut self.encoder, status, fields, &mut self.block);
+        encode_head(
+            &mut self.encoder,
+            status,
+            KeyFields(&self.key[2..]),
+            &mut self.block,
+        );
+        self.block_for = (self.encoder.generation() == generation).then_some(generation);
+        std::mem::swap(&mut self.key, &mut self.block_key);
         &self.block
     }
 
@@ -70,6 +100,32 @@ impl ResponseHeads {
                 (self.encoder.generation() == generation).then_some((date.second, generation));
         }
         &self.fixed
+    }
+}
+
+/// Appends one field to a head's key: the name's length, the name, the value's length, the
+/// value (lengths as 4 bytes, so no two heads share a key).
+fn push_field(key: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    for part in [name, value] {
+        key.extend_from_slice(&(part.len() as u32).to_le_bytes());
+        key.extend_from_slice(part);
+    }
+}
+
+/// The fields of a head's key, in order (what [`push_field`] wrote).
+struct KeyFields<'a>(&'a [u8]);
+
+impl<'a> Iterator for KeyFields<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut part = || -> Option<&'a [u8]> {
+            let len = u32::from_le_bytes(self.0.get(..4)?.try_into().ok()?) as usize;
+            let bytes = self.0.get(4..4 + len)?;
+            self.0 = &self.0[4 + len..];
+            Some(bytes)
+        };
+        Some((part()?, part()?))
     }
 }
 
@@ -151,6 +207,47 @@ mod tests {
         assert_eq!(sizes[1..4], [4, 4, 4]);
         assert!(sizes[4] > 20, "{sizes:?}");
         assert_eq!(heads.fixed(&stamp(2)).len(), 4);
+    }
+
+    /// Another head that repeats is sent again as its bytes while the table holds still, and
+    /// encoded afresh when anything moved it; in any order, every block decodes to its own
+    /// fields.
+    #[test]
+    fn repeated_heads_are_replayed_only_while_the_table_holds_still() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+        let mut heads = ResponseHeads::default();
+        let mut client = Decoder::default();
+        let lengths = [&b"100"[..], b"1024", b"65536"];
+        let mut replays = 0;
+        for i in 0..3_000 {
+            if i == 1_500 {
+                heads.set_peer_table_size(200);
+            }
+            let second = 1 + i / 500;
+            let date = stamp(second);
+            let status = [200, 200, 200, 404, 418][rng.random_range(0..5)];
+            let length = lengths[rng.random_range(0..lengths.len())];
+            let fields = [
+                (&b"content-type"[..], &b"text/plain"[..]),
+                (b"content-length", length),
+                (b"date", &date.text[..]),
+            ];
+            let before = (heads.block_for, heads.block_key.clone());
+            let block = heads.encode(status, fields.into_iter()).to_vec();
+            if before.0.is_some() && before.1 == heads.block_key && block.len() < 8 {
+                replays += 1;
+            }
+            let got = decode(&mut client, &block);
+            assert_eq!(got[0], (":status".into(), status.to_string()), "{i}");
+            assert_eq!(got[2].1.as_bytes(), length, "{i}");
+            assert_eq!(got[3].1.as_bytes(), date.text, "{i}");
+            if rng.random_range(0..4) == 0 {
+                decode(&mut client, heads.fixed(&date));
+            }
+        }
+        assert!(replays > 100, "{replays}");
+        assert!(client.table_size() <= 200);
     }
 
     #[test]
