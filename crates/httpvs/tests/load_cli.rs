@@ -863,3 +863,54 @@ fn an_open_model_short_of_its_rate_says_so() {
     // The 400th send is due at 0.798 s; how soon after it went depends on the machine.
     assert!(last_send >= 0.79, "the last send is reported: {last_send}s");
 }
+
+/// h2 and h3 count the decoded size of every response head that came, as the encoded size
+/// counts its bytes: exact for `GET /` (81 bytes a head on both), and the heads of requests
+/// that failed after their head came count too (they counted nothing, and the savings read
+/// nothing with every request failed).
+#[test]
+fn decoded_header_bytes_count_every_head_that_came() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let h2c = format!("http://{}/", server.http_addr().unwrap());
+    let h3 = format!("https://127.0.0.1:{}/", server.h3_addr().unwrap().port());
+    for (url, proto) in [(&h2c, "h2c"), (&h3, "h3")] {
+        let out = httpvs(&[
+            url,
+            "-p",
+            proto,
+            "-k",
+            "-n",
+            "200",
+            "-c",
+            "2",
+            "--json",
+            "--no-progress",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{proto}: {out:?}");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(json["wire"]["header_decoded_received"], 200 * 81, "{proto}");
+    }
+    let huge = format!("{h2c}?size=256m");
+    let out = httpvs(&[
+        &huge,
+        "-p",
+        "h2c",
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--timeout",
+        "100ms",
+        "--json",
+        "--no-progress",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["requests"]["failed"], 3, "{}", json["requests"]);
+    let wire = &json["wire"];
+    // content-length: 268435456 makes each head 88 decoded bytes.
+    assert_eq!(wire["header_decoded_received"], 3 * 88, "{wire}");
+    assert!(
+        wire["header_savings"].as_f64().is_some_and(|s| s > 0.5),
+        "{wire}"
+    );
+}

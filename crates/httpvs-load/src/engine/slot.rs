@@ -143,6 +143,9 @@ fn subtract(a: WireBytes, b: WireBytes) -> WireBytes {
         received: a.received.saturating_sub(b.received),
         header_sent: a.header_sent.saturating_sub(b.header_sent),
         header_received: a.header_received.saturating_sub(b.header_received),
+        header_decoded_received: a
+            .header_decoded_received
+            .saturating_sub(b.header_decoded_received),
         datagrams_sent: a.datagrams_sent.saturating_sub(b.datagrams_sent),
         datagrams_received: a.datagrams_received.saturating_sub(b.datagrams_received),
     }

@@ -177,6 +177,10 @@ pub struct WireBytes {
     pub header_sent: u64,
     /// Encoded response header bytes received, when the protocol can see them.
     pub header_received: u64,
+    /// The same headers decoded (names + values), when the protocol decodes them all, as the
+    /// owned h2 and h3 clients do: every response head, trailer and interim head that came, a
+    /// request's success or not (0 where only succeeded requests' heads are known).
+    pub header_decoded_received: u64,
     /// UDP datagrams sent (h3 only).
     pub datagrams_sent: u64,
     /// UDP datagrams received (h3 only).

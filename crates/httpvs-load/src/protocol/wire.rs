@@ -73,6 +73,7 @@ pub struct WireCounter {
     received: AtomicU64,
     header_sent: AtomicU64,
     header_received: AtomicU64,
+    header_decoded_received: AtomicU64,
 }
 
 impl WireCounter {
@@ -101,6 +102,11 @@ impl WireCounter {
         add(&self.header_received, n);
     }
 
+    /// Adds the decoded size (names + values) of a response header block.
+    pub fn add_header_decoded_received(&self, n: u64) {
+        add(&self.header_decoded_received, n);
+    }
+
     /// The counts so far.
     pub fn snapshot(&self) -> WireBytes {
         WireBytes {
@@ -108,6 +114,7 @@ impl WireCounter {
             received: self.received.load(Ordering::Relaxed),
             header_sent: self.header_sent.load(Ordering::Relaxed),
             header_received: self.header_received.load(Ordering::Relaxed),
+            header_decoded_received: self.header_decoded_received.load(Ordering::Relaxed),
             ..WireBytes::default()
         }
     }

@@ -255,6 +255,7 @@ impl WireTotals {
         self.wire.received += w.received;
         self.wire.header_sent += w.header_sent;
         self.wire.header_received += w.header_received;
+        self.wire.header_decoded_received += w.header_decoded_received;
         self.wire.datagrams_sent += w.datagrams_sent;
         self.wire.datagrams_received += w.datagrams_received;
     }

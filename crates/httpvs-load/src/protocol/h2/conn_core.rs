@@ -332,6 +332,8 @@ impl ConnCore {
                 }
             })
             .map_err(|_| ConnError(code::COMPRESSION_ERROR))?;
+        // Every block decoded counts, as every block's encoded bytes do (header savings).
+        self.counter.add_header_decoded_received(size);
         let Some(slot) = self.streams.slot_of(id) else {
             return Ok(());
         };

@@ -199,6 +199,7 @@ pub(super) fn wire_of(
         header_received,
         datagrams_sent: stats.udp_tx.datagrams,
         datagrams_received: stats.udp_rx.datagrams,
+        ..WireBytes::default()
     }
 }
 

@@ -65,6 +65,8 @@ pub struct OwnedConnection {
     scratch: RefCell<DecodeScratch>,
     header_sent: Cell<u64>,
     header_received: Cell<u64>,
+    /// The same decoded, for every section that decoded.
+    header_decoded_received: Cell<u64>,
     early_requests: Cell<u64>,
     background: tokio::task::AbortHandle,
 }
@@ -100,6 +102,7 @@ impl OwnedConnection {
             scratch: RefCell::new(DecodeScratch::default()),
             header_sent: Cell::new(0),
             header_received: Cell::new(0),
+            header_decoded_received: Cell::new(0),
             early_requests: Cell::new(0),
             background,
         })
@@ -173,6 +176,8 @@ impl OwnedConnection {
         // Counted whether or not the response completes: these bytes did cross the wire.
         self.header_received
             .set(self.header_received.get() + reader.encoded_header_bytes());
+        self.header_decoded_received
+            .set(self.header_decoded_received.get() + reader.decoded_header_bytes());
         let ttfb = read?;
         let head = reader.finish().map_err(|v| self.violation(v, recv))?;
         Ok(ResponseInfo {
@@ -344,11 +349,13 @@ impl Connection for OwnedConnection {
     }
 
     fn wire(&self) -> WireBytes {
-        super::connection::wire_of(
+        let mut wire = super::connection::wire_of(
             &self.quic,
             self.header_sent.get(),
             self.header_received.get(),
-        )
+        );
+        wire.header_decoded_received = self.header_decoded_received.get();
+        wire
     }
 
     fn close(&self) {

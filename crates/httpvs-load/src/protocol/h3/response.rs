@@ -69,6 +69,8 @@ pub struct ResponseReader {
     trailers: bool,
     /// QPACK-encoded bytes of every HEADERS payload (interim, final and trailers).
     encoded_header_bytes: u64,
+    /// The same decoded (names + values), for every section that decoded.
+    decoded_header_bytes: u64,
     body_bytes: u64,
 }
 
@@ -81,6 +83,7 @@ impl Default for ResponseReader {
             head: None,
             trailers: false,
             encoded_header_bytes: 0,
+            decoded_header_bytes: 0,
             body_bytes: 0,
         }
     }
@@ -133,6 +136,11 @@ impl ResponseReader {
     /// QPACK-encoded header bytes read so far.
     pub fn encoded_header_bytes(&self) -> u64 {
         self.encoded_header_bytes
+    }
+
+    /// Decoded header bytes (names + values, `:status` included) read so far.
+    pub fn decoded_header_bytes(&self) -> u64 {
+        self.decoded_header_bytes
     }
 
     /// Feeds the next chunk of the stream.
@@ -255,6 +263,12 @@ impl ResponseReader {
     ) -> Result<(), ResponseViolation> {
         self.state = State::FrameType;
         let section = scratch.decode(block)?;
+        self.decoded_header_bytes += section.field_bytes
+            + if section.status.is_some() {
+                super::reference::STATUS_FIELD_BYTES
+            } else {
+                0
+            };
         if self.head.is_some() {
             // Trailers carry no pseudo-headers (RFC 9114 §4.3).
             if section.status.is_some() || section.malformed {
