@@ -11,6 +11,8 @@ mod config;
 mod conn_io;
 mod date;
 mod error;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod h1;
 pub mod h2;
 mod h3;

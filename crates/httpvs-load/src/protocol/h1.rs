@@ -5,6 +5,8 @@
 mod batch_wake;
 mod connection;
 mod fast_head;
+#[doc(hidden)]
+pub mod fuzz;
 mod head_memo;
 mod read_ahead;
 mod request_head;

@@ -17,6 +17,8 @@ mod connection;
 mod driver;
 pub mod frame_tap;
 pub mod frame_write;
+#[doc(hidden)]
+pub mod fuzz;
 mod head_blocks;
 mod reference;
 mod reference_connection;

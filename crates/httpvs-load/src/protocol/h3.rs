@@ -16,6 +16,8 @@ mod congestion;
 mod connection;
 mod discovery;
 mod frames;
+#[doc(hidden)]
+pub mod fuzz;
 mod owned;
 mod qpack;
 mod qpack_static;

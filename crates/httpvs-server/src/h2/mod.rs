@@ -11,6 +11,8 @@ mod reset_budget;
 mod stream;
 
 pub use cork::{Cork, CorkedIo};
+#[doc(hidden)]
+pub use owned::fuzz::server as fuzz_owned_server;
 pub use gate::{FrameGate, GateSignal, GatedIo};
 
 use crate::conn_io::ConnState;

@@ -6,6 +6,8 @@
 
 mod core;
 mod field_bytes;
+#[doc(hidden)]
+pub mod fuzz;
 mod head;
 mod response_head;
 mod send;

@@ -1,0 +1,4 @@
+//! Fuzz target: `httpvs_load::protocol::h1::fuzz::response` on whatever libFuzzer makes.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| httpvs_load::protocol::h1::fuzz::response(data));
