@@ -11,9 +11,9 @@ mod reset_budget;
 mod stream;
 
 pub use cork::{Cork, CorkedIo};
+pub use gate::{FrameGate, GateSignal, GatedIo};
 #[doc(hidden)]
 pub use owned::fuzz::server as fuzz_owned_server;
-pub use gate::{FrameGate, GateSignal, GatedIo};
 
 use crate::conn_io::ConnState;
 use crate::totals::{Event, Proto};

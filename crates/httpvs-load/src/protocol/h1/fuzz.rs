@@ -16,7 +16,11 @@ pub fn response(data: &[u8]) {
     for was_head in [false, true] {
         let reference = parse_head_httparse(data, was_head);
         if let Some(fast) = fast_head::scan(data, was_head) {
-            assert_eq!(fast.map(Some), reference, "fast scanner and httparse disagree");
+            assert_eq!(
+                fast.map(Some),
+                reference,
+                "fast scanner and httparse disagree"
+            );
         }
         let parsed = parse_head(data, was_head);
         let mut memo = HeadMemo::default();

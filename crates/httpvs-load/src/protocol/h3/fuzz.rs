@@ -18,7 +18,11 @@ pub fn response(data: &[u8]) {
     let (a, b) = data.split_at(at);
     assert_eq!(read(&[a, b]), read(&[data]), "a response split at {at}");
     for scanner in [FrameScanner::request_stream, FrameScanner::uni_stream] {
-        assert_eq!(scan(scanner(), &[a, b]), scan(scanner(), &[data]), "frames split at {at}");
+        assert_eq!(
+            scan(scanner(), &[a, b]),
+            scan(scanner(), &[data]),
+            "frames split at {at}"
+        );
     }
     let (mut names, mut values) = (Vec::new(), Vec::new());
     let _ = decode_field_section(data, &mut names, &mut values);

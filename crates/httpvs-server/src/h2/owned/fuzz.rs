@@ -64,7 +64,10 @@ fn on_read(core: &mut ServerCore, input: &mut Vec<u8>) -> bool {
             } else {
                 b"-"
             };
-            let fields = [(&b"content-type"[..], &b"text/plain"[..]), (b"x-path", shown)];
+            let fields = [
+                (&b"content-type"[..], &b"text/plain"[..]),
+                (b"x-path", shown),
+            ];
             let body = Body::Whole(Some(Bytes::from_static(b"fuzz")));
             core.respond(stream, 200, fields.into_iter(), body, false);
         }
