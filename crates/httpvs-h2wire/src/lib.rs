@@ -3,7 +3,7 @@
 //! maps keyed by stream id.
 
 pub mod frame;
-#[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzz;
 pub mod hpack;
 pub mod stream_id;

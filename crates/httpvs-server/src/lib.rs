@@ -11,7 +11,7 @@ mod config;
 mod conn_io;
 mod date;
 mod error;
-#[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzz;
 pub mod h1;
 pub mod h2;

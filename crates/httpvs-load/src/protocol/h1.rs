@@ -5,7 +5,7 @@
 mod batch_wake;
 mod connection;
 mod fast_head;
-#[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzz;
 mod head_memo;
 mod read_ahead;

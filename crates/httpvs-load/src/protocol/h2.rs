@@ -17,7 +17,7 @@ mod connection;
 mod driver;
 pub mod frame_tap;
 pub mod frame_write;
-#[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzz;
 mod head_blocks;
 mod reference;

@@ -16,7 +16,7 @@ mod congestion;
 mod connection;
 mod discovery;
 mod frames;
-#[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzz;
 mod owned;
 mod qpack;

@@ -12,7 +12,7 @@ mod stream;
 
 pub use cork::{Cork, CorkedIo};
 pub use gate::{FrameGate, GateSignal, GatedIo};
-#[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub use owned::fuzz::server as fuzz_owned_server;
 
 use crate::conn_io::ConnState;

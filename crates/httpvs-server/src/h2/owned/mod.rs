@@ -6,7 +6,7 @@
 
 mod core;
 mod field_bytes;
-#[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub mod fuzz;
 mod head;
 mod response_head;
