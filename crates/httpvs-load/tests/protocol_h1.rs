@@ -227,6 +227,72 @@ async fn dropped_connections_fail_first_requests_and_retry_reused_ones() {
         reused.err(),
         Some(SendError::Retry(RetryReason::ConnectionClosed))
     );
+
+    // nginx processed the request before it dropped the connection (`return 444`): a POST,
+    // which is not idempotent, fails rather than reaching the server twice; a POST with an
+    // Idempotency-Key may go again, as with Go's client (RFC 9110 §9.2.2).
+    let post = |key: Option<&str>| {
+        let mut spec = request(
+            &target,
+            http::Method::POST,
+            "/drop",
+            bytes::Bytes::from_static(b"x"),
+        );
+        if let Some(key) = key {
+            spec.headers.push((
+                http::HeaderName::from_static("idempotency-key"),
+                http::HeaderValue::from_str(key).unwrap(),
+            ));
+        }
+        spec
+    };
+    for (key, expected) in [
+        (None, SendError::Failed(ErrorKind::ConnectionClosed)),
+        (Some("k1"), SendError::Retry(RetryReason::ConnectionClosed)),
+    ] {
+        let (conn, _) = protocol.connect(&target, &options(1, None)).await.unwrap();
+        conn.send(&get(&target, "/"), std::time::Instant::now())
+            .await
+            .unwrap();
+        let dropped = conn.send(&post(key), std::time::Instant::now()).await;
+        assert_eq!(dropped.err(), Some(expected), "Idempotency-Key {key:?}");
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn posts_behind_a_connection_close_are_resent() {
+    // nginx says `Connection: close` on its 2nd response: the pipelined POSTs behind it were
+    // never processed, so they go again whatever their method.
+    let Some(nginx) = Nginx::start_if_installed(NginxOptions {
+        keepalive_requests: 2,
+        ..NginxOptions::default()
+    }) else {
+        return;
+    };
+    let target = target("http", nginx.h1_addr());
+    let (conn, _) = Http1::default()
+        .connect(&target, &options(4, None))
+        .await
+        .unwrap();
+    let post = request(
+        &target,
+        http::Method::POST,
+        "/",
+        bytes::Bytes::from_static(b"x"),
+    );
+    let now = std::time::Instant::now();
+    let outcomes = join_all((0..4).map(|_| conn.send(&post, now))).await;
+    let errors: Vec<_> = outcomes.iter().filter_map(|o| o.as_ref().err()).collect();
+    assert_eq!(
+        outcomes.iter().filter(|o| o.is_ok()).count(),
+        2,
+        "{errors:?}"
+    );
+    assert_eq!(
+        errors,
+        [&SendError::Retry(RetryReason::ConnectionClosed); 2],
+        "{outcomes:?}"
+    );
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -78,6 +78,21 @@ pub struct RequestSpec {
     pub body: Bytes,
 }
 
+impl RequestSpec {
+    /// Whether the request may go out again after a connection dropped it without an answer,
+    /// when the server may have processed it: an idempotent method (RFC 9110 §9.2.2: GET,
+    /// HEAD, OPTIONS, TRACE, PUT, DELETE) or an `Idempotency-Key` header, as Go's client
+    /// decides. A request the server said it did not process (GOAWAY, REFUSED_STREAM, a
+    /// `Connection: close` before its turn) goes out again whatever its method.
+    pub fn may_resend(&self) -> bool {
+        self.method.is_idempotent()
+            || self
+                .headers
+                .iter()
+                .any(|(name, _)| name.as_str().eq_ignore_ascii_case("idempotency-key"))
+    }
+}
+
 /// Options every protocol honours when it opens a connection.
 #[derive(Clone)]
 pub struct ConnectOptions {
@@ -129,9 +144,11 @@ pub struct ResponseInfo {
 /// Why a send did not produce a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendError {
-    /// The server never processed it: above a GOAWAY's last-stream-id, REFUSED_STREAM,
-    /// or an h1 connection closed before any byte of its response. The engine resends it
-    /// on a new connection and counts it as "retried", not failed.
+    /// The server never processed it (above a GOAWAY's last-stream-id, REFUSED_STREAM, an h1
+    /// request behind a `Connection: close` or not written whole), or it may have and the
+    /// request may be resent ([`RequestSpec::may_resend`]: an h1 connection reused and then
+    /// closed before any byte of its response). The engine resends it on a new connection and
+    /// counts it as "retried", not failed.
     Retry(RetryReason),
     /// The request failed; counted under this kind.
     Failed(ErrorKind),

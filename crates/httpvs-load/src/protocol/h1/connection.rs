@@ -49,6 +49,9 @@ pub struct Http1Connection {
     keepalive: bool,
     /// Why requests from `WriteBatch::written_through` on could not be written, if so.
     write_error: Cell<Option<ErrorKind>>,
+    /// The server ended the connection after a response, by `Connection: close` or by a body
+    /// its FIN delimits: the requests behind that response were not processed.
+    server_ended: Cell<bool>,
     /// Taken by the send whose turn it is to read, and put back after its response.
     reader: RefCell<Option<ReadSide>>,
     /// Wakes the send whose turn to read has come.
@@ -127,6 +130,7 @@ impl Http1Connection {
             next_turn: Cell::new(0),
             dead_from: Cell::new(u64::MAX),
             write_error: Cell::new(None),
+            server_ended: Cell::new(false),
             cause: Cell::new(CloseCause::Open),
             counter,
             keepalive,
@@ -162,7 +166,9 @@ impl Http1Connection {
         };
         let ticket = self.write_request(req).await?;
         in_flight.ticket = Some(ticket);
-        self.wait_turn(ticket).await?;
+        if let Err(error) = self.wait_turn(ticket).await {
+            return Err(self.settle(req, ticket, error));
+        }
         if let Some(Ready { mut info, arrived }) = self.ready.take(ticket) {
             in_flight.ticket = None;
             info.ttfb = arrived.saturating_duration_since(start);
@@ -172,7 +178,7 @@ impl Http1Connection {
         }
         let Some(mut side) = self.reader.borrow_mut().take() else {
             // An earlier reader was abandoned mid-response; `dead_from` already covers us.
-            return Err(RETRY);
+            return Err(self.settle(req, ticket, RETRY));
         };
         let is_head = req.method == http::Method::HEAD;
         let due = self.writes.responses_due(ticket);
@@ -205,14 +211,30 @@ impl Http1Connection {
             Err(failure) => {
                 self.retire(failure.cause);
                 self.end_reading_after(ticket);
-                Err(failure.error)
+                Err(self.settle(req, ticket, failure.error))
             }
         }
+    }
+
+    /// The outcome of a request `error` kept from its response. A request that went out whole
+    /// and was then dropped without the server saying so may have been processed: it is sent
+    /// again only if it may be ([`RequestSpec::may_resend`]); a POST fails instead, as Go's
+    /// client and RFC 9110 §9.2.2 have it, so the server never sees it twice.
+    fn settle(&self, req: &RequestSpec, ticket: u64, error: SendError) -> SendError {
+        let unsaid = ticket < self.writes.written_through() && !self.server_ended.get();
+        if error != RETRY || !unsaid || req.may_resend() {
+            return error;
+        }
+        SendError::Failed(match self.cause.get() {
+            CloseCause::Reset => ErrorKind::Reset,
+            _ => ErrorKind::ConnectionClosed,
+        })
     }
 
     /// The server ends the connection after response `ticket`: it said `Connection: close`
     /// (`cause` ConnectionClose), or the body runs until its FIN (`cause` Fin).
     fn closed_by_server(&self, ticket: u64, cause: CloseCause) {
+        self.server_ended.set(true);
         // A pipelined write may already have hit the close (Fin/Reset); the server's
         // explicit close is the reason behind it.
         if cause == CloseCause::ConnectionClose
