@@ -1,10 +1,12 @@
 //! What a run shares across worker threads, and what one worker shares among its tasks.
 
+use super::pacer::Pacer;
 use crate::protocol::{ConnectOptions, Protocol, RequestSpec, Target};
 use crate::schedule::WorkerSchedule;
 use crate::stats::request_log::{RequestLog, WorkerLog};
 use crate::stats::WorkerRecorder;
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -66,6 +68,8 @@ pub struct WorkerCtx<P: Protocol> {
     pub next_spec: Cell<usize>,
     /// `--log-file`: this worker's buffer of request rows.
     pub log: RefCell<Option<WorkerLog>>,
+    /// Open model: what streams wait on for their intended times (`None`: tokio's timer).
+    pub pacer: Option<Rc<Pacer>>,
 }
 
 impl<P: Protocol> WorkerCtx<P> {

@@ -4,6 +4,7 @@
 //! the send future lives inside this task's state, and outcomes are counter bumps.
 
 use super::context::WorkerCtx;
+use super::pacer::TOKIO_TIMER_LEAD;
 use super::slot::{LiveConn, Slot};
 use crate::error::ErrorKind;
 use crate::protocol::{Connection, Protocol, ResponseInfo, RetryReason, SendError};
@@ -190,6 +191,11 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
                     Ok(info) => info.done_at.unwrap_or_else(Instant::now),
                     Err(_) => Instant::now(),
                 };
+                // Open model: the worker is awake, so the waits already due go now, with no
+                // timer expiry of their own.
+                if let Some(pacer) = &slot.ctx.pacer {
+                    pacer.release_due(end);
+                }
                 let sent = Sent {
                     live,
                     send_start,
@@ -209,8 +215,8 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
 
 /// The next ticket and when it is dispatched, once its intended time (open model) has come;
 /// `None` when the schedule is done or the run was interrupted.
-/// The pacing timer is boxed: kept in the task it would add its 112 bytes to every stream,
-/// closed model included.
+/// Open model: streams wait on the worker's pacer, or else on tokio's timer, boxed: kept in
+/// the task it would add its 112 bytes to every stream, closed model included.
 async fn next_ticket<P: Protocol>(
     slot: &Slot<P>,
     last_end: Option<Instant>,
@@ -223,6 +229,15 @@ async fn next_ticket<P: Protocol>(
     let now = last_end.unwrap_or_else(Instant::now);
     let ticket = ctx.schedule.borrow_mut().next(now)?;
     let dispatch = match ticket.intended {
+        // Behind schedule: no wait (and no timer entry to make).
+        Some(at) if at <= now => now,
+        Some(at) if ctx.pacer.is_some() => {
+            if let Some(pacer) = &ctx.pacer {
+                // Boxed, as the timer below: the stream's task stays small.
+                Box::pin(pacer.until(at)).await;
+            }
+            Instant::now()
+        }
         Some(at) => {
             let wake = tokio::time::Instant::from_std(timer_target(at));
             match pacer {
@@ -239,16 +254,12 @@ async fn next_ticket<P: Protocol>(
     Some((ticket, dispatch))
 }
 
-/// tokio's timer has 1 ms ticks: it rounds a deadline up to the next tick and its park
-/// rounds up again, so a plain sleep wakes 1-2 ms late and every open-model send would be
-/// late. Aiming one tick early centres the error on the intended time (measured: lag p50
-/// under 0.3 ms at 2,000 req/s); early sends are measured from when they left.
+/// Where the worker has no pacer: tokio's timer rounds a deadline up to its next 1 ms tick and
+/// its park rounds up again, so a plain sleep wakes 1-2 ms late. Aiming one tick early centres
+/// the error on the intended time; early sends are measured from when they left.
 fn timer_target(at: Instant) -> Instant {
-    at.checked_sub(TIMER_LEAD).unwrap_or(at)
+    at.checked_sub(TOKIO_TIMER_LEAD).unwrap_or(at)
 }
-
-/// How early an open-model stream asks the timer to wake it.
-const TIMER_LEAD: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// One send that came back: on which connection, and when it started and ended.
 struct Sent<P: Protocol> {

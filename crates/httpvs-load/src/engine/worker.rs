@@ -5,6 +5,7 @@
 
 use super::context::{RunShared, WorkerCtx};
 use super::factory::ProtocolFactory;
+use super::pacer::Pacer;
 use super::setup::LoadError;
 use super::slot::Slot;
 use super::stream::run_slot;
@@ -107,6 +108,7 @@ pub fn run_worker<F: ProtocolFactory>(
         let Ok(WorkerStart { shared, schedule }) = start.await else {
             return Err(LoadError::Worker("the run did not start".into()));
         };
+        let pacer = schedule.is_open().then(Pacer::new).flatten();
         let ctx = Rc::new(WorkerCtx {
             shared: shared.clone(),
             protocol,
@@ -116,13 +118,21 @@ pub fn run_worker<F: ProtocolFactory>(
             cancel: tokio::sync::Notify::new(),
             next_spec: Cell::new(0),
             log: RefCell::new(shared.request_log.clone().map(WorkerLog::new)),
+            pacer: pacer.clone(),
         });
         if shared.stopping() {
             ctx.interrupt();
         }
         let ticker = tokio::task::spawn_local(send_intervals(ctx.clone(), tx.clone()));
-        // Every worker starts on the same clock, after all of them are set up.
-        tokio::time::sleep_until(shared.origin.into()).await;
+        // Every worker starts on the same clock, after all of them are set up (to the
+        // microsecond in the open model, whose first intended time is the origin).
+        match &pacer {
+            Some(pacer) => {
+                tokio::task::spawn_local(pacer.clone().drive());
+                pacer.until(shared.origin).await;
+            }
+            None => tokio::time::sleep_until(shared.origin.into()).await,
+        }
         let slots: Vec<Rc<Slot<F::Protocol>>> = (0..job.connections)
             .map(|_| Rc::new(Slot::new(ctx.clone(), job.streams as usize)))
             .collect();
