@@ -153,6 +153,10 @@ pub const MAX_THREADS: usize = 4096;
 /// Lowest `--rate`, requests/s: one request per 1000 s. Far lower rates put a schedule's
 /// second send past what a clock can hold.
 pub const MIN_RATE: f64 = 0.001;
+/// Highest `--rate`, requests/s: a thousand times what one core sends. Far higher rates put the
+/// schedule's send numbers past what a u64 or an f64's integers hold (a rate of 1e20 spun for
+/// minutes counting the sends that never went out).
+pub const MAX_RATE: f64 = 1e9;
 /// The most percentiles `--percentiles` (and `--fail-on`) add to the report's list.
 pub const MAX_PERCENTILES: usize = 32;
 /// The lowest percentile a report lists (its label stays short).
@@ -323,6 +327,11 @@ impl LoadConfig {
             if rate < MIN_RATE {
                 return bad(format!(
                     "--rate must be at least {MIN_RATE} (one request per 1000 s), not {rate}"
+                ));
+            }
+            if rate > MAX_RATE {
+                return bad(format!(
+                    "--rate must be at most 1000000000 (a thousand times what one core sends), not {rate}"
                 ));
             }
         }
@@ -504,6 +513,8 @@ mod tests {
         // Far below one request per 1000 s, a schedule's second send is past any clock.
         assert!(c.clone().rate(1e-19).validate().is_err());
         assert!(c.clone().rate(MIN_RATE).validate().is_ok());
+        assert!(c.clone().rate(MAX_RATE).validate().is_ok());
+        assert!(c.clone().rate(1e20).validate().is_err());
         assert_eq!(c.clone().shape(3, 1).threads(8).worker_count(), 3);
     }
 }
