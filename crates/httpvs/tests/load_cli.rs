@@ -669,6 +669,33 @@ fn an_interrupted_run_reports_what_ran_and_says_so() {
     }
 }
 
+/// Ctrl-C while the first connection is still being made (a TLS port that accepts and never
+/// answers) ends at once with 130 and one line, not after the connect timeout.
+#[test]
+fn an_interrupt_while_checking_the_target_ends_at_once() {
+    // The kernel completes the TCP handshakes; nobody ever reads or answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("https://{}/", silent.local_addr().unwrap());
+    let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["load", &url, "-k", "-n", "5", "--connect-timeout", "60s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted before the run started"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    drop(silent);
+}
+
 /// A run that fails before its report leaves an earlier file at -o as it was.
 #[test]
 fn a_failed_run_leaves_the_output_file_alone() {

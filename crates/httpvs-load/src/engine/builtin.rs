@@ -1,8 +1,8 @@
 //! The built-in protocols: resolves `-p auto`, builds the TLS configuration and picks the factory.
 
 use super::factory::ProtocolFactory;
-use super::run_with_protocol;
 use super::setup::{resolve_targets, LoadError};
+use super::{run_with_protocol, stop_requested};
 use crate::config::{LoadConfig, ProtocolChoice};
 use crate::protocol::h1::Http1;
 use crate::protocol::h2::Http2;
@@ -56,7 +56,7 @@ fn run_on(
         ProtocolChoice::Fixed(kind) => kind,
         ProtocolChoice::Auto if https && config.alt_svc => {
             probes += 1;
-            match alt_svc_probe(config, &target)? {
+            match alt_svc_probe(config, &target, &stop)? {
                 // The origin (URL, :authority) stays; only the UDP port comes from Alt-Svc.
                 Some(port) => {
                     let mut h3_target = target.clone();
@@ -69,7 +69,7 @@ fn run_on(
                             alt_svc = Some(format!(
                                 "h3 on UDP port {port} did not connect ({e}), so TCP"
                             ));
-                            alpn_probe(config, &target)?
+                            alpn_probe(config, &target, &stop)?
                         }
                         other => {
                             let found = format!("h3 on UDP port {port}");
@@ -80,13 +80,13 @@ fn run_on(
                 None => {
                     probes += 1;
                     alt_svc = Some("no same-host h3 alternative, so TCP".to_string());
-                    alpn_probe(config, &target)?
+                    alpn_probe(config, &target, &stop)?
                 }
             }
         }
         ProtocolChoice::Auto if https => {
             probes += 1;
-            alpn_probe(config, &target)?
+            alpn_probe(config, &target, &stop)?
         }
         ProtocolChoice::Auto => ProtocolKind::H1,
     };
@@ -151,7 +151,11 @@ fn tls_config(config: &LoadConfig, alpn: &[&[u8]]) -> Result<Arc<rustls::ClientC
 }
 
 /// `-p auto` over TLS: one handshake offering h2 and http/1.1; the server's choice decides.
-fn alpn_probe(config: &LoadConfig, target: &Target) -> Result<ProtocolKind, LoadError> {
+fn alpn_probe(
+    config: &LoadConfig,
+    target: &Target,
+    stop: &AtomicBool,
+) -> Result<ProtocolKind, LoadError> {
     let options = ConnectOptions {
         connect_timeout: config.connect_timeout,
         tls: Some(tls_config(config, &[ALPN_H2, ALPN_HTTP11])?),
@@ -165,10 +169,13 @@ fn alpn_probe(config: &LoadConfig, target: &Target) -> Result<ProtocolKind, Load
     let timeout = config.connect_timeout;
     runtime
         .block_on(async {
-            tokio::time::timeout(timeout, probe_alpn(target, &options))
-                .await
-                .unwrap_or(Err(crate::error::ErrorKind::ConnectTimeout))
-        })
+            tokio::select! {
+                chosen = tokio::time::timeout(timeout, probe_alpn(target, &options)) => {
+                    Ok(chosen.unwrap_or(Err(crate::error::ErrorKind::ConnectTimeout)))
+                }
+                () = stop_requested(stop) => Err(LoadError::Interrupted),
+            }
+        })?
         .map_err(|kind| {
             LoadError::first_connection(target.addr, kind, timeout)
                 .with_detail(crate::protocol::tcp::take_connect_note())
@@ -176,7 +183,11 @@ fn alpn_probe(config: &LoadConfig, target: &Target) -> Result<ProtocolKind, Load
 }
 
 /// `-p auto --alt-svc`: one HTTPS request over TCP; an `h3` Alt-Svc on the same host wins.
-fn alt_svc_probe(config: &LoadConfig, target: &Target) -> Result<Option<u16>, LoadError> {
+fn alt_svc_probe(
+    config: &LoadConfig,
+    target: &Target,
+    stop: &AtomicBool,
+) -> Result<Option<u16>, LoadError> {
     let tls = tls_config(config, &[ALPN_HTTP11])?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -184,7 +195,12 @@ fn alt_svc_probe(config: &LoadConfig, target: &Target) -> Result<Option<u16>, Lo
         .map_err(|e| LoadError::Worker(e.to_string()))?;
     let timeout = config.connect_timeout;
     runtime
-        .block_on(discover_h3_port(target, &config.url, &tls, timeout))
+        .block_on(async {
+            tokio::select! {
+                found = discover_h3_port(target, &config.url, &tls, timeout) => Ok(found),
+                () = stop_requested(stop) => Err(LoadError::Interrupted),
+            }
+        })?
         .map_err(|kind| {
             LoadError::first_connection(target.addr, kind, timeout)
                 .with_detail(crate::protocol::tcp::take_connect_note())

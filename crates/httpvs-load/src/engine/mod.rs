@@ -54,7 +54,7 @@ pub fn run_with_protocol<F: ProtocolFactory>(
         keepalive: config.keepalive,
     };
     let factory = Arc::new(factory);
-    let first = probe(&*factory, &target, &options)?;
+    let first = probe(&*factory, &target, &options, &stop)?;
     let streams = first
         .server_max_streams
         .map_or(config.streams, |limit| config.streams.min(limit.max(1)));
@@ -198,6 +198,7 @@ fn probe<F: ProtocolFactory>(
     factory: &F,
     target: &Target,
     options: &ConnectOptions,
+    stop: &AtomicBool,
 ) -> Result<ConnectInfo, LoadError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -206,10 +207,12 @@ fn probe<F: ProtocolFactory>(
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async {
         let protocol = factory.make(target)?;
-        let attempt = protocol.connect(target, options);
-        let result = tokio::time::timeout(options.connect_timeout, attempt)
-            .await
-            .unwrap_or(Err(crate::error::ErrorKind::ConnectTimeout));
+        let attempt =
+            tokio::time::timeout(options.connect_timeout, protocol.connect(target, options));
+        let result = tokio::select! {
+            result = attempt => result.unwrap_or(Err(crate::error::ErrorKind::ConnectTimeout)),
+            () = stop_requested(stop) => return Err(LoadError::Interrupted),
+        };
         match result {
             Ok((conn, mut info)) => {
                 if info.server_max_streams.is_none() && options.streams > 1 {
@@ -232,6 +235,14 @@ fn probe<F: ProtocolFactory>(
             }
         }
     })
+}
+
+/// Completes once `stop` is set (Ctrl-C), looked at every 50 ms: for the waits before a run
+/// starts, which the workers' own watch does not cover.
+pub(crate) async fn stop_requested(stop: &AtomicBool) {
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 fn join_workers(

@@ -16,6 +16,9 @@ pub enum LoadError {
     /// The configuration is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The stop flag was set (Ctrl-C) while the first connection was still being made.
+    #[error("interrupted before the run started (while connecting to check the target)")]
+    Interrupted,
     /// The host did not resolve.
     #[error("cannot resolve {host}: {why}")]
     Dns {
@@ -177,6 +180,11 @@ impl LoadError {
             },
             kind => LoadError::FirstConnection { addr, kind },
         }
+    }
+
+    /// Whether Ctrl-C ended the set-up (the CLI exits 130, as for an interrupted run).
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, LoadError::Interrupted)
     }
 
     /// Whether the user's input is at fault (the CLI exits 2 for these).

@@ -309,7 +309,9 @@ fn open_request_log(
 
 /// Setup errors: the user's input exits 2, an unreachable target exits 1; both one line.
 fn setup_error(e: LoadError) -> anyhow::Error {
-    if e.is_usage() {
+    if e.is_interrupted() {
+        super::exit_error(super::common::INTERRUPTED, e.to_string())
+    } else if e.is_usage() {
         usage(e.to_string())
     } else {
         anyhow::Error::new(e)

@@ -64,8 +64,13 @@ impl std::error::Error for ExitError {}
 
 /// A usage error: bad flag values, URLs and files exit 2, as clap's own errors do.
 pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    exit_error(2, message)
+}
+
+/// An error that exits with `code`.
+pub fn exit_error(code: u8, message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(ExitError {
-        code: 2,
+        code,
         message: message.into(),
     })
 }
