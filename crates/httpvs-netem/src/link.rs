@@ -210,6 +210,12 @@ impl Link {
         self.client_ns.spawn(command)
     }
 
+    /// Ends what is still running in the client's namespace (a command's background jobs):
+    /// SIGTERM, then SIGKILL after `grace`; returns how many processes there were.
+    pub fn end_client_processes(&self, grace: std::time::Duration) -> usize {
+        self.client_ns.end_members(grace)
+    }
+
     /// Starts `command` in the server side's namespace.
     pub fn spawn_in_server_ns(&self, command: &mut Command) -> std::io::Result<Child> {
         self.server_ns.spawn(command)

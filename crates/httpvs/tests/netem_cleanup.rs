@@ -1,5 +1,6 @@
 //! Nothing of ours is left after `httpvs netem` ends by SIGKILL or SIGINT: no namespace, TUN
-//! device, nft table or child process.
+//! device, nft table or child process; and what the command itself starts in the background
+//! ends with it (on its exit, or when SIGTERM ends it).
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -109,4 +110,58 @@ fn sigint_ends_the_command_and_prints_counters() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("rejected"), "counters printed:\n{stderr}");
     assert_nothing_left(pid, &device, sleep_arg);
+}
+
+/// `sh -c` jobs the command leaves running (one ignoring SIGTERM) end with it: they would keep
+/// the namespace alive, and themselves running, after httpvs.
+#[test]
+fn background_jobs_end_with_the_command() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let script = "sleep 30.4713 & (trap '' TERM; exec sleep 30.4714) & exit 3";
+    let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["netem", "--both", "delay 1ms", "--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "the command's own status");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("ended 2 processes"), "{stderr}");
+    for sleep_arg in ["30.4713", "30.4714"] {
+        assert!(
+            processes_with(sleep_arg).is_empty(),
+            "{sleep_arg} outlived httpvs"
+        );
+    }
+}
+
+/// SIGTERM (as `timeout` and service managers send it) ends the command, and the child the
+/// command was waiting for is ended too.
+#[test]
+fn sigterm_ends_what_the_command_started() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let sleep_arg = "30.4715";
+    let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["netem", "-q", "--both", "delay 1ms", "--", "sh", "-c"])
+        .arg(format!("sleep {sleep_arg}; true"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while processes_with(sleep_arg).is_empty() {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(143),
+        "sh killed by SIGTERM: 128 + 15"
+    );
+    assert_nothing_left(pid, &format!("hv-{pid}-0"), sleep_arg);
 }

@@ -76,4 +76,51 @@ impl NetNs {
         }
         command.spawn()
     }
+
+    /// Ends every process still inside this namespace but ours (what a command left running
+    /// in the background): SIGTERM, then SIGKILL to those still there after `grace`. Returns
+    /// how many it found. A process that forks as it is ended is found on the next pass.
+    pub fn end_members(&self, grace: std::time::Duration) -> usize {
+        let deadline = std::time::Instant::now() + grace;
+        let mut ended = std::collections::HashSet::new();
+        loop {
+            let members = self.members();
+            if members.is_empty() {
+                return ended.len();
+            }
+            let late = std::time::Instant::now() >= deadline;
+            for pid in members {
+                let signal = if late { libc::SIGKILL } else { libc::SIGTERM };
+                if ended.insert(pid) || late {
+                    // SAFETY: kill takes no pointers; `pid` was in our namespace a moment ago
+                    // (a pid reused since then by another process there is as much ours).
+                    unsafe { libc::kill(pid, signal) };
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// The processes (but ours) whose network namespace is this one, from /proc.
+    fn members(&self) -> Vec<libc::pid_t> {
+        use std::os::unix::fs::MetadataExt;
+        let id = |path: &str| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+        let Some(ours) = id(&format!("/proc/self/fd/{}", self.fd.as_raw_fd())) else {
+            return Vec::new();
+        };
+        let me = std::process::id() as libc::pid_t;
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.filter_map(|entry| {
+            entry
+                .ok()?
+                .file_name()
+                .to_str()?
+                .parse::<libc::pid_t>()
+                .ok()
+        })
+        .filter(|&pid| pid != me && id(&format!("/proc/{pid}/ns/net")) == Some(ours))
+        .collect()
+    }
 }

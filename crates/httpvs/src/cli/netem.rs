@@ -122,8 +122,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let started = Instant::now();
-    let status = run_command(&link, program, program_args)?;
+    let status = run_command(&link, program, program_args);
     let elapsed = started.elapsed();
+    // What the command started and left running would keep the namespace (and itself) alive
+    // after us: it ends with the command, as a service manager ends a unit's processes.
+    let left = link.end_client_processes(std::time::Duration::from_secs(1));
+    if left > 0 && !args.quiet {
+        eprintln!(
+            "httpvs netem: ended {left} process{} the command left running behind the link (SIGTERM, then SIGKILL after 1 s)",
+            if left == 1 { "" } else { "es" }
+        );
+    }
+    let status = status?;
     // Let the command's last packets (its FIN, final ACKs) reach the server before the link goes.
     link.drain(std::time::Duration::from_secs(2));
     let counters = link.stop();
