@@ -166,7 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, None) => None,
     };
     ignore_sigpipe();
-    check_fd_limit(u64::from(config.connections))?;
+    check_fd_limit(config.connections, config.streams, config.keepalive)?;
     let rules = match &args.fail_on {
         Some(spec) => thresholds::parse(spec).map_err(usage)?,
         None => Vec::new(),
@@ -567,12 +567,22 @@ const FD_SLACK: u64 = 64;
 
 /// Raises the open-file limit as far as it goes; `-c` beyond it is one clear line, not a run
 /// whose connects fail as `io` errors.
-fn check_fd_limit(connections: u64) -> anyhow::Result<()> {
-    let need = connections.saturating_add(FD_SLACK);
+/// With `--no-keepalive` each of a connection's `-m` requests has a connection of its own.
+fn check_fd_limit(connections: u32, streams: u32, keepalive: bool) -> anyhow::Result<()> {
+    let (open, shape) = if keepalive {
+        (u64::from(connections), format!("-c {connections}"))
+    } else {
+        (
+            u64::from(connections) * u64::from(streams),
+            format!("-c {connections} x -m {streams} with --no-keepalive"),
+        )
+    };
+    let need = open.saturating_add(FD_SLACK);
+    let lower = if keepalive { "-c" } else { "-c or -m" };
     match super::common::raise_fd_limit() {
         Some(limit) if limit < need => Err(usage(format!(
-            "-c {connections} needs about {need} open files, and this process may open {limit} \
-             (ulimit -n): raise the limit or lower -c"
+            "{shape} needs about {need} open files, and this process may open {limit} \
+             (ulimit -n): raise the limit or lower {lower}"
         ))),
         _ => Ok(()),
     }
