@@ -59,9 +59,11 @@ impl ErrorKind {
             ErrorKind::RequestTimeout => "request_timeout".into(),
             ErrorKind::Reset => "reset".into(),
             ErrorKind::ConnectionClosed => "connection_closed".into(),
-            ErrorKind::Goaway(c) => format!("goaway({})", h2_code_name(*c)),
-            ErrorKind::StreamReset(c) => format!("rst_stream({})", h2_code_name(*c)),
-            ErrorKind::H3(c) => format!("h3({})", h3_code_name(*c)),
+            ErrorKind::Goaway(c) => format!("goaway({})", code_label(h2_code_name(*c), *c)),
+            ErrorKind::StreamReset(c) => {
+                format!("rst_stream({})", code_label(h2_code_name(*c), *c))
+            }
+            ErrorKind::H3(c) => format!("h3({})", code_label(h3_code_name(*c), *c)),
             ErrorKind::QuicTransport(c) => format!("quic_transport(0x{c:x})"),
             ErrorKind::IdleTimeout => "idle_timeout".into(),
             ErrorKind::Unreachable => "unreachable".into(),
@@ -75,6 +77,16 @@ impl ErrorKind {
 impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name())
+    }
+}
+
+/// An error code's name, or its number for a code with none (a peer's own, or quinn's 0 for a
+/// dropped stream), so different unknown codes stay apart in the report.
+fn code_label(name: &'static str, code: u64) -> std::borrow::Cow<'static, str> {
+    if name == "UNKNOWN" {
+        format!("0x{code:x}").into()
+    } else {
+        name.into()
     }
 }
 

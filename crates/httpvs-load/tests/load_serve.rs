@@ -136,6 +136,41 @@ fn status_mix_and_delays_keep_the_identity() {
     assert_eq!(total, 1000);
 }
 
+/// A body over the server's limit: it answers 413 before reading it all and closes (h1) or
+/// stops the upload (h3), so the client's write fails part-way. The answer still came, and is
+/// counted (h1 said `connection_closed` with nothing received, h3 `h3(UNKNOWN)`); curl reads it.
+#[test]
+fn an_early_answer_to_a_body_cut_off_mid_write_is_read() {
+    let s = server(Limits {
+        max_body_bytes: 64 * 1024,
+        ..Limits::default()
+    });
+    let h3 = format!("https://127.0.0.1:{}/echo", s.h3_addr().unwrap().port());
+    for (url, kind) in [
+        (http_url(&s, "/echo"), ProtocolKind::H1),
+        (http_url(&s, "/echo"), ProtocolKind::H2c),
+        // Over HTTP/3 the server stops the upload (STOP_SENDING) once it has answered.
+        (h3, ProtocolKind::H3),
+    ] {
+        let mut c = LoadConfig::new(&url)
+            .unwrap()
+            .protocol(fixed(kind))
+            .shape(1, 1)
+            .threads(1)
+            .requests(3)
+            .tls(TlsOptions {
+                insecure: true,
+                cacert: None,
+            });
+        c.method = http::Method::POST;
+        c.body = bytes::Bytes::from(vec![b'x'; 16 << 20]);
+        let r = run(&c);
+        assert_eq!(r.requests.failed, 0, "{kind:?}: {:?}", r.errors);
+        let codes: Vec<(u16, u64)> = r.status_codes.iter().map(|s| (s.code, s.count)).collect();
+        assert_eq!(codes, vec![(413, 3)], "{kind:?}");
+    }
+}
+
 #[test]
 fn server_request_limit_churns_connections_and_is_explained() {
     let s = server(Limits {

@@ -264,8 +264,12 @@ async fn answer(
     let _ = send(&mut stream, answer, head_only).await;
     // A request answered without reading its body (GET, HEAD) usually has its FIN here already:
     // take it, so dropping the stream does not send STOP_SENDING (a frame per request that both
-    // sides pay for). A client still sending gets STOP_SENDING as before.
-    let _ = stream.recv_data().now_or_never();
+    // sides pay for). A client still sending (a body over the limit, answered 413) is asked to
+    // stop with H3_NO_ERROR, as RFC 9114 §4.1 has it: quinn's drop would say 0, which is no
+    // HTTP/3 code, and a client may take it for a failure and drop the answer.
+    if !matches!(stream.recv_data().now_or_never(), Some(Ok(None))) {
+        stream.stop_sending(h3::error::Code::H3_NO_ERROR);
+    }
     if close {
         let _ = close_tx.send(());
     }

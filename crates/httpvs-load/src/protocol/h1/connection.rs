@@ -301,7 +301,10 @@ impl Http1Connection {
     }
 
     /// The server closed or reset the connection under our writes. Requests already on the
-    /// wire may still be answered; the rest learn the error in `wait_turn`.
+    /// wire may still be answered, and so may the one cut off mid-write: a server may answer
+    /// before it has read the whole request (RFC 9110 §15: a 413 for a body over its limit, a
+    /// 401), then close, and its answer waits in the socket ahead of the FIN or RST. The rest
+    /// learn the error in `wait_turn`.
     fn write_failed(&self, failure: WriteFailure) {
         let kind = io_error_kind(&failure.error);
         self.retire(match kind {
@@ -309,7 +312,7 @@ impl Http1Connection {
             _ => CloseCause::Reset,
         });
         self.write_error.set(Some(kind));
-        self.end_reading_from(failure.first_unwritten);
+        self.end_reading_after(failure.first_unwritten);
     }
 
     /// The outcome of a request whose response will never be read. A request that could not

@@ -155,12 +155,19 @@ impl OwnedConnection {
             send.write_all_chunks(&mut [head.bytes, req.body.clone()])
                 .await
         };
-        match written.map_err(|e| classify::write_failure(&e)) {
+        match written {
             Ok(()) => Ok(()),
             // The server may answer before reading the whole body, then stop our sending side
-            // with H3_NO_ERROR (RFC 9114 §4.1): the response still comes.
-            Err(StreamFailure::StoppedEarly) if self.state.goaway_id().is_none() => Ok(()),
-            Err(failure) => Err(self.failure(failure, Some(id))),
+            // (RFC 9114 §4.1 asks for H3_NO_ERROR; a server that just drops the stream sends
+            // whatever its QUIC stack does, quinn 0): the response may still come whole, and a
+            // complete response must not be discarded. The read says how the stream ended.
+            Err(quinn::WriteError::Stopped(code))
+                if code.into_inner() != classify::H3_REQUEST_REJECTED
+                    && self.state.goaway_id().is_none() =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(self.failure(classify::write_failure(&e), Some(id))),
         }
     }
 
