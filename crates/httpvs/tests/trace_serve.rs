@@ -416,3 +416,28 @@ fn connect_failures_say_what_the_stack_saw() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("nothing answers QUIC"), "{stderr}");
 }
+
+/// `user:password@` in the URL is Basic authorization, as in `load` and curl; the password goes
+/// into no error line.
+#[test]
+fn credentials_in_the_url_become_basic_authorization() {
+    let s = serve(Limits::default());
+    let addr = s.http_addr().unwrap();
+    let out = trace(&[&format!("http://user:s%40cret@{addr}/")]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    // base64("user:s@cret")
+    assert!(
+        stdout.contains("authorization: Basic dXNlcjpzQGNyZXQ="),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains(&format!("user:s%40cret@{addr}")),
+        "{stdout}"
+    );
+
+    let out = trace(&["http://user:secret@127.0.0.1:1/"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(!stderr.contains("secret"), "{stderr}");
+}

@@ -216,6 +216,68 @@ pub(super) fn interrupt_flag() -> Arc<AtomicBool> {
     flag
 }
 
+/// Splits `user:password@` off a URL's authority, as curl does (percent-escapes decoded):
+/// the URL without it, and the credentials.
+pub(super) fn take_userinfo(url: &str) -> anyhow::Result<(String, Option<String>)> {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return Ok((url.to_string(), None));
+    };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return Ok((url.to_string(), None));
+    };
+    let without = format!("{}{}", &url[..scheme_end], &rest[at + 1..]);
+    // The password stays out of the error line.
+    let mut userinfo = percent_decode(&rest[..at]).ok_or_else(|| {
+        usage(format!(
+            "invalid URL {without:?} with user:password@: a bad %-escape in its user part"
+        ))
+    })?;
+    // `user@` is a user with an empty password, as curl takes it.
+    if !userinfo.contains(':') {
+        userinfo.push(':');
+    }
+    Ok((without, Some(userinfo)))
+}
+
+/// Decodes %XX escapes (two hex digits each); `None` for a broken escape or bytes that are
+/// not UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    let hex = |b: u8| char::from(b).to_digit(16);
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hi = hex(*bytes.get(i + 1)?)?;
+            let lo = hex(*bytes.get(i + 2)?)?;
+            out.push((hi * 16 + lo) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The `Authorization: Basic` header for `USER:PASSWORD`.
+pub(super) fn basic_authorization(
+    credentials: &str,
+) -> anyhow::Result<(http::HeaderName, http::HeaderValue)> {
+    use base64::Engine;
+    if !credentials.contains(':') {
+        return Err(usage(
+            "-a needs USER:PASSWORD (a colon between them; the password may be empty)".to_string(),
+        ));
+    }
+    let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
+    let value = http::HeaderValue::from_str(&format!("Basic {encoded}"))
+        .map_err(|e| usage(format!("-a: {e}")))?;
+    Ok((http::header::AUTHORIZATION, value))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

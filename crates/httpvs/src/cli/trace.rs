@@ -4,7 +4,7 @@
 //! time. Problems with the input exit 2 before anything is sent; a failed exchange is shown
 //! in the trace, then one line and exit 1.
 
-use super::common::{duration_flag, parse_header, WindowFlags};
+use super::common::{basic_authorization, duration_flag, parse_header, take_userinfo, WindowFlags};
 use super::usage;
 use httpvs_load::config::{parse_url, TlsOptions};
 use httpvs_load::protocol::{ProtocolKind, RequestSpec};
@@ -96,7 +96,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// Turns flags into a validated config; every problem is a one-line usage error.
 fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
-    let url = parse_url(&args.url).map_err(|e| usage(e.to_string()))?;
+    // `user:password@` becomes Basic authorization, as in `load` (and curl); the password never
+    // reaches an error line.
+    let (url, credentials) = take_userinfo(&args.url)?;
+    let url = parse_url(&url).map_err(|e| usage(e.to_string()))?;
     let https = url.scheme_str() == Some("https");
     let protocol = ProtocolChoice::parse(&args.protocol).ok_or_else(|| {
         usage(format!(
@@ -135,11 +138,13 @@ fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
     let request = RequestSpec {
         method: method(args)?,
         uri: with_root_path(url.clone()),
-        headers: args
-            .headers
-            .iter()
-            .map(|h| parse_header(h))
-            .collect::<anyhow::Result<_>>()?,
+        headers: with_credentials(
+            args.headers
+                .iter()
+                .map(|h| parse_header(h))
+                .collect::<anyhow::Result<_>>()?,
+            credentials,
+        )?,
         body: match (&args.data, &args.data_file) {
             (Some(d), _) => bytes::Bytes::from(d.clone().into_bytes()),
             (None, Some(path)) => std::fs::read(path)
@@ -189,4 +194,23 @@ fn with_root_path(uri: http::Uri) -> http::Uri {
     let mut parts = uri.clone().into_parts();
     parts.path_and_query = Some(http::uri::PathAndQuery::from_static("/"));
     http::Uri::from_parts(parts).unwrap_or(uri)
+}
+
+/// `-H` headers, plus Basic authorization from the URL's `user:password@`, if any.
+fn with_credentials(
+    mut headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    credentials: Option<String>,
+) -> anyhow::Result<Vec<(http::HeaderName, http::HeaderValue)>> {
+    if let Some(credentials) = credentials {
+        if headers
+            .iter()
+            .any(|(n, _)| n == http::header::AUTHORIZATION)
+        {
+            return Err(usage(
+                "credentials given twice: user:password@ and -H Authorization".to_string(),
+            ));
+        }
+        headers.push(basic_authorization(&credentials)?);
+    }
+    Ok(headers)
 }
