@@ -183,6 +183,21 @@ fn bad_flags_get_one_line() {
             vec!["compare", "--from", "nothing.json"],
             "cannot read nothing.json",
         ),
+        // A re-rendered file keeps its ratios: a flag that would change them is refused.
+        (
+            vec!["compare", "--from", "r.json", "--baseline", "h2c"],
+            "'--from <FILE>' cannot be used with '--baseline <PROTOCOL>'",
+        ),
+        // Before any probe: no "answered none of the protocols".
+        (
+            vec![
+                "compare",
+                "--cacert",
+                "/nonexistent",
+                "https://127.0.0.1:1/",
+            ],
+            "--cacert /nonexistent: no such file",
+        ),
         (
             vec!["compare", "--duration", "-1s"],
             "--duration: '-1s' is not a duration",

@@ -696,6 +696,24 @@ fn an_interrupt_while_checking_the_target_ends_at_once() {
     drop(silent);
 }
 
+/// `--cacert` that is not a file says what it is instead.
+#[test]
+fn a_cacert_that_is_no_file_says_what_it_is() {
+    for (path, words) in [
+        ("/nonexistent.pem", "no such file"),
+        ("/tmp", "a directory, not a PEM file"),
+        ("/dev/null", "not a regular file"),
+    ] {
+        let out = httpvs(&["https://127.0.0.1:1/", "-n", "1", "--cacert", path]);
+        assert_eq!(out.status.code(), Some(2), "{path}");
+        let line = one_line_error(&out);
+        assert!(
+            line.contains(&format!("--cacert {path}: {words}")),
+            "{line}"
+        );
+    }
+}
+
 /// A run that fails before its report leaves an earlier file at -o as it was.
 #[test]
 fn a_failed_run_leaves_the_output_file_alone() {

@@ -68,8 +68,13 @@ pub struct Args {
     /// Write no HTML report.
     #[arg(long, conflicts_with = "html")]
     no_html: bool,
-    /// Re-render a results file written by --json instead of running.
-    #[arg(long, value_name = "FILE")]
+    /// Re-render a results file written by --json instead of running (the flags that shape a
+    /// run do not apply: the file holds its ratios and verdicts as they were measured).
+    #[arg(long, value_name = "FILE", conflicts_with_all = [
+        "url", "plan", "quick", "shape", "tune", "baseline", "protocols", "conditions",
+        "repeats", "duration", "warmup", "server_cpus", "client_cpus", "no_pin", "insecure",
+        "cacert",
+    ])]
     from: Option<PathBuf>,
     /// Accept any certificate from your server (https URLs).
     #[arg(short = 'k', long)]
@@ -229,6 +234,10 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
     }
     plan.validate("flags")
         .map_err(|e| super::usage(flag_error(&e)))?;
+    if let Some(path) = &args.cacert {
+        // A usage error before any probe, as `load` says it.
+        super::common::check_cacert(path)?;
+    }
     Ok(CompareConfig {
         plan,
         target: args.url.clone(),

@@ -6,8 +6,8 @@
 mod net;
 
 use super::common::{
-    basic_authorization, check_writable, cpu_list, duration_flag, interrupt_flag, parse_header,
-    take_userinfo, WindowFlags,
+    basic_authorization, check_cacert, check_writable, cpu_list, duration_flag, interrupt_flag,
+    parse_header, take_userinfo, WindowFlags,
 };
 use super::usage;
 use httpvs_load::config::{parse_url, StopAfter, TlsOptions};
@@ -410,9 +410,7 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
     config.timeout = (!timeout.is_zero()).then_some(timeout);
     config.connect_timeout = duration_flag("--connect-timeout", &args.connect_timeout)?;
     if let Some(path) = &args.cacert {
-        if !path.is_file() {
-            return Err(usage(format!("--cacert {}: no such file", path.display())));
-        }
+        check_cacert(path)?;
     }
     config.tls = TlsOptions {
         insecure: args.insecure,

@@ -4,7 +4,9 @@
 //! time. Problems with the input exit 2 before anything is sent; a failed exchange is shown
 //! in the trace, then one line and exit 1.
 
-use super::common::{basic_authorization, duration_flag, parse_header, take_userinfo, WindowFlags};
+use super::common::{
+    basic_authorization, check_cacert, duration_flag, parse_header, take_userinfo, WindowFlags,
+};
 use super::usage;
 use httpvs_load::config::{parse_url, TlsOptions};
 use httpvs_load::protocol::{ProtocolKind, RequestSpec};
@@ -129,9 +131,7 @@ fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
         )));
     }
     if let Some(path) = &args.cacert {
-        if !path.is_file() {
-            return Err(usage(format!("--cacert {}: no such file", path.display())));
-        }
+        check_cacert(path)?;
     }
     let windows = args.windows.windows()?;
     windows.check(protocol, https).map_err(usage)?;
