@@ -696,6 +696,63 @@ fn an_interrupt_while_checking_the_target_ends_at_once() {
     drop(silent);
 }
 
+/// `-o -` is stdout, as `-i -` is stdin, and `--log-file -` puts the rows there when -o takes
+/// the report; an output naming one of the run's inputs is refused before it could empty it.
+#[test]
+fn dash_is_stdout_and_inputs_are_never_outputs() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let out = httpvs(&[&url, "-n", "2", "-c", "1", "-o", "-"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Requests:"));
+
+    let dir = std::env::temp_dir().join(format!("httpvs-dash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let report = dir.join("report.txt");
+    let out = httpvs(&[
+        &url,
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "-o",
+        report.to_str().unwrap(),
+        "--log-file",
+        "-",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let rows = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(rows.lines().count(), 2, "{rows}");
+    assert!(
+        rows.lines()
+            .all(|row| row.split('\t').nth(1) == Some("200")),
+        "{rows}"
+    );
+
+    let urls = dir.join("urls.txt");
+    std::fs::write(&urls, format!("{url}\n")).unwrap();
+    let body = dir.join("body.txt");
+    std::fs::write(&body, "x").unwrap();
+    let (urls, body) = (urls.to_str().unwrap(), body.to_str().unwrap());
+    for (args, words) in [
+        (vec!["-i", urls, "-n", "1", "-o", urls], "-o"),
+        (
+            vec![&url, "-n", "1", "--data-file", body, "--log-file", body],
+            "--log-file",
+        ),
+    ] {
+        let out = httpvs(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            one_line_error(&out).contains(&format!("{words} ")),
+            "{out:?}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(urls).unwrap(), format!("{url}\n"));
+    assert_eq!(std::fs::read_to_string(body).unwrap(), "x");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `--cacert` that is not a file says what it is instead.
 #[test]
 fn a_cacert_that_is_no_file_says_what_it_is() {

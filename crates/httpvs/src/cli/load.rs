@@ -154,7 +154,15 @@ impl Args {
 }
 
 /// Runs `httpvs load`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    // `-o -` is stdout, as `-i -` is stdin; `--log-file -` writes its rows there (beside a
+    // report that -o sends to a file).
+    if args.output.as_deref() == Some(std::path::Path::new("-")) {
+        args.output = None;
+    }
+    if args.log_file.as_deref() == Some(std::path::Path::new("-")) {
+        args.log_file = Some("/dev/stdout".into());
+    }
     let mut config = config_from(&args)?;
     let net = match (&args.net, args.net_seed) {
         (Some(spec), seed) => Some(net::NetLink::from_flags(
@@ -183,6 +191,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .is_some_and(|p| p.extension().is_some_and(|e| e == "json"));
     // Checked before the run, so a path that cannot be written costs no run (and nothing the
     // user had there is emptied by a run that then fails).
+    // What the run reads must not be what it writes: -o or --log-file naming an input would
+    // empty it (the URL list, the body, the CA) before the run, or after it for the next one.
+    let inputs = [
+        ("--input-file", args.input_file.as_deref()),
+        ("--data-file", args.data_file.as_deref()),
+        ("--cacert", args.cacert.as_deref()),
+    ];
+    for (flag, path) in [("-o", &args.output), ("--log-file", &args.log_file)] {
+        if let Some(path) = path {
+            refuse_input(flag, path, &inputs)?;
+        }
+    }
     if let Some(path) = &args.output {
         check_writable("-o", path)?;
     }
@@ -306,6 +326,28 @@ fn open_request_log(
         path.display().to_string(),
         Box::new(file),
     ))
+}
+
+/// Refuses an output `path` (`flag`) that is the same file as one of the run's `inputs`.
+fn refuse_input(
+    flag: &str,
+    path: &std::path::Path,
+    inputs: &[(&str, Option<&std::path::Path>)],
+) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let id = |p: &std::path::Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let Some(out) = id(path) else {
+        return Ok(()); // not there yet: no input can be it
+    };
+    for (input_flag, input) in inputs {
+        if input.is_some_and(|input| id(input) == Some(out)) {
+            return Err(usage(format!(
+                "{flag} {} is the {input_flag} file: writing there would empty it; give another file",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Setup errors: the user's input exits 2, an unreachable target exits 1; both one line.
