@@ -387,6 +387,8 @@ fn bad_input_is_one_line_and_exit_2() {
         &["http://localhost:99999/"],
         &["-m", "0", "http://localhost/"],
         &["-p", "spdy", "http://localhost/"],
+        // As for `load`: 0 would fail every connection unseen.
+        &["--connect-timeout", "0", "http://localhost/"],
     ] {
         let out = trace(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -435,6 +437,10 @@ fn credentials_in_the_url_become_basic_authorization() {
         !stdout.contains(&format!("user:s%40cret@{addr}")),
         "{stdout}"
     );
+
+    // --timeout 0 waits forever, as for `load` (it used to fail at once).
+    let out = trace(&["--timeout", "0", &format!("http://{addr}/")]);
+    assert!(out.status.success(), "{out:?}");
 
     let out = trace(&["http://user:secret@127.0.0.1:1/"]);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -52,7 +52,8 @@ pub struct Args {
     /// One JSON object per event (t_ms, dir, type, ...), the summary last.
     #[arg(long)]
     json: bool,
-    /// Bound on the requests, from sending to the last response byte.
+    /// Bound on the requests, from sending to the last response byte; 0 waits forever (as in
+    /// `load`).
     #[arg(long, value_name = "DUR", default_value = "10s")]
     timeout: String,
     /// Bound on TCP connect plus the TLS or QUIC handshake.
@@ -162,8 +163,15 @@ fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
             insecure: args.insecure,
             cacert: args.cacert.clone(),
         },
-        connect_timeout: duration_flag("--connect-timeout", &args.connect_timeout)?,
-        timeout: duration_flag("--timeout", &args.timeout)?,
+        connect_timeout: match duration_flag("--connect-timeout", &args.connect_timeout)? {
+            // As `load` has it: a bound of 0 would fail every connection unseen.
+            zero if zero.is_zero() => return Err(usage("--connect-timeout must be longer than 0")),
+            bound => bound,
+        },
+        timeout: match duration_flag("--timeout", &args.timeout)? {
+            zero if zero.is_zero() => std::time::Duration::MAX,
+            bound => bound,
+        },
         show_body: args.body,
         linger: duration_flag("--linger", &args.linger)?,
         windows,
