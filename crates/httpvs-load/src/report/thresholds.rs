@@ -54,11 +54,19 @@ impl Threshold {
 
 /// Parses a comma-separated list of rules; the error names the rule and what is wrong.
 pub fn parse(spec: &str) -> Result<Vec<Threshold>, String> {
-    spec.split(',')
+    let rules: Vec<Threshold> = spec
+        .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(parse_one)
-        .collect()
+        .collect::<Result<_, _>>()?;
+    if rules.is_empty() {
+        // A CI gate that checks nothing must not pass by accident.
+        return Err(format!(
+            "--fail-on {spec:?} has no rule (like \"error-rate>1%,p99>250ms\")"
+        ));
+    }
+    Ok(rules)
 }
 
 fn parse_one(rule: &str) -> Result<Threshold, String> {
@@ -92,6 +100,16 @@ fn parse_one(rule: &str) -> Result<Threshold, String> {
         _ => parse_ms(value),
     }
     .ok_or_else(|| format!("--fail-on rule {rule:?}: cannot read the value {value:?}"))?;
+    if limit < 0.0 {
+        return Err(format!(
+            "--fail-on rule {rule:?}: a negative limit is never crossed"
+        ));
+    }
+    if matches!(metric, Metric::ErrorRate | Metric::Non2xxRate) && limit > 100.0 {
+        return Err(format!(
+            "--fail-on rule {rule:?}: a rate is a percentage, 0 to 100"
+        ));
+    }
     Ok(Threshold {
         rule: rule.to_string(),
         metric,
@@ -210,7 +228,18 @@ mod tests {
 
     #[test]
     fn rejects_nonsense() {
-        for bad in ["p99", "latency>1ms", "p99>fast", "p101>1ms", "a>1<2"] {
+        for bad in [
+            "p99",
+            "latency>1ms",
+            "p99>fast",
+            "p101>1ms",
+            "a>1<2",
+            "",
+            " , ",
+            "p99>-1ms",
+            "error-rate>200%",
+            "non-2xx-rate>101",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }
