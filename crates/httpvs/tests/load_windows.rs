@@ -68,7 +68,10 @@ fn bad_windows_are_one_line_and_exit_2() {
     for (extra, expected) in [
         (&["-w", "31"][..], "-w 31: use 1 to 30"),
         (&["-W", "0"], "-W 0: use 1 to 30"),
-        (&["-w", "16", "--window", "1k"], "cannot be used with"),
+        (
+            &["-w", "16", "--window", "1k"],
+            "-w and --window both set the stream window",
+        ),
         (&["-W", "15"], "is below 65535 bytes"),
     ] {
         let args: Vec<&str> = h2c.iter().chain(extra.iter()).copied().collect();

@@ -100,21 +100,14 @@ pub struct WindowFlags {
     #[arg(long, value_name = "SIZE")]
     connection_window: Option<String>,
     /// h2load's spelling: a stream window of 2^N-1 bytes (`-w 16` is `--window 65535`).
-    #[arg(
-        short = 'w',
-        long = "window-bits",
-        value_name = "N",
-        hide = true,
-        conflicts_with = "window"
-    )]
+    #[arg(short = 'w', long = "window-bits", value_name = "N", hide = true)]
     window_bits: Option<u32>,
     /// h2load's spelling: a connection window of 2^N-1 bytes.
     #[arg(
         short = 'W',
         long = "connection-window-bits",
         value_name = "N",
-        hide = true,
-        conflicts_with = "connection_window"
+        hide = true
     )]
     connection_window_bits: Option<u32>,
 }
@@ -137,6 +130,23 @@ impl WindowFlags {
             ))),
             None => Ok(None),
         };
+        // Checked here, not by clap, whose line would name the hidden `--window-bits`.
+        let twice = |short: &str, long: &str| {
+            usage(format!(
+                "{short} and {long} both set the {} window: give one",
+                if long == "--window" {
+                    "stream"
+                } else {
+                    "connection"
+                }
+            ))
+        };
+        if self.window_bits.is_some() && self.window.is_some() {
+            return Err(twice("-w", "--window"));
+        }
+        if self.connection_window_bits.is_some() && self.connection_window.is_some() {
+            return Err(twice("-W", "--connection-window"));
+        }
         Ok(ReceiveWindows {
             stream: match bits("-w", self.window_bits)? {
                 Some(w) => Some(w),
@@ -154,7 +164,7 @@ impl WindowFlags {
 pub(super) fn duration_flag(flag: &str, s: &str) -> anyhow::Result<Duration> {
     parse_duration(s).ok_or_else(|| {
         usage(format!(
-            "invalid {flag} {s:?}: use a number with a unit under 31 years, like 500ms, 10s or 1m"
+            "invalid {flag} {s:?}: use a number and a unit (us, ms, s, m or h; under 31 years), like 500ms, 10s or 1m"
         ))
     })
 }

@@ -61,10 +61,21 @@ pub struct Args {
     )]
     requests: Option<u64>,
     /// Stop after this long, like 10s or 1m [default: 10s].
-    #[arg(short = 'z', long, short_alias = 'D', value_name = "DUR")]
+    #[arg(
+        short = 'z',
+        long,
+        short_alias = 'D',
+        value_name = "DUR",
+        allow_hyphen_values = true
+    )]
     duration: Option<String>,
     /// Run this long first without counting, like 2s.
-    #[arg(long, alias = "warm-up-time", value_name = "DUR")]
+    #[arg(
+        long,
+        alias = "warm-up-time",
+        value_name = "DUR",
+        allow_hyphen_values = true
+    )]
     warmup: Option<String>,
     /// Request method (default GET, or POST with -d/--data-file, as curl and h2load).
     #[arg(short = 'X', long, value_name = "METHOD")]
@@ -82,10 +93,20 @@ pub struct Args {
     #[arg(long, alias = "disable-keepalive")]
     no_keepalive: bool,
     /// Per-request timeout, like 20s; 0 waits forever.
-    #[arg(long, value_name = "DUR", default_value = "20s")]
+    #[arg(
+        long,
+        value_name = "DUR",
+        default_value = "20s",
+        allow_hyphen_values = true
+    )]
     timeout: String,
     /// Bound on TCP connect plus the TLS or QUIC handshake.
-    #[arg(long, value_name = "DUR", default_value = "10s")]
+    #[arg(
+        long,
+        value_name = "DUR",
+        default_value = "10s",
+        allow_hyphen_values = true
+    )]
     connect_timeout: String,
     /// Accept any TLS certificate.
     #[arg(short = 'k', long)]
@@ -114,7 +135,7 @@ pub struct Args {
     #[arg(long, value_name = "SPEC")]
     net: Option<String>,
     /// Seed of the emulated link's random choices, to repeat them (default: random, in the report).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     net_seed: Option<u64>,
     /// Print the report as JSON.
     #[arg(long)]

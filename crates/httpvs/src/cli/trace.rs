@@ -54,13 +54,28 @@ pub struct Args {
     json: bool,
     /// Bound on the requests, from sending to the last response byte; 0 waits forever (as in
     /// `load`).
-    #[arg(long, value_name = "DUR", default_value = "10s")]
+    #[arg(
+        long,
+        value_name = "DUR",
+        default_value = "10s",
+        allow_hyphen_values = true
+    )]
     timeout: String,
     /// Bound on TCP connect plus the TLS or QUIC handshake.
-    #[arg(long, value_name = "DUR", default_value = "10s")]
+    #[arg(
+        long,
+        value_name = "DUR",
+        default_value = "10s",
+        allow_hyphen_values = true
+    )]
     connect_timeout: String,
     /// Keep watching this long after the last response (late GOAWAY, PING, close).
-    #[arg(long, value_name = "DUR", default_value = "100ms")]
+    #[arg(
+        long,
+        value_name = "DUR",
+        default_value = "100ms",
+        allow_hyphen_values = true
+    )]
     linger: String,
     #[command(flatten)]
     windows: WindowFlags,
