@@ -28,7 +28,7 @@ pub enum ServeError {
         source: std::io::Error,
     },
     /// The certificate or key is not usable.
-    #[error("bad certificate: {0}")]
+    #[error("unusable TLS certificate or key: {0}")]
     Cert(String),
     /// A worker thread or runtime could not be created.
     #[error("cannot start worker: {0}")]

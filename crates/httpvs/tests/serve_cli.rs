@@ -41,6 +41,41 @@ fn bad_flags_exit_2_with_one_line() {
         &["serve", "--http", "nowhere"],
         &["serve", "--idle-timeout", "soon"],
         &["serve", "--http", "off", "--https", "off", "--h3", "off"],
+        // Bad files are bad input too: a key that is no key, one that is not there, a CA
+        // path that cannot be written.
+        &[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--https",
+            "127.0.0.1:0",
+            "--h3",
+            "off",
+            "--cert",
+            "/dev/null",
+            "--key",
+            "/dev/null",
+        ],
+        &[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--https",
+            "127.0.0.1:0",
+            "--h3",
+            "off",
+            "--cert",
+            "/nonexistent.pem",
+            "--key",
+            "/nonexistent.pem",
+        ],
+        &[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--write-ca",
+            "/nonexistent/dir/ca.pem",
+        ],
     ] {
         let out = httpvs().args(args).output().unwrap();
         assert_one_line_failure(&out, &format!("{args:?}"));

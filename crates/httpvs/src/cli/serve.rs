@@ -72,10 +72,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     super::common::raise_fd_limit();
     // Worker threads inherit this mask, so SIGINT/SIGTERM reach only `sigwait` below.
     let signals = block_stop_signals();
-    let server = httpvs_server::start(config)?;
+    // A certificate or key file that cannot be read or used is bad input, as a bad flag: exit 2;
+    // so is a --write-ca path that cannot be written, found before anything listens.
     if let Some(path) = &args.write_ca {
-        std::fs::write(path, server.ca_pem())
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        super::common::check_writable("--write-ca", path)?;
+    }
+    let server = httpvs_server::start(config).map_err(|e| match e {
+        httpvs_server::ServeError::ReadCert { .. } | httpvs_server::ServeError::Cert(_) => {
+            super::usage(format!("{:#}", anyhow::Error::new(e)))
+        }
+        other => anyhow::Error::new(other),
+    })?;
+    if let Some(path) = &args.write_ca {
+        std::fs::write(path, server.ca_pem()).map_err(|e| {
+            super::usage(format!("--write-ca: cannot write {}: {e}", path.display()))
+        })?;
     }
     print_banner(&server, &args);
     wait_for(signals);
