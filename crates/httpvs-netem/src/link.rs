@@ -254,12 +254,16 @@ impl Link {
 
     /// Waits until no packet is inside the link (both directions), at most `limit`: packets
     /// still in flight when a client finishes (its FIN, the last ACKs) reach their peers.
-    pub fn drain(&self, limit: std::time::Duration) {
+    /// Whether the link is empty.
+    pub fn drain(&self, limit: std::time::Duration) -> bool {
         let deadline = std::time::Instant::now() + limit;
-        while std::time::Instant::now() < deadline {
+        loop {
             let c = self.counters();
             if c.up.held == 0 && c.down.held == 0 {
-                return;
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }

@@ -4,7 +4,7 @@ use super::{usage, ExitError};
 use anyhow::Context;
 use httpvs_netem::{Impairment, Link, LinkConfig, Profile, PROFILES};
 use std::process::{Command, ExitCode, ExitStatus};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Instant;
 
 /// Flags of `httpvs netem`.
@@ -134,8 +134,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let status = status?;
-    // Let the command's last packets (its FIN, final ACKs) reach the server before the link goes.
-    link.drain(std::time::Duration::from_secs(2));
+    // Let the command's last packets (its FIN, final ACKs) reach the server before the link goes,
+    // for up to 2 s (a `delay 5s` link holds them longer), unless Ctrl-C says not to wait.
+    let drain_until = Instant::now() + std::time::Duration::from_secs(2);
+    while Instant::now() < drain_until && !CUT_DRAIN.load(Ordering::Relaxed) {
+        if link.drain(std::time::Duration::from_millis(20)) {
+            break;
+        }
+    }
     let counters = link.stop();
     if !args.quiet {
         eprintln!(
@@ -216,11 +222,16 @@ fn print_profiles() {
 /// The child's pid while it runs, for the signal handler.
 static CHILD: AtomicI32 = AtomicI32::new(0);
 
+/// Set by a signal that comes once the command has ended: stop waiting for the link to drain.
+static CUT_DRAIN: AtomicBool = AtomicBool::new(false);
+
 extern "C" fn forward_signal(signal: libc::c_int) {
     let pid = CHILD.load(Ordering::Relaxed);
     if pid > 0 {
         // SAFETY: kill is async-signal-safe.
         unsafe { libc::kill(pid, signal) };
+    } else {
+        CUT_DRAIN.store(true, Ordering::Relaxed);
     }
 }
 
