@@ -34,5 +34,5 @@ pub fn run_until(
     stop: Arc<AtomicBool>,
 ) -> Result<Report, LoadError> {
     engine::builtin::run_builtin(config, observer, stop)
-        .map_err(|e| e.given_insecure(config.tls.insecure))
+        .map_err(|e| e.given_insecure(config.tls.insecure).given_url(&config.url))
 }

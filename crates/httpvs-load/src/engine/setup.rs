@@ -54,7 +54,7 @@ pub enum LoadError {
         detail: String,
     },
     /// The first connection's TLS handshake failed.
-    #[error("TLS handshake with {addr} failed{detail}{}", tls_hint(*insecure))]
+    #[error("TLS handshake with {addr} failed{detail}{}{}", tls_hint(*insecure), sni_hint(*no_sni, detail))]
     Tls {
         /// The address tried.
         addr: SocketAddr,
@@ -62,6 +62,8 @@ pub enum LoadError {
         detail: String,
         /// `-k` was given: any certificate is accepted, so the cause lies elsewhere.
         insecure: bool,
+        /// The URL names an IP address, so the handshake carried no server name (SNI).
+        no_sni: bool,
     },
     /// The first connection failed for another classified reason.
     #[error("first connection to {addr} failed: {kind}{}", first_connection_hint(*kind))]
@@ -103,6 +105,20 @@ pub(crate) fn tls_hint(insecure: bool) -> &'static str {
     }
 }
 
+/// A server that picks its certificate by name (caddy, most virtual hosts) fails a handshake
+/// that names none, with an alert that says little (`internal_error`, `unrecognized_name`).
+/// Said only when the peer refused (an alert, TCP or QUIC), not for a certificate we refused.
+pub(crate) fn sni_hint(no_sni: bool, detail: &str) -> &'static str {
+    let refused = detail.contains("alert") || detail.contains("cryptographic handshake failed");
+    if no_sni && refused {
+        "; the URL names an IP address, so the handshake carried no server name (SNI): a server \
+         that picks its certificate by name refuses it; put the name in the URL and the address \
+         in --connect-to"
+    } else {
+        ""
+    }
+}
+
 /// What usually causes a first connection to fail this way (`trace` says it too).
 pub(crate) fn first_connection_hint(kind: ErrorKind) -> &'static str {
     match kind {
@@ -135,10 +151,19 @@ impl LoadError {
     /// Adds what the stack saw to a failed first connection's error (`detail`, if any).
     pub fn with_detail(self, detail: Option<String>) -> LoadError {
         match (self, detail) {
-            (LoadError::Tls { addr, insecure, .. }, Some(d)) => LoadError::Tls {
+            (
+                LoadError::Tls {
+                    addr,
+                    insecure,
+                    no_sni,
+                    ..
+                },
+                Some(d),
+            ) => LoadError::Tls {
                 addr,
                 detail: format!(": {d}"),
                 insecure,
+                no_sni,
             },
             (LoadError::ConnectTimeout { addr, timeout, .. }, Some(detail)) => {
                 LoadError::ConnectTimeout {
@@ -155,10 +180,38 @@ impl LoadError {
     /// suggest `-k`.
     pub fn given_insecure(self, insecure: bool) -> LoadError {
         match self {
-            LoadError::Tls { addr, detail, .. } => LoadError::Tls {
+            LoadError::Tls {
+                addr,
+                detail,
+                no_sni,
+                ..
+            } => LoadError::Tls {
                 addr,
                 detail,
                 insecure,
+                no_sni,
+            },
+            other => other,
+        }
+    }
+
+    /// Marks a failed handshake whose URL names an IP address (no SNI went out), so its line
+    /// says what that costs.
+    pub fn given_url(self, url: &http::Uri) -> LoadError {
+        match self {
+            LoadError::Tls {
+                addr,
+                detail,
+                insecure,
+                ..
+            } => LoadError::Tls {
+                addr,
+                detail,
+                insecure,
+                no_sni: url
+                    .host()
+                    .map(|h| h.trim_start_matches('[').trim_end_matches(']'))
+                    .is_some_and(|h| h.parse::<std::net::IpAddr>().is_ok()),
             },
             other => other,
         }
@@ -177,6 +230,7 @@ impl LoadError {
                 addr,
                 detail: String::new(),
                 insecure: false,
+                no_sni: false,
             },
             kind => LoadError::FirstConnection { addr, kind },
         }
@@ -293,6 +347,26 @@ mod tests {
             e.to_string(),
             "connection refused: 127.0.0.1:1 — is the server running?"
         );
+    }
+
+    /// A refused handshake to a URL naming an IP address says SNI may be why (caddy answers
+    /// alert 80); a certificate we refused, or a URL naming a host, does not.
+    #[test]
+    fn a_refused_handshake_without_sni_says_so() {
+        let addr: SocketAddr = "127.0.0.1:8443".parse().unwrap();
+        let failed = |detail: &str, url: &str| {
+            LoadError::first_connection(addr, ErrorKind::Tls, Duration::from_secs(1))
+                .with_detail(Some(detail.to_string()))
+                .given_insecure(true)
+                .given_url(&url.parse().unwrap())
+                .to_string()
+        };
+        let alert = "received fatal alert: InternalError";
+        assert!(failed(alert, "https://127.0.0.1:8443/").contains("no server name (SNI)"));
+        assert!(failed(alert, "https://[::1]:8443/").contains("(SNI)"));
+        assert!(!failed(alert, "https://localhost:8443/").contains("SNI"));
+        let ours = "invalid peer certificate: UnknownIssuer";
+        assert!(!failed(ours, "https://127.0.0.1:8443/").contains("SNI"));
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub fn run(config: &TraceConfig) -> Result<Trace, LoadError> {
         .map_err(|e| LoadError::Worker(e.to_string()))?;
     runtime
         .block_on(trace(config, &target))
-        .map_err(|e| e.given_insecure(config.tls.insecure))
+        .map_err(|e| e.given_insecure(config.tls.insecure).given_url(&config.url))
 }
 
 async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError> {
