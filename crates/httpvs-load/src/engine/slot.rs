@@ -52,7 +52,9 @@ pub struct LiveConn<P: Protocol> {
 impl<P: Protocol> LiveConn<P> {
     /// Notes one request sent here; returns whether the connection had carried one before.
     /// A measured request counts only measured ones: a warm-up connection is counted as opened
-    /// at its first measured request, which is then not a reuse (opened + reused = requests).
+    /// at its first measured request, which is then not a reuse. Reuses are counted as requests
+    /// end (succeeded or failed), so opened + reused = succeeded + failed when nothing was cut
+    /// off; a connection whose first request was cut off at the end counts as opened only.
     pub fn note_request(&self, measured: bool) -> bool {
         let reused = if measured {
             self.requests.get() > 0

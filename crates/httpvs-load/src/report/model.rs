@@ -375,7 +375,8 @@ pub struct Connections {
     pub opened: u64,
     /// Attempts that failed.
     pub failed_to_open: u64,
-    /// Requests that went on a connection that had carried one before.
+    /// Requests that ended (succeeded or failed) on a connection that had carried one before:
+    /// opened + reused = succeeded + failed when nothing was cut off.
     pub reused_requests: u64,
     /// Ended by the server.
     pub closed_by_server: ClosedByServer,
