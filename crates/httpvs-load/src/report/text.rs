@@ -288,10 +288,17 @@ fn send_rate(r: &Report) -> Option<(f64, f64)> {
 
 /// The per-second series in one line: every second for short runs, else min/mean/max.
 fn series(out: &mut String, r: &Report) {
+    // Whole seconds only: the partial interval a run ends on (the last half second of a 1.5 s
+    // run) is a rate over too short a time to stand beside them.
+    let mut since = 0.0;
     let whole: Vec<f64> = r
         .series
         .iter()
-        .filter(|p| p.t_s >= 1.0 - 1e-6)
+        .filter(|p| {
+            let span = p.t_s - since;
+            since = p.t_s;
+            span >= 0.9
+        })
         .map(|p| p.requests_per_s)
         .collect();
     if whole.len() < 2 {
