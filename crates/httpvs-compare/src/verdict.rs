@@ -386,7 +386,15 @@ fn ranked_verdict(
             "tie: {}{}",
             names.join(" ≈ "),
             parenthesised(&[
-                Some("inside the spread".into()),
+                // A single run has no spread: the rule that made the tie follows.
+                Some(
+                    if best.runs <= 1 {
+                        "too close to call"
+                    } else {
+                        "inside the spread"
+                    }
+                    .into()
+                ),
                 base_note,
                 by_median,
                 tied_note,
@@ -451,7 +459,7 @@ pub fn format_ratio(r: f64) -> String {
 pub fn format_spread(row: &Row, step: f64) -> String {
     let rule = if step > SINGLE_RUN_TIE * row.rps.median {
         format!(
-            "differences under 5% or one round of requests in flight ({} req/s) are ties",
+            "differences under 5% or of at most one round of requests in flight ({} req/s) are ties",
             crate::render::format::thousands(step)
         )
     } else {

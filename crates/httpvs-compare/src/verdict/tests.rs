@@ -82,7 +82,7 @@ fn single_runs_tie_within_five_percent() {
     let v = verdict(&rows, Variant::H1, false);
     assert!(
         v.line
-            .starts_with("tie: h2c ≈ h1 (inside the spread; by median h2c 1.0x h1; single run"),
+            .starts_with("tie: h2c ≈ h1 (too close to call; by median h2c 1.0x h1; single run"),
         "{}",
         v.line
     );
@@ -194,7 +194,7 @@ fn tied_rows_of_different_in_flight_say_so_without_a_ratio() {
     let v = verdict(&rows, Variant::H1, false);
     assert!(
         v.line
-            .starts_with("tie: h1 ≈ h2c (inside the spread; rows differ in requests in flight: h1 64, h2c 128; single run"),
+            .starts_with("tie: h1 ≈ h2c (too close to call; rows differ in requests in flight: h1 64, h2c 128; single run"),
         "{}",
         v.line
     );
@@ -320,8 +320,8 @@ fn a_difference_under_one_round_of_requests_in_flight_is_a_tie() {
     let v = verdict(&rows, Variant::H1, false);
     assert_eq!(
         v.line,
-        "tie: h3 ≈ h1 (inside the spread; by median h3 1.1x h1; single run: differences under 5% \
-         or one round of requests in flight (107 req/s) are ties)"
+        "tie: h3 ≈ h1 (too close to call; by median h3 1.1x h1; single run: differences under 5% \
+         or of at most one round of requests in flight (107 req/s) are ties)"
     );
 }
 
