@@ -302,6 +302,10 @@ fn parse_rate(token: &str) -> Result<u64, ParseError> {
         Ok(v) if bits_per_unit.is_finite() && v * bits_per_unit >= 8.0 => {
             Ok((v * bits_per_unit / 8.0).round() as u64)
         }
+        // The link paces whole bytes: say so rather than "bad".
+        Ok(v) if bits_per_unit.is_finite() && v >= 0.0 => Err(ParseError::new(format!(
+            "rate `{token}` is below 8bit (1 byte/s), the least the link paces (it paces whole bytes: 15bit is 16bit)"
+        ))),
         _ => Err(ParseError::new(format!(
             "bad rate `{token}`: expected e.g. 10mbit, 512kbit, 1gbit or 100kbps (bytes)"
         ))),
