@@ -135,6 +135,14 @@ fn a_command_that_does_not_exist_is_one_line_and_127() {
         "{}",
         text(&out.stderr)
     );
+    // An impairment given as a flag, as other tools take it, is shown as it goes here.
+    let out = httpvs(&["netem", "--delay", "50ms", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains(r#"like --both "delay 50ms""#),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

@@ -70,7 +70,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     if program.starts_with('-') {
         // The command starts at the first word that is not one of our options: this one is an
-        // option we do not know.
+        // option we do not know. An impairment spelled as a flag (`--delay 50ms`, as other
+        // tools take it) is shown the way it goes here.
+        let keyword = program.trim_start_matches('-');
+        const KEYWORDS: [&str; 9] = [
+            "delay",
+            "loss",
+            "rate",
+            "duplicate",
+            "corrupt",
+            "reorder",
+            "limit",
+            "jitter",
+            "ecn",
+        ];
+        if KEYWORDS.contains(&keyword) {
+            let value = program_args
+                .first()
+                .map(|v| format!(" {v}"))
+                .unwrap_or_default();
+            let keyword = if keyword == "jitter" {
+                "delay 0ms"
+            } else {
+                keyword
+            };
+            return Err(usage(format!(
+                "unknown option {program}: impairments go in --up, --down or --both, like --both \"{keyword}{value}\""
+            )));
+        }
         return Err(usage(format!(
             "unknown option {program} (httpvs netem --help lists them; the command comes after)"
         )));
