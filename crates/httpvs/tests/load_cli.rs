@@ -500,7 +500,7 @@ fn http_to_a_tls_port_is_explained() {
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("2 connections, one request at a time each, 1 thread, 6 requests, no keep-alive: up to 6 one-request connections open at once"),
+        text.contains("2 connections × 3 streams, 1 thread, 6 requests, no keep-alive: up to 6 one-request connections open at once"),
         "{text}"
     );
 }
