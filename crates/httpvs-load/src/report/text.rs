@@ -520,13 +520,21 @@ fn per_request(v: f64) -> String {
 
 fn wire(out: &mut String, r: &Report) {
     let w = &r.wire;
+    // Per succeeded request: with none, there is no such figure (not 0 B).
+    let each = |v: f64| {
+        if r.requests.succeeded == 0 {
+            String::new()
+        } else {
+            format!(" ({}/request)", per_request(v))
+        }
+    };
     let _ = writeln!(
         out,
-        "\nWire bytes   sent {} ({}/request), received {} ({}/request)",
+        "\nWire bytes   sent {}{}, received {}{}",
         bytes(w.sent as f64),
-        per_request(w.sent_per_request),
+        each(w.sent_per_request),
         bytes(w.received as f64),
-        per_request(w.received_per_request)
+        each(w.received_per_request)
     );
     let savings = w
         .header_savings
