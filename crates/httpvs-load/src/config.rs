@@ -428,6 +428,12 @@ pub fn parse_url(url: &str) -> Result<http::Uri, ConfigError> {
         url: url.to_string(),
         why: why.to_string(),
     };
+    // `http://` and `http:///` are a scheme with no host; the http crate's words for them
+    // ("empty string", "invalid format") do not say so.
+    let after_scheme = url.split_once("://").map(|(_, rest)| rest);
+    if after_scheme.is_some_and(|rest| rest.is_empty() || rest.starts_with('/')) {
+        return Err(invalid("it has no host"));
+    }
     let uri: http::Uri = url
         .parse()
         .map_err(|e: http::uri::InvalidUri| invalid(&e.to_string()))?;
@@ -488,6 +494,10 @@ mod tests {
             "http://[::1]:70000/",
         ] {
             assert!(parse_url(bad).is_err(), "{bad}");
+        }
+        for hostless in ["http://", "http:///", "https:///x"] {
+            let why = parse_url(hostless).unwrap_err().to_string();
+            assert!(why.contains("it has no host"), "{hostless}: {why}");
         }
     }
 
