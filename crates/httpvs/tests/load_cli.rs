@@ -821,35 +821,26 @@ fn the_report_says_what_succeeded_means() {
 /// and exit 2, before any connection: not hundreds of connects failing as `io`.
 #[test]
 fn connections_beyond_the_open_file_limit_are_refused_up_front() {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -n 256 && exec {} load http://127.0.0.1:1/ -c 1000",
-            env!("CARGO_BIN_EXE_httpvs")
-        ))
-        .output()
-        .expect("sh runs");
-    assert_eq!(out.status.code(), Some(2));
-    let line = one_line_error(&out);
-    assert!(
-        line.contains("-c 1000 needs about 1064 open files"),
-        "{line}"
-    );
-    // Without keep-alive each of a connection's -m requests opens a connection of its own.
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -n 256 && exec {} load http://127.0.0.1:1/ -c 150 -m 4 --no-keepalive",
-            env!("CARGO_BIN_EXE_httpvs")
-        ))
-        .output()
-        .expect("sh runs");
-    assert_eq!(out.status.code(), Some(2));
-    let line = one_line_error(&out);
-    assert!(
-        line.contains("-c 150 x -m 4 with --no-keepalive needs about 664 open files"),
-        "{line}"
-    );
+    for (flags, words) in [
+        ("-c 1000", "-c 1000 needs about 1064 open files"),
+        // Without keep-alive each of a connection's -m requests opens a connection of its own.
+        (
+            "-c 150 -m 4 --no-keepalive",
+            "-c 150 x -m 4 with --no-keepalive needs about 664 open files",
+        ),
+    ] {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -n 256 && exec {} load http://127.0.0.1:1/ {flags}",
+                env!("CARGO_BIN_EXE_httpvs")
+            ))
+            .output()
+            .expect("sh runs");
+        assert_eq!(out.status.code(), Some(2), "{flags}");
+        let line = one_line_error(&out);
+        assert!(line.contains(words), "{line}");
+    }
 }
 
 /// `-d` and `--data-file` mean POST unless `-X` names a method, as with curl and h2load; the

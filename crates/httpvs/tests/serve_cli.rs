@@ -41,45 +41,34 @@ fn bad_flags_exit_2_with_one_line() {
         &["serve", "--http", "nowhere"],
         &["serve", "--idle-timeout", "soon"],
         &["serve", "--http", "off", "--https", "off", "--h3", "off"],
-        // Bad files are bad input too: a key that is no key, one that is not there, a CA
-        // path that cannot be written.
-        &[
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--https",
-            "127.0.0.1:0",
-            "--h3",
-            "off",
-            "--cert",
-            "/dev/null",
-            "--key",
-            "/dev/null",
-        ],
-        &[
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--https",
-            "127.0.0.1:0",
-            "--h3",
-            "off",
-            "--cert",
-            "/nonexistent.pem",
-            "--key",
-            "/nonexistent.pem",
-        ],
-        &[
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--write-ca",
-            "/nonexistent/dir/ca.pem",
-        ],
     ] {
         let out = httpvs().args(args).output().unwrap();
         assert_one_line_failure(&out, &format!("{args:?}"));
         assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+    // Bad files are bad input too: a key that is no key, one that is not there, a CA path that
+    // cannot be written.
+    let listeners = [
+        "--http",
+        "127.0.0.1:0",
+        "--https",
+        "127.0.0.1:0",
+        "--h3",
+        "off",
+    ];
+    for files in [
+        &["--cert", "/dev/null", "--key", "/dev/null"][..],
+        &["--cert", "/nonexistent.pem", "--key", "/nonexistent.pem"],
+        &["--write-ca", "/nonexistent/dir/ca.pem"],
+    ] {
+        let out = httpvs()
+            .arg("serve")
+            .args(listeners)
+            .args(files)
+            .output()
+            .unwrap();
+        assert_one_line_failure(&out, &format!("{files:?}"));
+        assert_eq!(out.status.code(), Some(2), "{files:?}");
     }
 }
 
