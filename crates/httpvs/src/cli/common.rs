@@ -300,6 +300,41 @@ pub(super) fn check_cacert(path: &std::path::Path) -> anyhow::Result<()> {
     Err(usage(format!("--cacert {}: {why}", path.display())))
 }
 
+/// The request body from `-d` or `--data-file` (empty without either).
+pub(super) fn request_body(
+    data: Option<&str>,
+    data_file: Option<&std::path::Path>,
+) -> anyhow::Result<bytes::Bytes> {
+    Ok(match (data, data_file) {
+        (Some(d), _) => bytes::Bytes::from(d.to_owned().into_bytes()),
+        (None, Some(path)) => std::fs::read(path)
+            .map_err(|e| usage(format!("cannot read --data-file {}: {e}", path.display())))?
+            .into(),
+        (None, None) => bytes::Bytes::new(),
+    })
+}
+
+/// A `-H Content-Length` that disagrees with the body would leave the server waiting for bytes
+/// that never come (or reading the next request as body): every request would fail the same
+/// way. httpvs sets the length itself; one that agrees is taken as given.
+pub(super) fn check_content_length(
+    headers: &[(http::HeaderName, http::HeaderValue)],
+    body: &[u8],
+) -> anyhow::Result<()> {
+    for (name, value) in headers {
+        if name == http::header::CONTENT_LENGTH
+            && value.as_bytes() != body.len().to_string().as_bytes()
+        {
+            return Err(usage(format!(
+                "-H Content-Length: {} disagrees with the body's {} bytes: leave it out (httpvs sets it)",
+                String::from_utf8_lossy(value.as_bytes()),
+                body.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,8 +6,8 @@
 mod net;
 
 use super::common::{
-    basic_authorization, check_cacert, check_writable, cpu_list, duration_flag, interrupt_flag,
-    parse_header, take_userinfo, WindowFlags,
+    basic_authorization, check_cacert, check_content_length, check_writable, cpu_list,
+    duration_flag, interrupt_flag, parse_header, request_body, take_userinfo, WindowFlags,
 };
 use super::usage;
 use httpvs_load::config::{parse_url, StopAfter, TlsOptions};
@@ -461,13 +461,8 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
         }
         config.headers.push(basic_authorization(&credentials)?);
     }
-    config.body = match (&args.data, &args.data_file) {
-        (Some(d), _) => bytes::Bytes::from(d.clone().into_bytes()),
-        (None, Some(path)) => std::fs::read(path)
-            .map_err(|e| usage(format!("cannot read --data-file {}: {e}", path.display())))?
-            .into(),
-        (None, None) => bytes::Bytes::new(),
-    };
+    config.body = request_body(args.data.as_deref(), args.data_file.as_deref())?;
+    check_content_length(&config.headers, &config.body)?;
     config.keepalive = !args.no_keepalive;
     let timeout = duration_flag("--timeout", &args.timeout)?;
     config.timeout = (!timeout.is_zero()).then_some(timeout);

@@ -5,7 +5,8 @@
 //! in the trace, then one line and exit 1.
 
 use super::common::{
-    basic_authorization, check_cacert, duration_flag, parse_header, take_userinfo, WindowFlags,
+    basic_authorization, check_cacert, check_content_length, duration_flag, parse_header,
+    request_body, take_userinfo, WindowFlags,
 };
 use super::usage;
 use httpvs_load::config::{parse_url, TlsOptions};
@@ -161,14 +162,9 @@ fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
                 .collect::<anyhow::Result<_>>()?,
             credentials,
         )?,
-        body: match (&args.data, &args.data_file) {
-            (Some(d), _) => bytes::Bytes::from(d.clone().into_bytes()),
-            (None, Some(path)) => std::fs::read(path)
-                .map_err(|e| usage(format!("cannot read --data-file {}: {e}", path.display())))?
-                .into(),
-            (None, None) => bytes::Bytes::new(),
-        },
+        body: request_body(args.data.as_deref(), args.data_file.as_deref())?,
     };
+    check_content_length(&request.headers, &request.body)?;
     Ok(TraceConfig {
         url,
         protocol,
