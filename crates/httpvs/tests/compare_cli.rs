@@ -245,6 +245,13 @@ fn print_plan_follows_the_other_flags() {
     let plan = text(&out.stdout);
     assert!(plan.contains("protocols = [\"h2c\", \"h3\"]"), "{plan}");
     assert!(plan.contains("repeats = 1"), "{plan}");
+    // The reports' subtitle says what runs, not what the default plan would have.
+    assert!(
+        plan.contains(
+            "description = \"h2c, h3; small responses; on clean, wan, lossy, severe (--quick"
+        ),
+        "{plan}"
+    );
     // h1 is not chosen: the ratios go to h1-tls when it is.
     let args = ["compare", "--print-plan", "--protocols", "h2,h1-tls"];
     let out = httpvs(&dir, &args);

@@ -53,7 +53,13 @@ fn bad_input_is_one_line_and_exit_2() {
         &["http://127.0.0.1:1/", "-H", "bad name: v"],
         &["http://127.0.0.1:1/", "--data-file", "/no/such/file"],
         // A length that disagrees with the body would fail every request the same way.
-        &["http://127.0.0.1:1/", "-d", "abc", "-H", "Content-Length: 5"],
+        &[
+            "http://127.0.0.1:1/",
+            "-d",
+            "abc",
+            "-H",
+            "Content-Length: 5",
+        ],
         &["http://127.0.0.1:1/", "-z", "-1s"],
         &["http://127.0.0.1:1/", "--fail-on", ""],
         &["http://127.0.0.1:1/", "--rate", "1e20"],

@@ -219,6 +219,10 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
         }
         plan.conditions.retain(|c| names.contains(&c.name.as_str()));
     }
+    if args.quick || args.protocols.is_some() || args.conditions.is_some() {
+        // The plan's own sentence would name what no longer runs (the reports show it).
+        plan.description = narrowed_description(&plan, args.quick);
+    }
     if let Some(n) = args.repeats {
         plan.repeats = n;
     }
@@ -247,6 +251,22 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
         insecure: args.insecure,
         cacert: args.cacert.clone(),
     })
+}
+
+/// What a narrowed plan runs, in one sentence: its protocols, payloads and links.
+fn narrowed_description(plan: &Plan, quick: bool) -> String {
+    let names = |list: Vec<String>| list.join(", ");
+    format!(
+        "{}; {} responses; on {}{}.",
+        names(plan.protocols.iter().map(|v| v.to_string()).collect()),
+        names(plan.payloads.iter().map(|p| p.name.clone()).collect()),
+        names(plan.conditions.iter().map(|c| c.name.clone()).collect()),
+        if quick {
+            " (--quick: one short repeat each)"
+        } else {
+            ""
+        }
+    )
 }
 
 fn pinning(args: &Args) -> anyhow::Result<Pinning> {
