@@ -252,18 +252,17 @@ impl Link {
         self.seed
     }
 
-    /// Waits until no packet is inside the link (both directions), at most `limit`: packets
-    /// still in flight when a client finishes (its FIN, the last ACKs) reach their peers.
-    /// Whether the link is empty.
-    pub fn drain(&self, limit: std::time::Duration) -> bool {
+    /// Waits until no packet is inside the link (both directions), at most `limit` and until
+    /// `stop` is set (Ctrl-C): packets still in flight when a client finishes (its FIN, the
+    /// last ACKs) reach their peers.
+    pub fn drain(&self, limit: std::time::Duration, stop: &std::sync::atomic::AtomicBool) {
         let deadline = std::time::Instant::now() + limit;
-        loop {
+        while std::time::Instant::now() < deadline
+            && !stop.load(std::sync::atomic::Ordering::Relaxed)
+        {
             let c = self.counters();
             if c.up.held == 0 && c.down.held == 0 {
-                return true;
-            }
-            if std::time::Instant::now() >= deadline {
-                return false;
+                return;
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }

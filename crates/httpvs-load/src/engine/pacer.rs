@@ -96,15 +96,10 @@ impl Pacer {
     pub async fn drive(self: Rc<Self>) {
         loop {
             if self.timer.expired().await.is_err() {
-                // A timerfd that cannot be read any more: wake everyone now (they are measured
-                // from when they leave) and leave the rest to tokio's timer.
-                self.armed.set(None);
-                for Queued(entry) in self.waiting.take() {
-                    if let Some(waker) = entry.waker.take() {
-                        waker.wake();
-                    }
-                }
-                return;
+                // A timerfd that cannot be read any more: the waits go by tokio's timer (1 ms
+                // ticks) from here on, so no stream is left waiting for an expiry.
+                let next = self.next().unwrap_or_else(|| Instant::now() + MIN_GAP);
+                tokio::time::sleep_until(next.into()).await;
             }
             self.armed.set(None);
             let now = Instant::now();
@@ -116,20 +111,17 @@ impl Pacer {
         }
     }
 
-    /// Wakes the waits due by `now`; whether there were any. Called on every expiry, and by
-    /// the streams whenever a response comes back (the worker is awake anyway).
-    pub fn release_due(&self, now: Instant) -> bool {
-        let mut released = false;
+    /// Wakes the waits due by `now`. Called on every expiry, and by the streams whenever a
+    /// response comes back (the worker is awake anyway).
+    pub fn release_due(&self, now: Instant) {
         let mut waiting = self.waiting.borrow_mut();
         while waiting.peek().is_some_and(|Queued(entry)| entry.at <= now) {
             if let Some(Queued(entry)) = waiting.pop() {
                 if let Some(waker) = entry.waker.take() {
                     waker.wake();
-                    released = true;
                 }
             }
         }
-        released
     }
 
     /// The earliest wait's time.

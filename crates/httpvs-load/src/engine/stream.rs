@@ -231,24 +231,24 @@ async fn next_ticket<P: Protocol>(
     let dispatch = match ticket.intended {
         // Behind schedule: no wait (and no timer entry to make).
         Some(at) if at <= now => now,
-        Some(at) if ctx.pacer.is_some() => {
-            if let Some(pacer) = &ctx.pacer {
+        Some(at) => match &ctx.pacer {
+            Some(worker_pacer) => {
                 // Boxed, as the timer below: the stream's task stays small.
-                Box::pin(pacer.until(at)).await;
+                Box::pin(worker_pacer.until(at)).await;
+                Instant::now()
             }
-            Instant::now()
-        }
-        Some(at) => {
-            let wake = tokio::time::Instant::from_std(timer_target(at));
-            match pacer {
-                Some(timer) => timer.as_mut().reset(wake),
-                None => *pacer = Some(Box::pin(tokio::time::sleep_until(wake))),
+            None => {
+                let wake = tokio::time::Instant::from_std(timer_target(at));
+                match pacer {
+                    Some(timer) => timer.as_mut().reset(wake),
+                    None => *pacer = Some(Box::pin(tokio::time::sleep_until(wake))),
+                }
+                if let Some(timer) = pacer {
+                    timer.as_mut().await;
+                }
+                Instant::now()
             }
-            if let Some(timer) = pacer {
-                timer.as_mut().await;
-            }
-            Instant::now()
-        }
+        },
         None => now,
     };
     Some((ticket, dispatch))

@@ -326,11 +326,8 @@ fn open_request_log(
     let log = file.metadata().map_err(cannot)?;
     // The report's file, when it exists (an `-o` file that does not exist yet cannot be this
     // one, which exists now); stdout without -o.
-    let report_file = match report {
-        Some(report) => std::fs::metadata(report).ok(),
-        None => std::fs::metadata("/proc/self/fd/1").ok(),
-    };
-    if report_file.is_some_and(|r| (r.dev(), r.ino()) == (log.dev(), log.ino())) {
+    let report_file = file_id(report.unwrap_or(std::path::Path::new("/proc/self/fd/1")));
+    if report_file == Some((log.dev(), log.ino())) {
         let what = match report {
             Some(report) => format!("the -o file ({})", report.display()),
             None => "stdout, where the report goes (give the report -o FILE)".to_string(),
@@ -349,19 +346,24 @@ fn open_request_log(
     ))
 }
 
+/// A file as the kernel knows it (device, inode): `./x` and `x`, a symlink and a hard link to
+/// one file are the same; `None` when there is nothing at `path`.
+fn file_id(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
 /// Refuses an output `path` (`flag`) that is the same file as one of the run's `inputs`.
 fn refuse_input(
     flag: &str,
     path: &std::path::Path,
     inputs: &[(&str, Option<&std::path::Path>)],
 ) -> anyhow::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let id = |p: &std::path::Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
-    let Some(out) = id(path) else {
+    let Some(out) = file_id(path) else {
         return Ok(()); // not there yet: no input can be it
     };
     for (input_flag, input) in inputs {
-        if input.is_some_and(|input| id(input) == Some(out)) {
+        if input.is_some_and(|input| file_id(input) == Some(out)) {
             return Err(usage(format!(
                 "{flag} {} is the {input_flag} file: writing there would empty it; give another file",
                 path.display()

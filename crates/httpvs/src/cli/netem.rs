@@ -72,30 +72,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // The command starts at the first word that is not one of our options: this one is an
         // option we do not know. An impairment spelled as a flag (`--delay 50ms`, as other
         // tools take it) is shown the way it goes here.
-        let keyword = program.trim_start_matches('-');
-        const KEYWORDS: [&str; 9] = [
-            "delay",
-            "loss",
-            "rate",
-            "duplicate",
-            "corrupt",
-            "reorder",
-            "limit",
-            "jitter",
-            "ecn",
-        ];
-        if KEYWORDS.contains(&keyword) {
-            let value = program_args
-                .first()
-                .map(|v| format!(" {v}"))
-                .unwrap_or_default();
-            let keyword = if keyword == "jitter" {
-                "delay 0ms"
-            } else {
-                keyword
-            };
+        // The netem parser decides, so the hint knows every keyword it does.
+        let spelled = program_args.first().map_or_else(
+            || program.trim_start_matches('-').to_string(),
+            |value| format!("{} {value}", program.trim_start_matches('-')),
+        );
+        if httpvs_netem::Impairment::parse(&spelled).is_ok() {
             return Err(usage(format!(
-                "unknown option {program}: impairments go in --up, --down or --both, like --both \"{keyword}{value}\""
+                "unknown option {program}: impairments go in --up, --down or --both, like --both \"{spelled}\""
             )));
         }
         return Err(usage(format!(
@@ -163,12 +147,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let status = status?;
     // Let the command's last packets (its FIN, final ACKs) reach the server before the link goes,
     // for up to 2 s (a `delay 5s` link holds them longer), unless Ctrl-C says not to wait.
-    let drain_until = Instant::now() + std::time::Duration::from_secs(2);
-    while Instant::now() < drain_until && !CUT_DRAIN.load(Ordering::Relaxed) {
-        if link.drain(std::time::Duration::from_millis(20)) {
-            break;
-        }
-    }
+    link.drain(std::time::Duration::from_secs(2), &CUT_DRAIN);
     let counters = link.stop();
     if !args.quiet {
         eprintln!(

@@ -77,7 +77,8 @@ impl NetLink {
             .context("--net")?;
         // The run's last packets (FINs, final ACKs, QUIC closes) reach their peers before the
         // link goes, and the counters then include them.
-        link.drain(DRAIN_LIMIT);
+        // Drained whether or not the run was interrupted: its counters must include them.
+        link.drain(DRAIN_LIMIT, &AtomicBool::new(false));
         let seed = link.seed();
         let counters = link.stop();
         let mut report = outcome.map_err(setup_error)?;
