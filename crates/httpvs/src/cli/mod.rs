@@ -111,7 +111,8 @@ pub fn usage_error(err: clap::Error) -> ExitCode {
             ExitCode::from(2)
         }
         _ => {
-            eprintln!("httpvs: {} (see --help)", clap_one_line(&err.to_string()));
+            let line = plain_value_reason(&clap_one_line(&err.to_string()));
+            eprintln!("httpvs: {line} (see --help)");
             ExitCode::from(2)
         }
     }
@@ -135,9 +136,76 @@ fn clap_one_line(text: &str) -> String {
     line
 }
 
+/// Says in words why a number was refused, where clap passes on the parser's own message
+/// ("invalid digit found in string" for `-1` or `1.5`, "-1 is not in 0..=4294967295").
+fn plain_value_reason(line: &str) -> String {
+    let Some(rest) = line.strip_prefix("invalid value '") else {
+        return line.to_owned();
+    };
+    let Some((value, rest)) = rest.split_once('\'') else {
+        return line.to_owned();
+    };
+    let Some((arg, reason)) = rest.split_once("': ") else {
+        return line.to_owned();
+    };
+    let negative = value.starts_with('-') && value[1..].parse::<f64>().is_ok();
+    let plain = match reason {
+        _ if negative && (reason.contains(" is not in ") || reason.contains("invalid digit")) => {
+            "it cannot be negative".to_owned()
+        }
+        "invalid digit found in string" => "expected a whole number".to_owned(),
+        "invalid float literal" => "expected a number".to_owned(),
+        "cannot parse integer from empty string" => "expected a whole number".to_owned(),
+        "number too large to fit in target type" => "too large".to_owned(),
+        _ => match reason.split_once(" is not in ") {
+            Some((_, range)) => match range.split_once("..=") {
+                Some((low, high)) => format!("expected {low} to {high}"),
+                None => reason.to_owned(),
+            },
+            None => reason.to_owned(),
+        },
+    };
+    format!("invalid value '{value}'{arg}': {plain}")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::clap_one_line;
+    use super::{clap_one_line, plain_value_reason};
+
+    #[test]
+    fn refused_numbers_say_why_in_words() {
+        let cases = [
+            (
+                "invalid value '-1' for '--connections <N>': -1 is not in 0..=4294967295",
+                "invalid value '-1' for '--connections <N>': it cannot be negative",
+            ),
+            (
+                "invalid value '-2' for '--threads <N>': invalid digit found in string",
+                "invalid value '-2' for '--threads <N>': it cannot be negative",
+            ),
+            (
+                "invalid value '1.5' for '--requests <N>': invalid digit found in string",
+                "invalid value '1.5' for '--requests <N>': expected a whole number",
+            ),
+            (
+                "invalid value '5000000000' for '--streams <N>': 5000000000 is not in 0..=4294967295",
+                "invalid value '5000000000' for '--streams <N>': expected 0 to 4294967295",
+            ),
+            (
+                "invalid value 'abc' for '--rate <R>': invalid float literal",
+                "invalid value 'abc' for '--rate <R>': expected a number",
+            ),
+            (
+                "invalid value 'x' for '--mtu <MTU>': 70000 is not in 576..=65535",
+                "invalid value 'x' for '--mtu <MTU>': expected 576 to 65535",
+            ),
+        ];
+        for (clap, ours) in cases {
+            assert_eq!(plain_value_reason(clap), ours);
+        }
+        let other = "unexpected argument '--bogus' found";
+        assert_eq!(plain_value_reason(other), other);
+    }
 
     #[test]
     fn required_arguments_are_named_on_the_one_line() {

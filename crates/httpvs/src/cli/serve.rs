@@ -31,16 +31,16 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     write_ca: Option<PathBuf>,
     /// Worker threads, each with its own event loop; 1 reproduces a one-core server.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     threads: Option<usize>,
     /// Pin worker threads to these CPUs, round-robin (like 0,2 or 0-3).
     #[arg(long, value_name = "LIST")]
     cpus: Option<String>,
     /// h2 SETTINGS_MAX_CONCURRENT_STREAMS and h3 max bidirectional streams.
-    #[arg(long, value_name = "N", default_value_t = Limits::default().max_streams)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = Limits::default().max_streams)]
     max_streams: u32,
     /// Requests per connection: HTTP/1.1 then answers `Connection: close`, h2/h3 send GOAWAY.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     max_requests_per_conn: Option<u64>,
     /// Close connections without I/O for this long (like 30s).
     #[arg(long, value_name = "DUR", default_value = "30s")]
@@ -52,7 +52,7 @@ pub struct Args {
     #[arg(long, value_name = "SIZE", default_value = "8m")]
     max_body_bytes: String,
     /// Open connections above which new ones are closed at once.
-    #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = Limits::default().max_connections)]
     max_connections: usize,
     /// HTTP/2 implementation for h2c and h2: `owned` (httpvs's own frame layer) or `hyper`
     /// (the h2 crate, kept as the reference).

@@ -27,7 +27,13 @@ pub struct Args {
     #[arg(short = 'p', long, value_name = "PROTO", default_value = "auto")]
     protocol: String,
     /// Requests sent at once on the one connection (h1: pipelined).
-    #[arg(short = 'm', long, value_name = "N", default_value_t = 1)]
+    #[arg(
+        short = 'm',
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        default_value_t = 1
+    )]
     requests: u32,
     /// Request method [default: GET, or POST with -d/--data-file, as curl does].
     #[arg(short = 'X', long, value_name = "METHOD")]
