@@ -2,6 +2,9 @@
 //! HTTP/1.x request line (after any empty lines, RFC 9112 §2.2), a request line of a version
 //! past 1.x (answered 505 here, as nginx does; hyper would say 400), or neither (closed without
 //! an answer). The bytes read are replayed to the protocol (`Replay`, or `ConnIo`'s prefix).
+//! A minor version past 1.1 (`HTTP/1.2`) is replayed as `HTTP/1.1`: RFC 9112 §2.3 has a server
+//! process it as the highest minor version it implements, and hyper's parser knows only 1.0 and
+//! 1.1.
 
 use crate::date;
 use crate::io_util::{write_through_inner, Prefix};
@@ -38,6 +41,9 @@ pub async fn probe<R: AsyncRead + Unpin>(stream: &mut R) -> io::Result<(Opening,
             return Ok((Opening::Neither, seen));
         }
         if let Some(kind) = classify(&seen) {
+            if let Some(at) = newer_minor_at(&seen) {
+                seen[at] = b'1';
+            }
             return Ok((kind, seen));
         }
         if seen.len() >= MAX_PROBE {
@@ -66,7 +72,7 @@ pub fn classify(seen: &[u8]) -> Option<Opening> {
     let line = rest[..line_end]
         .strip_suffix(b"\r")
         .unwrap_or(&rest[..line_end]);
-    if line.ends_with(b" HTTP/1.1") || line.ends_with(b" HTTP/1.0") {
+    if line.ends_with(b" HTTP/1.1") || line.ends_with(b" HTTP/1.0") || newer_minor(line) {
         return Some(Opening::H1);
     }
     let is_request_line = line.split(|&b| b == b' ').count() == 3;
@@ -81,6 +87,23 @@ pub fn classify(seen: &[u8]) -> Option<Opening> {
         }
         _ => Opening::Neither,
     })
+}
+
+/// Whether a request line's version is HTTP/1.2 to HTTP/1.9.
+fn newer_minor(line: &[u8]) -> bool {
+    line.split(|&b| b == b' ').count() == 3
+        && matches!(line, [.., b' ', b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor] if (b'2'..=b'9').contains(minor))
+        && line.first().is_some_and(u8::is_ascii_uppercase)
+}
+
+/// Where in `seen` the minor version digit of an HTTP/1.2 to 1.9 request line is.
+fn newer_minor_at(seen: &[u8]) -> Option<usize> {
+    let start = seen.iter().position(|&b| b != b'\r' && b != b'\n')?;
+    let line_end = start + seen[start..].iter().position(|&b| b == b'\n')?;
+    let line = seen[start..line_end]
+        .strip_suffix(b"\r")
+        .unwrap_or(&seen[start..line_end]);
+    newer_minor(line).then(|| start + line.len() - 1)
 }
 
 /// Writes the 505 answer to a request line of an unsupported version, then shuts down writing.
@@ -167,6 +190,18 @@ mod tests {
     }
 
     #[test]
+    fn a_newer_minor_version_is_read_as_http_1_1() {
+        assert_eq!(classify(b"GET / HTTP/1.2\r\n"), Some(Opening::H1));
+        assert_eq!(classify(b"\r\nGET / HTTP/1.9\n"), Some(Opening::H1));
+        let seen = b"\r\nGET / HTTP/1.2\r\nHost: x\r\n";
+        let at = newer_minor_at(seen).expect("a newer minor");
+        assert_eq!(seen[at], b'2');
+        assert_eq!(&seen[at - 7..=at], b"HTTP/1.2");
+        assert_eq!(newer_minor_at(b"GET / HTTP/1.1\r\n"), None);
+        assert_eq!(newer_minor_at(b"hello HTTP/1.2\r\n"), None);
+    }
+
+    #[test]
     fn versions_past_1_are_505_and_the_rest_is_not_http() {
         for line in [
             &b"GET / HTTP/2.0\r\n"[..],
@@ -177,7 +212,7 @@ mod tests {
         }
         for line in [
             &b"GET /\r\n"[..],
-            b"GET / HTTP/1.2\r\n",
+            b"GET / HTTP/1.10\r\n",
             b"GET / HTTP/2\r\n",
             b"hello HTTP/2.0\r\n",
             b"GET / x HTTP/2.0\r\n",

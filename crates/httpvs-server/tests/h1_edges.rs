@@ -1,6 +1,7 @@
 //! HTTP/1.1 edge cases nginx answers and the server used to close without a word, on the
 //! cleartext port and over TLS: CONNECT gets 405 with Allow, a request line of an HTTP version
-//! past 1.x gets 505, and empty lines before a request line are skipped (RFC 9112 §2.2).
+//! past 1.x gets 505, a newer HTTP/1.x minor version is answered as HTTP/1.1 (RFC 9112 §2.3),
+//! and empty lines before a request line are skipped (RFC 9112 §2.2).
 
 mod support;
 
@@ -105,6 +106,20 @@ fn a_request_line_past_http_1_gets_505() {
     let t = totals_when(&server, |t| t.requests.h1 + t.requests.h1_tls >= 4);
     assert_eq!((t.requests.h1, t.requests.h1_tls), (2, 2), "{t:?}");
     assert_eq!((t.connections.h1, t.connections.h1_tls), (2, 2), "{t:?}");
+}
+
+#[test]
+fn a_newer_http_1_minor_version_is_answered_as_http_1_1() {
+    let server = support::server(Limits::default());
+    for (port, exchange) in PORTS {
+        let text = exchange(
+            &server,
+            "GET /?size=3 HTTP/1.2\r\nHost: x\r\nConnection: close\r\n\r\n",
+        );
+        assert!(text.starts_with("HTTP/1.1 200"), "{port}: {text}");
+    }
+    let t = totals_when(&server, |t| t.requests.h1 + t.requests.h1_tls >= 2);
+    assert_eq!((t.requests.h1, t.requests.h1_tls), (1, 1), "{t:?}");
 }
 
 /// What is still closed without an answer on the cleartext port: a broken h2c preface (what an
