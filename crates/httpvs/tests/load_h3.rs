@@ -173,6 +173,82 @@ fn load_h3_against_a_killed_server_counts_the_loss() {
     );
 }
 
+/// A server killed and started again on the same port: the probe finds the port answering, and
+/// the new server knows nothing of the old connections (its stateless resets carry a new key),
+/// so the idle timeout, which follows `--timeout`, ends them and the run goes on against the
+/// new server. It used to send request after request into the dead connections for 30 s.
+#[test]
+fn load_h3_moves_on_to_a_server_restarted_on_the_same_port() {
+    let (mut first, _stdout, banner) = spawn_serve(&H3_ONLY);
+    let port = h3_port_of(&banner);
+    let url = format!("https://127.0.0.1:{port}/");
+    let child = spawn_load(&[
+        "-p",
+        "h3",
+        "-k",
+        "-z",
+        "10s",
+        "--timeout",
+        "2s",
+        "-c",
+        "2",
+        "-m",
+        "4",
+        &url,
+    ]);
+    std::thread::sleep(Duration::from_millis(1500));
+    first.kill().expect("kill serve");
+    let _ = first.wait();
+    let mut args = H3_ONLY.to_vec();
+    let at = args.iter().position(|a| *a == "0").expect("--h3 0");
+    let addr = format!("127.0.0.1:{port}");
+    args[at] = &addr;
+    let (mut second, _stdout2, _) = spawn_serve(&args);
+    let report = report_of(child);
+    let _ = second.kill();
+    let _ = second.wait();
+    assert_identity(&report);
+    let errors = report["errors"].to_string();
+    assert!(errors.contains("idle_timeout"), "{errors}");
+    // Our idle timer ended them: closed by us, not reset by the server.
+    let c = &report["connections"];
+    assert!(c["opened"].as_u64().unwrap_or(0) >= 4, "{c}");
+    assert_eq!(c["closed_by_server"]["reset"].as_u64(), Some(0), "{c}");
+    // The last whole seconds of the run were served by the new server.
+    let series = report["series"].as_array().expect("series");
+    let last = series
+        .iter()
+        .rev()
+        .find(|s| s["t_s"].as_f64().is_some_and(|t| t.fract() == 0.0))
+        .expect("a whole second");
+    assert!(
+        last["requests_per_s"].as_f64().unwrap_or(0.0) > 0.0,
+        "{series:?}"
+    );
+}
+
+/// `httpvs serve` with HTTP/3 alone on an ephemeral port, one thread.
+const H3_ONLY: [&str; 8] = [
+    "--http",
+    "off",
+    "--https",
+    "off",
+    "--h3",
+    "0",
+    "--threads",
+    "1",
+];
+
+/// The port of the h3 listener in `httpvs serve`'s banner.
+fn h3_port_of(banner: &str) -> String {
+    banner
+        .split("https://127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .expect("the h3 line")
+        .to_owned()
+}
+
 /// The server's stream limit is learned by the probe and caps `-m`, as for h2: `-m 64` against
 /// 16 streams runs 16 and says so (it used to queue 48 streams' worth of latency for credit).
 #[test]

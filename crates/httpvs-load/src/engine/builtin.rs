@@ -15,6 +15,7 @@ use crate::report::Report;
 use crate::stats::Observer;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Runs `config` with the protocol it names (or that `auto` resolves to). When the host has
 /// several addresses and the first refuses the first connection, the next is tried, as curl
@@ -122,6 +123,7 @@ fn run_kind(
                 options: H3Options {
                     zero_rtt: config.zero_rtt,
                     windows: config.windows,
+                    idle_timeout: h3_idle_timeout(config.timeout),
                     ..H3Options::default()
                 },
             };
@@ -136,6 +138,20 @@ fn run_kind(
         }
     }
 }
+
+/// The QUIC idle timeout for a run whose requests may wait `request_timeout`: a server silent
+/// for that long (keep-alives go out at a third of it, so a live one answers) is gone, and its
+/// connection ends then rather than after 30 s. UDP has no RST: a restarted server cannot
+/// tell us (its stateless-reset key is new), so until then every request sent on the dead
+/// connection would time out in turn. 1 s at least, 30 s at most (quinn's floor is 3 PTOs).
+fn h3_idle_timeout(request_timeout: Option<Duration>) -> Duration {
+    request_timeout.map_or(H3_IDLE_MAX, |t| {
+        t.clamp(Duration::from_secs(1), H3_IDLE_MAX)
+    })
+}
+
+/// The idle timeout when requests may wait longer, or forever.
+const H3_IDLE_MAX: Duration = Duration::from_secs(30);
 
 fn alpn_for(kind: ProtocolKind) -> &'static [&'static [u8]] {
     match kind {

@@ -181,6 +181,9 @@ pub(super) fn close_cause_of(ended: Option<ErrorKind>) -> CloseCause {
     match ended {
         None => CloseCause::Open,
         Some(ErrorKind::ConnectionClosed) => CloseCause::Fin,
+        // Our own idle timer ended it: the server went silent (died, restarted, or the path
+        // went away), it closed nothing.
+        Some(ErrorKind::IdleTimeout) => CloseCause::Local,
         Some(_) => CloseCause::Reset,
     }
 }
