@@ -61,6 +61,23 @@ fn bad_input_is_one_line_and_exit_2() {
             "Content-Length: 5",
         ],
         &["http://127.0.0.1:1/", "-z", "-1s"],
+        // A request's Transfer-Encoding must end in chunked, and never comes with a length.
+        &[
+            "http://127.0.0.1:1/",
+            "-d",
+            "x",
+            "-H",
+            "Transfer-Encoding: gzip",
+        ],
+        &[
+            "http://127.0.0.1:1/",
+            "-d",
+            "x",
+            "-H",
+            "Transfer-Encoding: chunked",
+            "-H",
+            "Content-Length: 1",
+        ],
         &["http://127.0.0.1:1/", "--fail-on", ""],
         &["http://127.0.0.1:1/", "--rate", "1e20"],
         &[
@@ -871,6 +888,39 @@ fn a_body_means_post_unless_a_method_is_named() {
     let out = httpvs(&[&url, "-n", "2", "-c", "1", "-d", "hello"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("2 requests, POST with a 5B body"), "{text}");
+}
+
+/// `-H "Transfer-Encoding: chunked"` frames the HTTP/1.1 body in chunks (it used to go out bare,
+/// and every server answered 400 and closed); h2c leaves the header out, as HTTP/2 has none.
+#[test]
+fn a_chunked_transfer_encoding_frames_the_body() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/echo", server.http_addr().unwrap());
+    for protocol in ["h1", "h2c"] {
+        let out = httpvs(&[
+            &url,
+            "-p",
+            protocol,
+            "-n",
+            "4",
+            "-c",
+            "1",
+            "-d",
+            "hello",
+            "-H",
+            "Transfer-Encoding: chunked",
+            "--json",
+        ]);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(report["requests"]["succeeded"], 4, "{protocol}: {report}");
+        assert_eq!(
+            report["status_codes"],
+            serde_json::json!([{"code": 200, "count": 4}]),
+            "{protocol}"
+        );
+        // The echo answers with the body it got: the chunk framing was taken off.
+        assert_eq!(report["wire"]["body_received"], 20, "{protocol}");
+    }
 }
 
 /// h2load's and oha's spellings of the same flags work: --h1, -D, --warm-up-time,

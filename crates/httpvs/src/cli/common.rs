@@ -321,6 +321,23 @@ pub(super) fn check_content_length(
     headers: &[(http::HeaderName, http::HeaderValue)],
     body: &[u8],
 ) -> anyhow::Result<()> {
+    let named = |wanted: &http::HeaderName| headers.iter().find(|(n, _)| n == wanted);
+    if let Some((_, value)) = named(&http::header::TRANSFER_ENCODING) {
+        // HTTP/1.1 sends the body in chunks then; h2 and h3 have no Transfer-Encoding and
+        // leave the header out.
+        let text = String::from_utf8_lossy(value.as_bytes());
+        let last = text.rsplit(',').next().unwrap_or("").trim();
+        if !last.eq_ignore_ascii_case("chunked") {
+            return Err(usage(format!(
+                "-H Transfer-Encoding: {text} must end in chunked (RFC 9112 §6.1), or leave it out (httpvs sets Content-Length)"
+            )));
+        }
+        if named(&http::header::CONTENT_LENGTH).is_some() {
+            return Err(usage(
+                "-H Transfer-Encoding and -H Content-Length together: give one (a server must refuse both, RFC 9112 §6.1)",
+            ));
+        }
+    }
     for (name, value) in headers {
         if name == http::header::CONTENT_LENGTH
             && value.as_bytes() != body.len().to_string().as_bytes()

@@ -153,6 +153,29 @@ pub fn serialize_head(req: &RequestSpec, keepalive: bool) -> Vec<u8> {
     out
 }
 
+/// Whether `-H Transfer-Encoding` asks for a chunked body (its last coding is `chunked`, as
+/// RFC 9112 §6.1 requires of a request): the body then goes out in chunk framing, not bare.
+pub fn sends_chunked(req: &RequestSpec) -> bool {
+    req.headers.iter().any(|(name, value)| {
+        name == TRANSFER_ENCODING
+            && value
+                .as_bytes()
+                .rsplit(|&b| b == b',')
+                .next()
+                .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"))
+    })
+}
+
+/// Appends `body` as one chunk and the last chunk, with no trailers.
+pub fn push_chunked(out: &mut Vec<u8>, body: &[u8]) {
+    if !body.is_empty() {
+        out.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+}
+
 fn push_header(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     out.extend_from_slice(name);
     out.extend_from_slice(b": ");
@@ -171,6 +194,25 @@ mod tests {
             headers: vec![],
             body: bytes::Bytes::from_static(body),
         }
+    }
+
+    #[test]
+    fn a_chunked_transfer_encoding_frames_the_body() {
+        let mut req = spec(Method::POST, "http://h/", b"hello");
+        assert!(!sends_chunked(&req));
+        req.headers.push((
+            TRANSFER_ENCODING,
+            http::HeaderValue::from_static("gzip, Chunked"),
+        ));
+        assert!(sends_chunked(&req));
+        let head = String::from_utf8(serialize_head(&req, true)).unwrap();
+        assert!(!head.contains("Content-Length"), "{head}");
+        let mut body = Vec::new();
+        push_chunked(&mut body, b"hello");
+        assert_eq!(body, b"5\r\nhello\r\n0\r\n\r\n");
+        body.clear();
+        push_chunked(&mut body, b"");
+        assert_eq!(body, b"0\r\n\r\n");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! future, readiness check and the transport's layers (about 300 instructions and several
 //! cache lines a request). Only what the socket did not take goes through tokio.
 
-use super::request_head::HeadCache;
+use super::request_head::{push_chunked, sends_chunked, HeadCache};
 use super::shared_io::IoHalf;
 use crate::protocol::tcp::send_now;
 use crate::protocol::wire::WireCounter;
@@ -99,7 +99,11 @@ impl WriteBatch {
             queued.extend_from_slice(head);
             head.len()
         });
-        queued.extend_from_slice(&req.body);
+        if sends_chunked(req) {
+            push_chunked(&mut queued, &req.body);
+        } else {
+            queued.extend_from_slice(&req.body);
+        }
         let ticket = self.next_ticket.get();
         self.next_ticket.set(ticket + 1);
         if req.method == http::Method::HEAD {
