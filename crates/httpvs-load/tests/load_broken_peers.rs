@@ -89,3 +89,86 @@ fn an_h2_protocol_error_fails_its_requests_without_retries() {
     );
     assert_eq!(r.connections.closed_locally, 5, "{:?}", r.connections);
 }
+
+/// What a flooding h2c server sends, over and over, once a request's HEADERS came: it never
+/// reads again, so the answers the client owes pile up unsent.
+#[derive(Clone, Copy, Debug)]
+enum Flood {
+    /// PING frames, each owed a PING ACK.
+    Ping,
+    /// SETTINGS frames, each owed a SETTINGS ACK.
+    Settings,
+    /// A HEADERS frame without END_HEADERS, then CONTINUATIONs without end.
+    Continuation,
+}
+
+fn flood_server(flood: Flood) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            std::thread::spawn(move || serve_flood(tcp, flood));
+        }
+    });
+    addr
+}
+
+fn serve_flood(mut tcp: TcpStream, flood: Flood) {
+    let _ = tcp.set_read_timeout(Some(Duration::from_secs(10)));
+    let _ = tcp.set_write_timeout(Some(Duration::from_secs(10)));
+    if tcp.write_all(&[0u8, 0, 0, 4, 0, 0, 0, 0, 0]).is_err() {
+        return;
+    }
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !saw_headers(&got) {
+        match tcp.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    let frame: Vec<u8> = match flood {
+        Flood::Ping => [&[0u8, 0, 8, 6, 0, 0, 0, 0, 0][..], b"12345678"].concat(),
+        Flood::Settings => vec![0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0xff, 0xff],
+        Flood::Continuation => {
+            // HEADERS on stream 1 (:status 200, no END_HEADERS), then 4 KiB CONTINUATIONs.
+            if tcp.write_all(&[0, 0, 1, 1, 0, 0, 0, 0, 1, 0x88]).is_err() {
+                return;
+            }
+            let mut f = vec![0, 0x10, 0, 9, 0, 0, 0, 0, 1];
+            f.extend(std::iter::repeat_n(0x88, 4096));
+            f
+        }
+    };
+    let burst = frame.repeat(256);
+    // Until the client closes (a write fails) or 64 MiB went: bounded either way.
+    for _ in 0..(64 << 20) / burst.len() {
+        if tcp.write_all(&burst).is_err() {
+            return;
+        }
+    }
+}
+
+/// A server that floods PINGs, SETTINGS or CONTINUATIONs and never reads our answers: the
+/// connection ends with ENHANCE_YOUR_CALM and a protocol error, where the answers (or the
+/// header block) used to pile up in memory, gigabytes in seconds, until the run's end.
+#[test]
+fn an_h2_flood_ends_the_connection_instead_of_filling_memory() {
+    for flood in [Flood::Ping, Flood::Settings, Flood::Continuation] {
+        let addr = flood_server(flood);
+        let config = LoadConfig::new(&format!("http://{addr}/"))
+            .unwrap()
+            .protocol(ProtocolChoice::Fixed(ProtocolKind::H2c))
+            .shape(1, 1)
+            .threads(1)
+            .requests(3);
+        let r = httpvs_load::run(&config, &mut Quiet).expect("run starts");
+        assert!(r.requests.identity_holds, "{flood:?}: {:?}", r.requests);
+        assert_eq!(r.requests.failed, 3, "{flood:?}: {:?}", r.requests);
+        assert!(
+            r.errors.iter().all(|e| e.kind == "protocol"),
+            "{flood:?}: {:?}",
+            r.errors
+        );
+    }
+}

@@ -27,6 +27,20 @@ pub const MAX_FRAME: usize = 16_384;
 /// The highest client stream id.
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 
+/// The largest response header block (HEADERS and its CONTINUATIONs, as sent): 64 KiB, the
+/// limit HTTP/1.1's response heads have. A server going past it (a CONTINUATION flood) is
+/// told ENHANCE_YOUR_CALM and the connection ends, rather than the block growing for ever.
+const MAX_HEADER_BLOCK: usize = 64 * 1024;
+
+/// The most answers to the server's own frames (PING and SETTINGS acknowledgements, window
+/// updates) that may wait unsent: a server that sends PINGs or SETTINGS faster than it reads
+/// the answers (a flood, or one that never reads) is told ENHANCE_YOUR_CALM, as nghttp2 and
+/// the h2 crate do, rather than the answers piling up in memory.
+const MAX_ANSWER_BACKLOG: usize = 64 * 1024;
+
+/// A WINDOW_UPDATE frame's size on the wire.
+const WINDOW_UPDATE_BYTES: usize = 13;
+
 /// How a connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnEnd {
@@ -76,6 +90,8 @@ pub struct ConnCore {
     recv_unacked: u32,
     pending_block: Option<PendingBlock>,
     block_buf: Vec<u8>,
+    /// Bytes of answers to the server's frames queued in `out` since the driver last took it.
+    answer_backlog: usize,
     goaway: Option<(u32, u32)>,
     end: Option<ConnEnd>,
     local_close: bool,
@@ -116,6 +132,7 @@ impl ConnCore {
             recv_unacked: 0,
             pending_block: None,
             block_buf: Vec::new(),
+            answer_backlog: 0,
             goaway: None,
             end: None,
             local_close: false,
@@ -183,6 +200,23 @@ impl ConnCore {
         self.end(CloseCause::Local, Some(ErrorKind::Protocol));
     }
 
+    /// Counts `bytes` of answer queued; an error once the server is owed more than
+    /// [`MAX_ANSWER_BACKLOG`] unsent.
+    fn answered(&mut self, bytes: usize) -> Result<(), ConnError> {
+        self.answer_backlog += bytes;
+        if self.answer_backlog > MAX_ANSWER_BACKLOG {
+            return Err(ConnError(code::ENHANCE_YOUR_CALM));
+        }
+        Ok(())
+    }
+
+    /// Hands the queued frames to the driver (swapped with its emptied buffer): the answers
+    /// in them are on their way.
+    pub fn take_out(&mut self, into: &mut Vec<u8>) {
+        std::mem::swap(into, &mut self.out);
+        self.answer_backlog = 0;
+    }
+
     fn wake_waiters(&mut self) {
         for w in self.capacity_waiters.drain(..) {
             w.wake();
@@ -235,6 +269,7 @@ impl ConnCore {
         if self.recv_unacked >= self.windows.connection_refill_at() {
             write::window_update(&mut self.out, 0, self.recv_unacked);
             self.recv_unacked = 0;
+            self.answered(WINDOW_UPDATE_BYTES)?;
             self.wake_driver();
         }
         let Some(slot) = self.streams.slot_of(h.stream_id) else {
@@ -261,6 +296,7 @@ impl ConnCore {
             let (id, n) = (stream.id, stream.recv_unacked);
             stream.recv_unacked = 0;
             write::window_update(&mut self.out, id, n);
+            self.answered(WINDOW_UPDATE_BYTES)?;
             self.wake_driver();
         }
         Ok(())
@@ -300,6 +336,9 @@ impl ConnCore {
             return Err(ConnError(code::PROTOCOL_ERROR));
         };
         self.counter.add_header_received(payload.len() as u64);
+        if self.block_buf.len() + payload.len() > MAX_HEADER_BLOCK {
+            return Err(ConnError(code::ENHANCE_YOUR_CALM));
+        }
         self.block_buf.extend_from_slice(payload);
         if !h.has(flag::END_HEADERS) {
             self.pending_block = Some(pending);
@@ -379,6 +418,7 @@ impl ConnCore {
             self.apply_setting(u16::from_be_bytes([s[0], s[1]]), value)?;
         }
         write::settings_ack(&mut self.out);
+        self.answered(9)?;
         if !self.settings_received {
             self.settings_received = true;
             self.first_max_streams =
@@ -430,6 +470,7 @@ impl ConnCore {
         }
         if !h.has(flag::ACK) {
             write::ping_ack(&mut self.out, payload);
+            self.answered(17)?;
             self.wake_driver();
         }
         Ok(())

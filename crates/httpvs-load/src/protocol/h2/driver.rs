@@ -100,7 +100,7 @@ impl Driver {
                 if self.writing.capacity() > KEEP_WRITE_CAPACITY {
                     self.writing = Vec::with_capacity(1024);
                 }
-                std::mem::swap(&mut self.writing, &mut lock(&self.core).out);
+                lock(&self.core).take_out(&mut self.writing);
                 if self.writing.is_empty() {
                     return self.poll_flush(cx).map(|()| progress);
                 }
