@@ -1,11 +1,20 @@
 //! Where every producer of a trace puts its events: one shared, timestamped list per trace.
 //!
-//! A trace is a handful of requests on one connection, so the list is small and bounded by
-//! the exchange itself; it is printed, sorted by time, when the exchange is over.
+//! A trace is a handful of requests on one connection, so the list is usually small; it is
+//! printed, sorted by time, when the exchange is over. A server that floods (endless 1xx
+//! responses, PINGs, empty DATA frames) would make it grow without end, so the recorder keeps
+//! the first [`FIRST_KEPT`] events and the last [`LAST_KEPT`], and says how many went between.
 
 use super::event::{Direction, EventKind, TraceEvent};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// Events kept from the start of a trace.
+pub const FIRST_KEPT: usize = 5_000;
+
+/// Events kept from the end of a trace, once more than [`FIRST_KEPT`] came.
+pub const LAST_KEPT: usize = 1_000;
 
 /// A cloneable handle to one trace's events.
 #[derive(Debug, Clone)]
@@ -16,7 +25,29 @@ pub struct Recorder {
 #[derive(Debug)]
 struct Inner {
     start: Instant,
-    events: Mutex<Vec<TraceEvent>>,
+    events: Mutex<Kept>,
+}
+
+/// The events kept: the first ones, the latest ones, and how many were dropped between.
+#[derive(Debug, Default)]
+struct Kept {
+    first: Vec<TraceEvent>,
+    last: VecDeque<TraceEvent>,
+    dropped: u64,
+}
+
+impl Kept {
+    fn push(&mut self, event: TraceEvent) {
+        if self.first.len() < FIRST_KEPT {
+            self.first.push(event);
+            return;
+        }
+        if self.last.len() == LAST_KEPT {
+            self.last.pop_front();
+            self.dropped += 1;
+        }
+        self.last.push_back(event);
+    }
 }
 
 impl Recorder {
@@ -25,7 +56,7 @@ impl Recorder {
         Recorder {
             inner: Arc::new(Inner {
                 start: Instant::now(),
-                events: Mutex::new(Vec::new()),
+                events: Mutex::new(Kept::default()),
             }),
         }
     }
@@ -51,15 +82,66 @@ impl Recorder {
             .push(event);
     }
 
-    /// All events so far, in time order (ties keep recording order).
+    /// All events kept, in time order (ties keep recording order), with a note where events
+    /// were dropped.
     pub fn events(&self) -> Vec<TraceEvent> {
-        let mut events = self
-            .inner
-            .events
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let kept = self.inner.events.lock().unwrap_or_else(|p| p.into_inner());
+        let mut events = kept.first.clone();
         events.sort_by_key(|e| e.at);
+        if kept.dropped > 0 {
+            let at = kept.last.front().map_or(Duration::ZERO, |e| e.at);
+            events.push(TraceEvent {
+                at,
+                dir: Direction::Local,
+                kind: EventKind::Note {
+                    text: format!(
+                        "{} events not shown: a trace keeps its first {FIRST_KEPT} and last {LAST_KEPT}",
+                        kept.dropped
+                    ),
+                },
+            });
+        }
+        let mut last: Vec<TraceEvent> = kept.last.iter().cloned().collect();
+        last.sort_by_key(|e| e.at);
+        events.extend(last);
         events
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_keeps_its_first_and_last_events_and_counts_the_rest() {
+        let recorder = Recorder::start_now();
+        let total = FIRST_KEPT + LAST_KEPT + 123;
+        for i in 0..total {
+            recorder.record_at(
+                Duration::from_micros(i as u64),
+                Direction::Recv,
+                EventKind::Note {
+                    text: i.to_string(),
+                },
+            );
+        }
+        let events = recorder.events();
+        assert_eq!(events.len(), FIRST_KEPT + 1 + LAST_KEPT);
+        let text = |e: &TraceEvent| match &e.kind {
+            EventKind::Note { text } => text.clone(),
+            other => format!("{other:?}"),
+        };
+        assert_eq!(text(&events[0]), "0");
+        assert_eq!(
+            text(&events[FIRST_KEPT]),
+            format!(
+                "123 events not shown: a trace keeps its first {FIRST_KEPT} and last {LAST_KEPT}"
+            )
+        );
+        assert_eq!(
+            text(&events[FIRST_KEPT + 1]),
+            (FIRST_KEPT + 123).to_string()
+        );
+        assert_eq!(text(events.last().unwrap()), (total - 1).to_string());
     }
 }
