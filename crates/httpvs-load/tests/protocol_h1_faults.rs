@@ -101,6 +101,17 @@ async fn interim_responses_are_skipped() {
     assert_eq!(cause, CloseCause::Open);
 }
 
+/// A 101 is a final answer after which the connection speaks another protocol: it counts
+/// with its status and the connection is not reused (the next request used to be read from
+/// the other protocol's bytes and fail as a protocol error).
+#[tokio::test(flavor = "current_thread")]
+async fn switching_protocols_ends_the_connection() {
+    let reply = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: foo\r\nConnection: upgrade\r\n\r\n\x00\x01garbage";
+    let (result, cause) = one_exchange(reply, Ending::Fin).await;
+    assert_eq!(result.unwrap().status, 101);
+    assert_eq!(cause, CloseCause::Local);
+}
+
 /// The completion time the connection reports (the engine's latency end): the read that
 /// brought the head when the body came with it, and no time at all (the engine reads its
 /// clock) when the body came later, so a slow body is never measured as fast.

@@ -136,11 +136,14 @@ impl HeadFacts {
             BodyFraming::UntilClose
         };
         let close_announced = self.close_token || (http10 && !self.keep_alive_token);
+        // After a 101 the connection speaks another protocol (RFC 9110 §15.2.2): the response
+        // counts, with its status, and the connection is not used again.
+        let switched = status == 101;
         ResponseHead {
             status,
             head_len,
             framing,
-            close: close_announced || framing == BodyFraming::UntilClose,
+            close: close_announced || switched || framing == BodyFraming::UntilClose,
             close_announced,
         }
     }
@@ -307,6 +310,9 @@ mod tests {
             .unwrap();
         assert_eq!(h.framing, BodyFraming::Empty);
         assert!(head("HTTP/1.1 100 Continue\r\n\r\n").is_interim());
+        let switched = head("HTTP/1.1 101 Switching Protocols\r\nUpgrade: foo\r\n\r\n");
+        assert!(!switched.is_interim());
+        assert!(switched.close, "a connection that switched protocols is not reused");
     }
 
     #[test]
