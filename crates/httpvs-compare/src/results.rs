@@ -311,10 +311,10 @@ impl Results {
             .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
         let version = value.get("schema_version").and_then(|v| v.as_u64());
         if version != Some(u64::from(RESULTS_SCHEMA_VERSION)) {
+            let found = version.map_or_else(|| "none".to_owned(), |v| v.to_string());
             return Err(format!(
-                "{}: not a results file of httpvs compare (schema_version {:?}, expected {RESULTS_SCHEMA_VERSION})",
+                "{}: not a results file of httpvs compare (schema_version {found}, expected {RESULTS_SCHEMA_VERSION})",
                 path.display(),
-                version
             ));
         }
         let mut results: Results =

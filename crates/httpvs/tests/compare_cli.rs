@@ -115,6 +115,40 @@ fn quick_tiny_matrix_has_every_protocol_a_verdict_and_every_cell_in_json() {
         "--from re-renders the same tables"
     );
     assert!(dir.join("again.html").is_file());
+
+    // The results file is what --from reads: no output may be written over it.
+    for args in [
+        &["compare", "--from", "r.json", "--html", "r.json"][..],
+        &[
+            "compare",
+            "--from",
+            "r.json",
+            "--json",
+            "./r.json",
+            "--no-html",
+        ][..],
+    ] {
+        let out = httpvs(&dir, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains("is the --from file"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    let kept = std::fs::read_to_string(dir.join("r.json")).unwrap();
+    assert!(kept.starts_with('{'), "r.json was overwritten");
+
+    // `--json -`: stdout is the JSON alone, the table goes to stderr.
+    let piped = httpvs(
+        &dir,
+        &["compare", "--from", "r.json", "--json", "-", "--no-html"],
+    );
+    assert!(piped.status.success(), "{}", text(&piped.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&piped.stdout).expect("JSON on stdout");
+    assert_eq!(json["plan"]["name"], "tiny");
+    assert!(text(&piped.stderr).contains("verdict clean: "));
+    assert!(!dir.join("-").exists(), "a file named - was written");
 }
 
 #[test]
@@ -219,6 +253,10 @@ fn bad_flags_get_one_line() {
         (
             vec!["compare", "--quick", "--html", "/nonexistent/dir/r.html"],
             "--html: cannot write /nonexistent/dir/r.html",
+        ),
+        (
+            vec!["compare", "--quick", "--json", "same", "--html", "./same"],
+            "--json and --html both name ./same",
         ),
     ] {
         let out = httpvs(&dir, &args);

@@ -46,6 +46,33 @@ pub(super) fn check_writable(flag: &str, path: &std::path::Path) -> anyhow::Resu
     Ok(())
 }
 
+/// A file as the kernel knows it (device, inode): `./x` and `x`, a symlink and a hard link to
+/// one file are the same; `None` when there is nothing at `path`.
+pub(super) fn file_id(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Refuses an output `path` (`flag`) that is the same file as one of the run's `inputs`.
+pub(super) fn refuse_input(
+    flag: &str,
+    path: &std::path::Path,
+    inputs: &[(&str, Option<&std::path::Path>)],
+) -> anyhow::Result<()> {
+    let Some(out) = file_id(path) else {
+        return Ok(()); // not there yet: no input can be it
+    };
+    for (input_flag, input) in inputs {
+        if input.is_some_and(|input| file_id(input) == Some(out)) {
+            return Err(usage(format!(
+                "{flag} {} is the {input_flag} file: writing there would empty it; give another file",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A CPU list flag like `--cpus 0,2` or `0-3`: every CPU must be one this process may run on
 /// (a CPU it cannot use would make pinning fail, or silently do nothing).
 pub(super) fn cpu_list(flag: &str, text: &str) -> anyhow::Result<Vec<usize>> {

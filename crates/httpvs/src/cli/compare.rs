@@ -59,7 +59,8 @@ pub struct Args {
     /// Pin nothing.
     #[arg(long, conflicts_with_all = ["server_cpus", "client_cpus"])]
     no_pin: bool,
-    /// Write every cell's full load report, the plan and machine facts as JSON.
+    /// Write every cell's full load report, the plan and machine facts as JSON (`-` for
+    /// stdout, the table then going to stderr).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Write the HTML report here (default: httpvs-compare-DATE.html in this directory).
@@ -69,7 +70,8 @@ pub struct Args {
     #[arg(long, conflicts_with = "html")]
     no_html: bool,
     /// Re-render a results file written by --json instead of running (the flags that shape a
-    /// run do not apply: the file holds its ratios and verdicts as they were measured).
+    /// run do not apply: the file holds the measurements, and ratios and verdicts are worked
+    /// out again from them).
     #[arg(long, value_name = "FILE", conflicts_with_all = [
         "url", "plan", "quick", "shape", "tune", "baseline", "protocols", "conditions",
         "repeats", "duration", "warmup", "server_cpus", "client_cpus", "no_pin", "insecure",
@@ -116,8 +118,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    // Checked before the matrix runs: a path that cannot be written must not cost the run.
-    if let Some(path) = &args.json {
+    // Checked before the matrix runs: a path that cannot be written must not cost the run, and
+    // no output may overwrite an input or the other output (the results JSON is what --from
+    // reads back; an HTML report written over it lost it).
+    let json_to_stdout = args.json.as_deref() == Some(std::path::Path::new("-"));
+    let inputs = [
+        ("--from", args.from.as_deref()),
+        ("--plan", args.plan.as_deref()),
+        ("--cacert", args.cacert.as_deref()),
+    ];
+    if let Some(path) = args.json.as_deref().filter(|_| !json_to_stdout) {
+        super::common::refuse_input("--json", path, &inputs)?;
         super::common::check_writable("--json", path)?;
     }
     if !args.no_html {
@@ -127,7 +138,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .map_or(0, |d| d.as_secs());
             PathBuf::from(options::default_report_name(now))
         };
-        super::common::check_writable("--html", &args.html.clone().unwrap_or_else(default))?;
+        let html = args.html.clone().unwrap_or_else(default);
+        super::common::refuse_input("--html", &html, &inputs)?;
+        if let Some(json) = args.json.as_deref().filter(|_| !json_to_stdout) {
+            if same_path(json, &html) {
+                return Err(super::usage(format!(
+                    "--json and --html both name {}: give each its own file",
+                    html.display()
+                )));
+            }
+        }
+        super::common::check_writable("--html", &html)?;
     }
     let results = match &args.from {
         Some(path) => Results::read(path).map_err(super::usage)?,
@@ -151,9 +172,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         true => ExitCode::from(super::common::INTERRUPTED),
         false => ExitCode::SUCCESS,
     };
-    let mut out = std::io::stdout().lock();
+    // With `--json -` stdout carries the JSON alone and the table goes to stderr.
+    let mut stdout = std::io::stdout().lock();
+    let mut stderr = std::io::stderr().lock();
+    let out: &mut dyn Write = if json_to_stdout {
+        &mut stderr
+    } else {
+        &mut stdout
+    };
     let _ = write!(out, "{}", render::text::render(&results));
-    if let Some(path) = &args.json {
+    if json_to_stdout {
+        let text = results
+            .to_json()
+            .map_err(|e| anyhow::anyhow!("cannot write the JSON: {e}"))?;
+        let _ = writeln!(std::io::stdout().lock(), "{text}");
+    } else if let Some(path) = &args.json {
         results
             .write(path)
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -168,6 +201,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let _ = writeln!(out, "\nreport: {}", path.display());
     }
     Ok(code)
+}
+
+/// Whether two output paths are one file: the same file on disk, or the same path spelled
+/// alike once made absolute (neither exists yet).
+fn same_path(a: &std::path::Path, b: &std::path::Path) -> bool {
+    if let (Some(x), Some(y)) = (super::common::file_id(a), super::common::file_id(b)) {
+        return x == y;
+    }
+    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    absolute(a) == absolute(b)
 }
 
 /// Turns flags into the library's config; every bad value is one line and exit 2.

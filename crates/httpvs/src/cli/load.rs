@@ -7,7 +7,8 @@ mod net;
 
 use super::common::{
     basic_authorization, check_cacert, check_content_length, check_writable, cpu_list,
-    duration_flag, interrupt_flag, parse_header, request_body, take_userinfo, WindowFlags,
+    duration_flag, file_id, interrupt_flag, parse_header, refuse_input, request_body,
+    take_userinfo, WindowFlags,
 };
 use super::usage;
 use httpvs_load::config::{parse_url, StopAfter, TlsOptions};
@@ -344,33 +345,6 @@ fn open_request_log(
         path.display().to_string(),
         Box::new(file),
     ))
-}
-
-/// A file as the kernel knows it (device, inode): `./x` and `x`, a symlink and a hard link to
-/// one file are the same; `None` when there is nothing at `path`.
-fn file_id(path: &std::path::Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
-}
-
-/// Refuses an output `path` (`flag`) that is the same file as one of the run's `inputs`.
-fn refuse_input(
-    flag: &str,
-    path: &std::path::Path,
-    inputs: &[(&str, Option<&std::path::Path>)],
-) -> anyhow::Result<()> {
-    let Some(out) = file_id(path) else {
-        return Ok(()); // not there yet: no input can be it
-    };
-    for (input_flag, input) in inputs {
-        if input.is_some_and(|input| file_id(input) == Some(out)) {
-            return Err(usage(format!(
-                "{flag} {} is the {input_flag} file: writing there would empty it; give another file",
-                path.display()
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Setup errors: the user's input exits 2, an unreachable target exits 1; both one line.

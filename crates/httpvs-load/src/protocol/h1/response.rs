@@ -312,7 +312,10 @@ mod tests {
         assert!(head("HTTP/1.1 100 Continue\r\n\r\n").is_interim());
         let switched = head("HTTP/1.1 101 Switching Protocols\r\nUpgrade: foo\r\n\r\n");
         assert!(!switched.is_interim());
-        assert!(switched.close, "a connection that switched protocols is not reused");
+        assert!(
+            switched.close,
+            "a connection that switched protocols is not reused"
+        );
     }
 
     #[test]
