@@ -177,6 +177,9 @@ pub fn unfit(row: &Row) -> Option<String> {
     if lost_handshakes(row) {
         return Some(opened_text(row));
     }
+    if let Some(why) = mostly_not_2xx(row) {
+        return Some(why);
+    }
     let runs = row.runs.max(1) as f64;
     let per_slot = row.succeeded as f64 / runs / in_flight(row).max(1) as f64;
     if row.cut_off <= row.succeeded && per_slot >= MIN_PER_SLOT {
@@ -204,6 +207,18 @@ pub fn unfit(row: &Row) -> Option<String> {
         why.push_str(&format!(", {per_slot:.1} per request in flight"));
     }
     Some(why)
+}
+
+/// Why a row is not ranked when most of its responses were not 2xx: a 404 or 500 page is
+/// not the service, and a server answers errors at a speed of its own.
+fn mostly_not_2xx(row: &Row) -> Option<String> {
+    (row.succeeded > 0 && row.non_2xx * 2 > row.succeeded).then(|| {
+        format!(
+            "{:.1}% of its responses were not 2xx (mostly {}): it measured an error answer, not the service; check the URL and the server",
+            100.0 * row.non_2xx as f64 / row.succeeded as f64,
+            row.non_2xx_top.unwrap_or(0)
+        )
+    })
 }
 
 /// Connections the shape asked for that a repeat never opened (the most in any repeat). Not
@@ -287,14 +302,33 @@ pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
         })
         .collect();
     let best = ranked.first().copied();
+    // A row of error answers is left out whatever its speed: it could not have won.
+    let (errored, thin): (Vec<_>, Vec<_>) = thin
+        .into_iter()
+        .partition(|(r, _)| mostly_not_2xx(r).is_some());
     let blocking: Vec<&(&Row, String)> = thin
         .iter()
         .filter(|(r, _)| best.is_none_or(|b| could_reach(r, b)))
         .collect();
     let Some(best) = best.filter(|_| blocking.is_empty()) else {
+        if blocking.is_empty() {
+            let each: Vec<String> = errored
+                .iter()
+                .map(|(r, why)| format!("{} {why}", label(r, rows)))
+                .collect();
+            return nothing(format!("no verdict: {}", each.join(", ")), not_ranked);
+        }
         return nothing(no_verdict_line(&blocking, rows), not_ranked);
     };
     let mut v = ranked_verdict(&ranked, best, rows, baseline, lossy);
+    if !errored.is_empty() {
+        let each: Vec<String> = errored
+            .iter()
+            .map(|(r, _)| format!("{} (mostly not 2xx)", label(r, rows)))
+            .collect();
+        v.line
+            .push_str(&format!("; not ranked: {}", each.join(", ")));
+    }
     if !thin.is_empty() {
         let each: Vec<String> = thin
             .iter()
@@ -490,6 +524,10 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
     match unfit(row) {
         Some(why) if lost_handshakes(row) => {
             out.push(format!("{name}: too thin to rank: {why} ({LOST})"));
+        }
+        Some(why) if mostly_not_2xx(row).is_some() => {
+            out.push(format!("{name}: not ranked: {why}"));
+            return out;
         }
         Some(why) => out.push(format!("{name}: too thin to rank: {why}")),
         None if missing_connections(row) > 0 => out.push(format!(

@@ -463,3 +463,39 @@ fn h1_close_is_not_short_of_connections() {
     let r = run_of((Variant::H1, 64, 1), 1.0, 400, 390, 56);
     assert!(unfit(&r).is_some_and(|why| why.contains("opened 56 of 64")));
 }
+
+/// A row whose responses were mostly not 2xx (a URL that answers 500) is not ranked: it used to
+/// win "h2c fastest, 12x h1" on error pages, with only an anomaly line to say so.
+#[test]
+fn a_row_of_error_answers_is_not_ranked() {
+    let mut bad = row(Variant::H2c, [3000.0, 3100.0, 3200.0]);
+    bad.non_2xx = 1000;
+    bad.non_2xx_top = Some(500);
+    let rows = [row(Variant::H1, [100.0, 100.0, 100.0]), bad.clone()];
+    let v = verdict(&rows, Variant::H1, false);
+    assert_ne!(v.fastest, Some(Variant::H2c), "{}", v.line);
+    assert_eq!(v.not_ranked.len(), 1, "{}", v.line);
+    let a = anomalies(&bad, &rows, 1, 3);
+    assert!(
+        a.iter()
+            .any(|l| l
+                .starts_with("h2c: not ranked: 100.0% of its responses were not 2xx (mostly 500)")),
+        "{a:?}"
+    );
+    // A few errors among many 2xx are an anomaly line, not a reason to leave the row out.
+    assert!(v.line.ends_with("; not ranked: h2c (mostly not 2xx)"), "{}", v.line);
+    // Every row on error answers: no verdict, saying why.
+    let mut h1 = row(Variant::H1, [100.0, 100.0, 100.0]);
+    h1.non_2xx = 1000;
+    h1.non_2xx_top = Some(500);
+    let v = verdict(&[h1, bad.clone()], Variant::H1, false);
+    assert!(
+        v.line.starts_with("no verdict: h1 100.0% of its responses were not 2xx"),
+        "{}",
+        v.line
+    );
+    assert!(!v.line.contains("--duration"), "{}", v.line);
+    // A few errors among many 2xx are an anomaly line, not a reason to leave the row out.
+    bad.non_2xx = 10;
+    assert_eq!(unfit(&bad), None);
+}
