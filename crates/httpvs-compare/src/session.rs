@@ -84,7 +84,7 @@ pub fn run_until(
             setup.client_cpus = config.pinning.client.clone();
             setup.pinning = match config.pinning.client.is_empty() {
                 true => "client not pinned".into(),
-                false => format!("client pinned to CPUs {:?}", config.pinning.client),
+                false => config.pinning.describe(),
             };
             for s in &skipped {
                 progress.note(&format!("skipped {}: {}", s.name, s.reason));

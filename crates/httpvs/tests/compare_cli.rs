@@ -255,6 +255,10 @@ fn bad_flags_get_one_line() {
             "--html: cannot write /nonexistent/dir/r.html",
         ),
         (
+            vec!["compare", "--server-cpus", "0", "http://127.0.0.1:1/"],
+            "--server-cpus pins the embedded server",
+        ),
+        (
             vec!["compare", "--quick", "--json", "same", "--html", "./same"],
             "--json and --html both name ./same",
         ),
@@ -264,6 +268,43 @@ fn bad_flags_get_one_line() {
         let stderr = text(&out.stderr);
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(stderr.contains(words), "{stderr}");
+    }
+}
+
+/// With a URL the server is the user's: the client is not pinned unless asked (it used to be
+/// pinned to half the CPUs, as if the embedded server held the other half).
+#[test]
+fn a_url_run_leaves_the_client_unpinned_unless_asked() {
+    let dir = scratch_dir("compare-url-pinning");
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let base = [
+        "compare",
+        "--protocols",
+        "h1",
+        "--conditions",
+        "clean",
+        "--repeats",
+        "1",
+        "--duration",
+        "200ms",
+        "--warmup",
+        "100ms",
+        "--json",
+        "-",
+        "--no-html",
+    ];
+    for (extra, pinning) in [
+        (&[][..], "client not pinned"),
+        (&["--client-cpus", "0"][..], "client pinned to CPU 0"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let out = httpvs(&dir, &args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(json["setup"]["pinning"], pinning, "{extra:?}");
     }
 }
 

@@ -483,14 +483,19 @@ fn a_row_of_error_answers_is_not_ranked() {
         "{a:?}"
     );
     // A few errors among many 2xx are an anomaly line, not a reason to leave the row out.
-    assert!(v.line.ends_with("; not ranked: h2c (mostly not 2xx)"), "{}", v.line);
+    assert!(
+        v.line.ends_with("; not ranked: h2c (mostly not 2xx)"),
+        "{}",
+        v.line
+    );
     // Every row on error answers: no verdict, saying why.
     let mut h1 = row(Variant::H1, [100.0, 100.0, 100.0]);
     h1.non_2xx = 1000;
     h1.non_2xx_top = Some(500);
     let v = verdict(&[h1, bad.clone()], Variant::H1, false);
     assert!(
-        v.line.starts_with("no verdict: h1 100.0% of its responses were not 2xx"),
+        v.line
+            .starts_with("no verdict: h1 100.0% of its responses were not 2xx"),
         "{}",
         v.line
     );

@@ -316,9 +316,25 @@ fn pinning(args: &Args) -> anyhow::Result<Pinning> {
     if args.no_pin {
         return Ok(Pinning::default());
     }
+    let parse = super::common::cpu_list;
+    if args.url.is_some() {
+        // Your server runs where you started it: only the client is ours to pin, if asked.
+        if args.server_cpus.is_some() {
+            return Err(super::usage(
+                "--server-cpus pins the embedded server; with a URL, pin your server yourself (--client-cpus pins the client)",
+            ));
+        }
+        let client = match &args.client_cpus {
+            Some(c) => parse("--client-cpus", c)?,
+            None => Vec::new(),
+        };
+        return Ok(Pinning {
+            client,
+            ..Pinning::default()
+        });
+    }
     let available = options::available_cpus();
     let mut pin = Pinning::split(&available);
-    let parse = super::common::cpu_list;
     if let Some(s) = &args.server_cpus {
         pin.server = parse("--server-cpus", s)?;
         if args.client_cpus.is_none() {
