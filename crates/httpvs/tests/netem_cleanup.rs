@@ -165,3 +165,35 @@ fn sigterm_ends_what_the_command_started() {
     );
     assert_nothing_left(pid, &format!("hv-{pid}-0"), sleep_arg);
 }
+
+/// A signal httpvs has no other use for (SIGUSR1 here) is passed on too, so the link and what
+/// the command left running are still taken down; it used to kill httpvs outright and leave
+/// the command's background jobs holding the namespace.
+#[test]
+fn other_signals_are_passed_on_and_cleaned_up_after() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let sleep_arg = "30.5813";
+    let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["netem", "-q", "--both", "delay 1ms", "--", "sh", "-c"])
+        .arg(format!("sleep {sleep_arg} & sleep {sleep_arg}"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while processes_with(sleep_arg).len() < 2 {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGUSR1) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(138),
+        "sh killed by SIGUSR1: 128 + 10"
+    );
+    assert_nothing_left(pid, &format!("hv-{pid}-0"), sleep_arg);
+}

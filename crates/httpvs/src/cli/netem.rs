@@ -231,22 +231,53 @@ static CHILD: AtomicI32 = AtomicI32::new(0);
 /// Set by a signal that comes once the command has ended: stop waiting for the link to drain.
 static CUT_DRAIN: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn forward_signal(signal: libc::c_int) {
+extern "C" fn forward_signal(
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    _context: *mut libc::c_void,
+) {
     let pid = CHILD.load(Ordering::Relaxed);
     if pid > 0 {
-        // SAFETY: kill is async-signal-safe.
-        unsafe { libc::kill(pid, signal) };
+        // A signal the terminal sent (Ctrl-C, Ctrl-\, hang-up) went to its whole foreground
+        // process group, the command included: passing it on would deliver it twice, and a
+        // second Ctrl-C means "force quit" to many programs. Only signals sent to us alone
+        // (kill PID, a supervisor's SIGTERM) are passed on.
+        // SAFETY: the kernel hands a valid siginfo to an SA_SIGINFO handler.
+        let from_terminal = !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL;
+        if !from_terminal {
+            // SAFETY: kill is async-signal-safe.
+            unsafe { libc::kill(pid, signal) };
+        }
     } else {
         CUT_DRAIN.store(true, Ordering::Relaxed);
     }
 }
 
+/// Signals passed on to the command (those a terminal sends reach it directly). Any of them
+/// ends httpvs's own wait too, so the link is always taken down; SIGKILL cannot be caught.
+const FORWARDED: [libc::c_int; 7] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+];
+
 /// Runs the command in the client's namespace; signals meant for us go to it, so Ctrl-C ends
 /// the command and we still print the counters and clean up.
 fn run_command(link: &Link, program: &str, args: &[String]) -> anyhow::Result<ExitStatus> {
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-        // SAFETY: installing a handler that only reads an atomic and calls kill.
-        unsafe { libc::signal(signal, forward_signal as *const () as libc::sighandler_t) };
+    for signal in FORWARDED {
+        // SAFETY: installing a handler that only reads an atomic, the siginfo it is given,
+        // and calls kill; the sigaction struct is fully initialised.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = forward_signal as *const () as libc::sighandler_t;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
     }
     let mut command = Command::new(program);
     command.args(args);
