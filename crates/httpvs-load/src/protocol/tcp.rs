@@ -118,7 +118,8 @@ async fn connect_unbounded(
         .await
         .map_err(|e| {
             let kind = handshake_error_kind(&e);
-            let note = (kind == ErrorKind::Tls).then(|| e.to_string());
+            let note =
+                (kind == ErrorKind::Tls).then(|| crate::protocol::tls::plain_words(&e.to_string()));
             CONNECT_NOTE.with(|last| *last.borrow_mut() = note);
             kind
         })?;

@@ -210,9 +210,56 @@ impl ServerCertVerifier for AcceptAnyCertificate {
     }
 }
 
+/// rustls's words for a certificate it refused, with the debug spelling of the rarer ones
+/// (`Other(OtherError(CaUsedAsEndEntity))`) made plain and the common causes explained.
+pub fn plain_words(text: &str) -> String {
+    let mut text = text.to_owned();
+    while let Some(at) = text.find("Other(OtherError(") {
+        let inner_start = at + "Other(OtherError(".len();
+        let Some(len) = text[inner_start..].find("))") else {
+            break;
+        };
+        let inner = text[inner_start..inner_start + len].to_owned();
+        text.replace_range(at..inner_start + len + 2, &inner);
+    }
+    const WHY: [(&str, &str); 2] = [
+        (
+            "CaUsedAsEndEntity",
+            "the server presents a CA certificate as its own; it needs a certificate that CA signed",
+        ),
+        (
+            "NotValidForName",
+            "not issued for the host in the URL",
+        ),
+    ];
+    for (name, why) in WHY {
+        if text.ends_with(name) {
+            text.push_str(&format!(" ({why})"));
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refused_certificates_are_said_in_plain_words() {
+        assert_eq!(
+            plain_words("invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))"),
+            "invalid peer certificate: CaUsedAsEndEntity (the server presents a CA certificate as its own; it needs a certificate that CA signed)"
+        );
+        // The engine's own hint covers an unknown issuer.
+        assert_eq!(
+            plain_words("invalid peer certificate: UnknownIssuer"),
+            "invalid peer certificate: UnknownIssuer"
+        );
+        assert_eq!(
+            plain_words("received fatal alert: HandshakeFailure"),
+            "received fatal alert: HandshakeFailure"
+        );
+    }
 
     #[test]
     fn insecure_config_offers_the_given_alpn() {
