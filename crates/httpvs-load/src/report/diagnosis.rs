@@ -42,6 +42,15 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
         "check the server's error log: it closes connections before answering"
     } else if every < 1.5 {
         "is keep-alive off there?"
+    } else if irregular(c.requests_max, every, config.streams) {
+        // A per-connection limit ends every connection at about the same count; these ended
+        // anywhere up to the most one carried.
+        return Some(format!(
+            "the server closed connections {} times {how}, after about {} requests on average but up to {} on one: not a fixed limit per connection (a restart, a reload, an idle timeout?)",
+            group(closed),
+            group(every.round() as u64),
+            group(c.requests_max)
+        ));
     } else {
         "check its max requests per connection (nginx keepalive_requests)"
     };
@@ -54,6 +63,14 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
         "the server closed connections {} times {how}, {cadence}: {hint}",
         group(closed)
     ))
+}
+
+/// Whether the connections the server closed carried counts too far apart for a limit per
+/// connection: under one, none carries much more than the average (a few streams' worth of
+/// requests started before the close was seen, and the run's last connections, which carry
+/// fewer, only pull the average down).
+fn irregular(most: u64, every: f64, streams: u32) -> bool {
+    most as f64 > every * 1.25 + f64::from(streams)
 }
 
 /// 4495 → "4,495".
@@ -100,5 +117,25 @@ mod tests {
         );
         stats.connections.opened = 8;
         assert_eq!(churn_diagnosis(&config, &stats), None);
+    }
+
+    /// nginx reloaded three times under load: closes at 5,184 to 17,821 requests are not a
+    /// keepalive_requests limit, and the note no longer points there.
+    #[test]
+    fn closes_far_apart_are_not_called_a_limit() {
+        let config = crate::LoadConfig::new("http://127.0.0.1:1/")
+            .unwrap()
+            .shape(4, 1);
+        let mut stats = WorkerStats::default();
+        stats.connections.opened = 16;
+        for n in [5_184, 17_821, 9_000, 7_707] {
+            for _ in 0..3 {
+                stats.connections.retire(CloseCause::Fin, n);
+            }
+        }
+        stats.requests.succeeded = 119_136;
+        let d = churn_diagnosis(&config, &stats).unwrap();
+        assert!(d.contains("up to 17,821 on one: not a fixed limit"), "{d}");
+        assert!(!d.contains("keepalive_requests"), "{d}");
     }
 }
