@@ -100,6 +100,9 @@ impl ReadSide {
 struct ReadFailure {
     error: SendError,
     cause: CloseCause,
+    /// Head bytes of the response (interim ones included) that had come whole before it
+    /// failed in its body: they count as header bytes received.
+    header_bytes: u64,
 }
 
 impl Http1Connection {
@@ -212,6 +215,7 @@ impl Http1Connection {
                 Ok(info)
             }
             Err(failure) => {
+                self.counter.add_header_received(failure.header_bytes);
                 self.retire(failure.cause);
                 self.end_reading_after(ticket);
                 Err(self.settle(req, ticket, failure.error))
@@ -468,6 +472,7 @@ async fn read_response(
                 return Err(ReadFailure {
                     error: RETRY,
                     cause: CloseCause::Reset,
+                    header_bytes: 0,
                 })
             }
             Err(e) => return Err(io_failure(&e)),
@@ -487,12 +492,16 @@ async fn read_response(
         }
         framing => {
             side.buf.advance(head.head_len);
-            match framing {
-                BodyFraming::Empty => 0,
-                BodyFraming::Length(len) => read_sized_body(side, len).await?,
-                BodyFraming::Chunked => read_chunked_body(side).await?,
-                BodyFraming::UntilClose => read_body_until_close(side).await?,
-            }
+            let read = match framing {
+                BodyFraming::Empty => Ok(0),
+                BodyFraming::Length(len) => read_sized_body(side, len).await,
+                BodyFraming::Chunked => read_chunked_body(side).await,
+                BodyFraming::UntilClose => read_body_until_close(side).await,
+            };
+            read.map_err(|failure| ReadFailure {
+                header_bytes: interim_bytes + head.head_len as u64,
+                ..failure
+            })?
         }
     };
     let sized = matches!(head.framing, BodyFraming::Empty | BodyFraming::Length(_));
@@ -567,6 +576,7 @@ fn closed_failure(error: SendError) -> ReadFailure {
     ReadFailure {
         error,
         cause: CloseCause::Fin,
+        header_bytes: 0,
     }
 }
 
@@ -575,6 +585,7 @@ fn protocol_failure(kind: ErrorKind) -> ReadFailure {
     ReadFailure {
         error: SendError::Failed(kind),
         cause: CloseCause::Local,
+        header_bytes: 0,
     }
 }
 
@@ -586,6 +597,7 @@ fn io_failure(e: &io::Error) -> ReadFailure {
             ErrorKind::ConnectionClosed => CloseCause::Fin,
             _ => CloseCause::Reset,
         },
+        header_bytes: 0,
     }
 }
 
