@@ -172,3 +172,34 @@ fn an_h2_flood_ends_the_connection_instead_of_filling_memory() {
         );
     }
 }
+
+/// A server whose SETTINGS carries a value out of range (MAX_FRAME_SIZE 1) speaks HTTP/2 but
+/// breaks it: the first connection's error says so, where it used to guess the server had no
+/// cleartext HTTP/2 at all.
+#[test]
+fn a_bad_settings_value_is_named_not_taken_for_another_protocol() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for mut tcp in listener.incoming().flatten().take(4) {
+            // SETTINGS: MAX_FRAME_SIZE (5) = 1, below the 16,384 minimum.
+            let _ = tcp.write_all(&[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 1]);
+            let _ = tcp.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut buf = [0u8; 1024];
+            while matches!(tcp.read(&mut buf), Ok(n) if n > 0) {}
+        }
+    });
+    let config = LoadConfig::new(&format!("http://{addr}/"))
+        .unwrap()
+        .protocol(ProtocolChoice::Fixed(ProtocolKind::H2c))
+        .shape(1, 1)
+        .threads(1)
+        .requests(1);
+    let err = httpvs_load::run(&config, &mut Quiet).expect_err("no usable connection");
+    let line = err.to_string();
+    assert!(
+        line.contains("the server speaks HTTP/2, but its first frames broke the protocol (we answered GOAWAY PROTOCOL_ERROR)"),
+        "{line}"
+    );
+    assert!(!line.contains("without cleartext HTTP/2"), "{line}");
+}

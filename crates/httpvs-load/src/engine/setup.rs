@@ -66,12 +66,14 @@ pub enum LoadError {
         no_sni: bool,
     },
     /// The first connection failed for another classified reason.
-    #[error("first connection to {addr} failed: {kind}{}", first_connection_hint(*kind))]
+    #[error("first connection to {addr} failed: {kind}{}", detail.as_ref().map_or_else(|| first_connection_hint(*kind).to_owned(), |d| format!(": {d}")))]
     FirstConnection {
         /// The address tried.
         addr: SocketAddr,
         /// Why.
         kind: ErrorKind,
+        /// What the stack saw, when it knows better than the usual cause of `kind`.
+        detail: Option<String>,
     },
     /// The TLS client configuration could not be built (e.g. an unreadable `--cacert`).
     #[error("{0}")]
@@ -172,6 +174,20 @@ impl LoadError {
                     detail,
                 }
             }
+            // Only a protocol error's detail says more than the hint: the server spoke
+            // the protocol but broke it (other kinds' notes name the step they waited at).
+            (
+                LoadError::FirstConnection {
+                    addr,
+                    kind: kind @ ErrorKind::Protocol,
+                    ..
+                },
+                Some(d),
+            ) if d.starts_with("the server speaks") => LoadError::FirstConnection {
+                addr,
+                kind,
+                detail: Some(d),
+            },
             (other, _) => other,
         }
     }
@@ -232,7 +248,11 @@ impl LoadError {
                 insecure: false,
                 no_sni: false,
             },
-            kind => LoadError::FirstConnection { addr, kind },
+            kind => LoadError::FirstConnection {
+                addr,
+                kind,
+                detail: None,
+            },
         }
     }
 

@@ -130,7 +130,12 @@ impl Protocol for Http2 {
                 info.server_max_streams = max_streams;
                 info.settings = waited;
             }
-            Some((Err(kind), _)) => return Err(kind),
+            Some((Err(kind), _)) => {
+                if let Some(why) = driver::lock(&core).broken_preface() {
+                    tcp::note_connect_failure(why);
+                }
+                return Err(kind);
+            }
             None => return Err(ErrorKind::ConnectTimeout),
         }
         Ok((conn, info))

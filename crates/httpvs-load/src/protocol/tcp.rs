@@ -75,6 +75,11 @@ pub(crate) fn note_connect_step(waiting_for: Option<&'static str>) {
     CONNECT_NOTE.with(|last| *last.borrow_mut() = waiting_for.map(str::to_owned));
 }
 
+/// Notes why this thread's connection attempt failed, in words found at the time.
+pub(crate) fn note_connect_failure(why: String) {
+    CONNECT_NOTE.with(|last| *last.borrow_mut() = Some(why));
+}
+
 /// Opens TCP to `target` (TCP_NODELAY set), then TLS with `tls` when given, all within
 /// `connect_timeout`. Returns the stream and its phase timings; bytes go to `counter`.
 pub async fn connect(

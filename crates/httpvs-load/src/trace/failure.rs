@@ -45,7 +45,11 @@ pub fn connect_failure(
         ErrorKind::ConnectionClosed | ErrorKind::Reset | ErrorKind::Protocol => format!(
             "connect failed: {kind}: {}{}",
             meaning(kind),
-            first_connection_hint(kind)
+            // The usual cause, unless the connection showed the server speaks the protocol.
+            match cause {
+                Some(c) if c.starts_with("the server speaks") => "",
+                _ => first_connection_hint(kind),
+            }
         ),
         kind => format!("connect failed: {kind}: {}", meaning(kind)),
     };

@@ -75,6 +75,10 @@ pub struct ConnCore {
     heads: HeadBlocks,
     next_stream_id: u32,
     settings_received: bool,
+    /// The server sent a SETTINGS frame (valid or not): it speaks HTTP/2.
+    peer_sent_settings: bool,
+    /// The error code of our GOAWAY, when the server broke the protocol.
+    failed_with: Option<u32>,
     /// MAX_CONCURRENT_STREAMS from the server's first SETTINGS.
     first_max_streams: Option<u32>,
     max_streams: usize,
@@ -121,6 +125,8 @@ impl ConnCore {
             heads: HeadBlocks::default(),
             next_stream_id: 1,
             settings_received: false,
+            peer_sent_settings: false,
+            failed_with: None,
             first_max_streams: None,
             max_streams: usize::MAX,
             peer_initial_window: 65_535,
@@ -196,8 +202,22 @@ impl ConnCore {
     /// Ends the connection for a protocol error of the server's, telling it with GOAWAY: we
     /// close it, so it counts as closed by us, not by the server.
     pub fn fail(&mut self, error: ConnError) {
+        self.failed_with.get_or_insert(error.0);
         write::goaway(&mut self.out, 0, error.0);
         self.end(CloseCause::Local, Some(ErrorKind::Protocol));
+    }
+
+    /// Why a connection that never became usable failed, when the server spoke HTTP/2 but
+    /// broke it (a SETTINGS value out of range, a bad frame): for the first connection's error
+    /// line, which would otherwise guess the server does not speak h2c at all.
+    pub fn broken_preface(&self) -> Option<String> {
+        let code = self.failed_with?;
+        self.peer_sent_settings.then(|| {
+            format!(
+                "the server speaks HTTP/2, but its first frames broke the protocol (we answered GOAWAY {})",
+                crate::error::h2_code_name(u64::from(code))
+            )
+        })
     }
 
     /// Counts `bytes` of answer queued; an error once the server is owed more than
@@ -241,6 +261,10 @@ impl ConnCore {
         if !self.settings_received && h.kind != kind::SETTINGS {
             // The server's preface is a SETTINGS frame (RFC 9113 §3.4).
             return Err(ConnError(code::PROTOCOL_ERROR));
+        }
+        if h.kind == kind::SETTINGS {
+            // A SETTINGS frame first: the server speaks HTTP/2, whatever its values.
+            self.peer_sent_settings = true;
         }
         match h.kind {
             kind::DATA => self.on_data(h, payload, now),
