@@ -203,3 +203,31 @@ fn a_bad_settings_value_is_named_not_taken_for_another_protocol() {
     );
     assert!(!line.contains("without cleartext HTTP/2"), "{line}");
 }
+
+/// A server allowing 0 concurrent streams: no request could ever go out, so the run is refused
+/// before it starts, saying why; it used to time out request after request with no word.
+#[test]
+fn a_server_allowing_no_streams_is_refused_up_front() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for mut tcp in listener.incoming().flatten().take(4) {
+            // SETTINGS: MAX_CONCURRENT_STREAMS (3) = 0.
+            let _ = tcp.write_all(&[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0]);
+            let _ = tcp.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut buf = [0u8; 1024];
+            while matches!(tcp.read(&mut buf), Ok(n) if n > 0) {}
+        }
+    });
+    let config = LoadConfig::new(&format!("http://{addr}/"))
+        .unwrap()
+        .protocol(ProtocolChoice::Fixed(ProtocolKind::H2c))
+        .shape(1, 4)
+        .threads(1)
+        .requests(10);
+    let err = httpvs_load::run(&config, &mut Quiet).expect_err("no stream to send on");
+    assert!(
+        err.to_string().contains("allows no concurrent streams"),
+        "{err}"
+    );
+}

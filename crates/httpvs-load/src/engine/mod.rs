@@ -55,6 +55,10 @@ pub fn run_with_protocol<F: ProtocolFactory>(
     };
     let factory = Arc::new(factory);
     let first = probe(&*factory, &target, &options, &stop)?;
+    if first.server_max_streams == Some(0) {
+        // Every request would wait for a stream that never comes, then time out.
+        return Err(LoadError::NoStreams { addr: target.addr });
+    }
     let streams = first
         .server_max_streams
         .map_or(config.streams, |limit| config.streams.min(limit.max(1)));

@@ -33,6 +33,15 @@ pub enum LoadError {
         /// The address tried.
         addr: SocketAddr,
     },
+    /// The server allows no concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS 0, or no
+    /// QUIC MAX_STREAMS credit): no request could ever be sent.
+    #[error(
+        "{addr} allows no concurrent streams (its stream limit is 0): no request can be sent on its connections"
+    )]
+    NoStreams {
+        /// The address tried.
+        addr: SocketAddr,
+    },
     /// Nothing listens on the target's UDP port (HTTP/3).
     #[error(
         "connection refused on UDP: {addr} — is the server running with HTTP/3 on that port? \
@@ -147,6 +156,7 @@ impl LoadError {
                 | LoadError::ConnectTimeout { .. }
                 | LoadError::Tls { .. }
                 | LoadError::FirstConnection { .. }
+                | LoadError::NoStreams { .. }
         )
     }
 
