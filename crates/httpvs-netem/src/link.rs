@@ -162,6 +162,11 @@ impl Link {
         let server_name = host_device.clone();
         let server_tun = server_side(&server_ns, server_name.as_deref(), addresses, config.mtu)?;
         let ipv6_unavailable = match &server_name {
+            // The kernel refuses IPv6 on a device whose MTU is below IPv6's minimum.
+            Some(_) if config.mtu < 1280 => Some(format!(
+                "IPv6 needs an MTU of at least 1280 (--mtu {})",
+                config.mtu
+            )),
             Some(device) => ipv6_across(&client_ns, &server_ns, device, addresses),
             None => Some("IPv6 loopback crosses only links to this host's loopback".into()),
         };

@@ -104,6 +104,11 @@ pub fn parse(text: &str) -> Result<Impairment, ParseError> {
             // What an untouched direction prints as.
             "none" => {}
             "slot" => return Err(ParseError::new("`slot` is not supported by httpvs netem")),
+            _ if crate::PROFILES.iter().any(|p| p.name == word) => {
+                return Err(ParseError::new(format!(
+                    "`{word}` is a profile, not a netem keyword (netem --profile {word}; load --net {word} alone)"
+                )))
+            }
             _ => {
                 return Err(ParseError::new(format!(
                     "unknown netem keyword `{word}` (expected limit, delay, distribution, loss, ecn, duplicate, corrupt, reorder, gap, rate or seed)"
@@ -327,6 +332,17 @@ fn parse_signed(token: &str, what: &str) -> Result<i32, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_profile_name_among_impairments_points_at_the_profile() {
+        let err = parse("wan").unwrap_err().to_string();
+        assert!(
+            err.contains("`wan` is a profile, not a netem keyword"),
+            "{err}"
+        );
+        let err = parse("delay 5ms bogus").unwrap_err().to_string();
+        assert!(err.contains("unknown netem keyword `bogus`"), "{err}");
+    }
 
     #[test]
     fn full_syntax_reads_every_option() {
