@@ -61,17 +61,38 @@ pub fn parse_head_httparse(
     request_was_head: bool,
 ) -> Result<Option<ResponseHead>, ErrorKind> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut response = httparse::Response::new(&mut headers);
+    match parse_into(buf, &mut headers, request_was_head) {
+        Err(Some(httparse::Error::TooManyHeaders)) => {
+            // A valid head with more fields than the stack holds: again on the heap (the
+            // 64 KiB head limit bounds them, a field line taking 4 bytes at least).
+            let room = (buf.len() / 4 + 1).min(64 * 1024 / 4);
+            let mut many = vec![httparse::EMPTY_HEADER; room];
+            parse_into(buf, &mut many, request_was_head).map_err(|_| ErrorKind::Protocol)
+        }
+        other => other.map_err(|_| ErrorKind::Protocol),
+    }
+}
+
+/// Parses a head with room for `headers.len()` fields; an error is httparse's, or `None` for
+/// a field whose value breaks HTTP (a bad Content-Length).
+fn parse_into<'b>(
+    buf: &'b [u8],
+    headers: &mut [httparse::Header<'b>],
+    request_was_head: bool,
+) -> Result<Option<ResponseHead>, Option<httparse::Error>> {
+    let mut response = httparse::Response::new(headers);
     let head_len = match response.parse(buf) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return Ok(None),
-        Err(_) => return Err(ErrorKind::Protocol),
+        Err(e) => return Err(Some(e)),
     };
-    let status = response.code.ok_or(ErrorKind::Protocol)?;
+    let status = response.code.ok_or(None)?;
     let http10 = response.version == Some(0);
     let mut facts = HeadFacts::default();
     for header in response.headers.iter() {
-        facts.header(header.name.as_bytes(), header.value)?;
+        facts
+            .header(header.name.as_bytes(), header.value)
+            .map_err(|_| None)?;
     }
     Ok(Some(facts.head(status, http10, head_len, request_was_head)))
 }
@@ -275,6 +296,18 @@ mod tests {
 
     fn head(raw: &str) -> ResponseHead {
         parse_head(raw.as_bytes(), false).unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_head_of_many_fields_is_read() {
+        let mut raw = String::from("HTTP/1.1 200 OK\r\n");
+        for i in 0..1000 {
+            raw.push_str(&format!("x-{i}: v\r\n"));
+        }
+        raw.push_str("Content-Length: 2\r\n\r\nhi");
+        let h = head(&raw);
+        assert_eq!(h.status, 200);
+        assert_eq!(h.framing, BodyFraming::Length(2));
     }
 
     #[test]
