@@ -308,6 +308,16 @@ impl Target {
         if variants.is_empty() {
             return Err(CompareError::NothingToRun(nothing_answered(url, &skipped)));
         }
+        if !config.custom_plan {
+            // The built-in plan's sentence names the embedded server's payloads and every
+            // protocol; say what runs here instead.
+            let names = |list: Vec<String>| list.join(", ");
+            plan.description = format!(
+                "{} (what {url} answered); its own response; on {}.",
+                names(variants.iter().map(|v| v.to_string()).collect()),
+                names(plan.conditions.iter().map(|c| c.name.clone()).collect()),
+            );
+        }
         let target = Target {
             endpoints,
             server: None,

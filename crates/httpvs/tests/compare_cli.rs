@@ -305,6 +305,12 @@ fn a_url_run_leaves_the_client_unpinned_unless_asked() {
         assert!(out.status.success(), "{}", text(&out.stderr));
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
         assert_eq!(json["setup"]["pinning"], pinning, "{extra:?}");
+        // The plan's sentence says what ran against the URL, not the embedded server's plan.
+        let description = json["plan"]["description"].as_str().unwrap_or("");
+        assert_eq!(
+            description,
+            format!("h1 (what {url} answered); its own response; on clean.")
+        );
     }
 }
 
