@@ -255,6 +255,10 @@ fn bad_flags_get_one_line() {
             "--html: cannot write /nonexistent/dir/r.html",
         ),
         (
+            vec!["compare", "--tune", "--conditions", "wan"],
+            "--tune tries its shapes on the clean link, and this plan has none",
+        ),
+        (
             vec!["compare", "--server-cpus", "0", "http://127.0.0.1:1/"],
             "--server-cpus pins the embedded server",
         ),

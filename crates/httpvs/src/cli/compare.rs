@@ -281,6 +281,12 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
     }
     plan.validate("flags")
         .map_err(|e| super::usage(flag_error(&e)))?;
+    if args.tune && !plan.conditions.iter().any(|c| c.is_clean()) {
+        // It would print "tuning..." and then tune nothing.
+        return Err(super::usage(
+            "--tune tries its shapes on the clean link, and this plan has none: add clean to --conditions",
+        ));
+    }
     if let Some(path) = &args.cacert {
         // A usage error before any probe, as `load` says it.
         super::common::check_cacert(path)?;
