@@ -207,6 +207,16 @@ impl ConnCore {
         self.end(CloseCause::Local, Some(ErrorKind::Protocol));
     }
 
+    /// A frame that only a stream we opened may carry (DATA, HEADERS, RST_STREAM): on stream 0,
+    /// on an even (server-initiated, and push is off) stream or on one we have not opened yet,
+    /// it is a connection error (RFC 9113 §5.1, §6.1, §6.2, §6.4).
+    fn check_ours(&self, id: u32) -> Result<(), ConnError> {
+        if id == 0 || id % 2 == 0 || id >= self.next_stream_id {
+            return Err(ConnError(code::PROTOCOL_ERROR));
+        }
+        Ok(())
+    }
+
     /// Why a connection that never became usable failed, when the server spoke HTTP/2 but
     /// broke it (a SETTINGS value out of range, a bad frame): for the first connection's error
     /// line, which would otherwise guess the server does not speak h2c at all.
@@ -282,6 +292,7 @@ impl ConnCore {
     }
 
     fn on_data(&mut self, h: &FrameHeader, payload: &[u8], now: Instant) -> Result<(), ConnError> {
+        self.check_ours(h.stream_id)?;
         // The whole frame, padding included, counts against both windows (RFC 9113 §6.9.1).
         let len = payload.len() as u32;
         let data = unpadded(h, payload)?.len() as u64;
@@ -332,6 +343,7 @@ impl ConnCore {
         payload: &[u8],
         now: Instant,
     ) -> Result<(), ConnError> {
+        self.check_ours(h.stream_id)?;
         let mut block = unpadded(h, payload)?;
         if h.has(flag::PRIORITY) {
             block = block.get(5..).ok_or(ConnError(code::PROTOCOL_ERROR))?;
@@ -432,6 +444,10 @@ impl ConnCore {
             return Err(ConnError(code::PROTOCOL_ERROR));
         }
         if h.has(flag::ACK) {
+            // An acknowledgement carries nothing (RFC 9113 §6.5).
+            if !payload.is_empty() {
+                return Err(ConnError(code::FRAME_SIZE_ERROR));
+            }
             return Ok(());
         }
         if !payload.len().is_multiple_of(6) {
@@ -524,6 +540,7 @@ impl ConnCore {
         if payload.len() != 4 {
             return Err(ConnError(code::FRAME_SIZE_ERROR));
         }
+        self.check_ours(h.stream_id)?;
         let error = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]);
         if let Some(slot) = self.streams.slot_of(h.stream_id) {
             let outcome = if error == code::REFUSED_STREAM {
@@ -544,11 +561,37 @@ impl ConnCore {
         let increment = i64::from(
             u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & MAX_STREAM_ID,
         );
+        // RFC 9113 §6.9: an increment of 0 is a PROTOCOL_ERROR and a window past 2^31-1 a
+        // FLOW_CONTROL_ERROR, of the connection or of the stream the frame names.
+        let max = i64::from(MAX_STREAM_ID);
         if h.stream_id == 0 {
+            if increment == 0 {
+                return Err(ConnError(code::PROTOCOL_ERROR));
+            }
+            if self.send_window + increment > max {
+                return Err(ConnError(code::FLOW_CONTROL_ERROR));
+            }
             self.send_window += increment;
-        } else if let Some(slot) = self.streams.slot_of(h.stream_id) {
-            if let Some(stream) = self.streams.get_mut(slot) {
-                stream.send_window += increment;
+        } else {
+            if h.stream_id >= self.next_stream_id {
+                return Err(ConnError(code::PROTOCOL_ERROR));
+            }
+            if let Some(slot) = self.streams.slot_of(h.stream_id) {
+                let window = self.streams.get_mut(slot).map(|s| s.send_window);
+                match window {
+                    Some(_) if increment == 0 => {
+                        self.reset_stream(slot, code::PROTOCOL_ERROR, ErrorKind::Protocol);
+                    }
+                    Some(w) if w + increment > max => {
+                        self.reset_stream(slot, code::FLOW_CONTROL_ERROR, ErrorKind::Protocol);
+                    }
+                    Some(_) => {
+                        if let Some(stream) = self.streams.get_mut(slot) {
+                            stream.send_window += increment;
+                        }
+                    }
+                    None => {}
+                }
             }
         }
         self.push_bodies();

@@ -175,6 +175,58 @@ fn goaway_retries_streams_above_the_last_id_and_fails_the_rest_at_the_end() {
     );
 }
 
+/// Frames only a stream we opened may carry, on stream 0, on a server-initiated (even) stream or
+/// on one not opened yet, and the window updates RFC 9113 §6.9 forbids, are connection errors
+/// (a broken server used to pass for a healthy one).
+#[test]
+fn frames_on_streams_we_did_not_open_are_connection_errors() {
+    for (kind, id, payload) in [
+        (kind::DATA, 0, &[][..]),
+        (kind::HEADERS, 0, &[0x88][..]),
+        (kind::HEADERS, 2, &[0x88][..]),
+        (kind::HEADERS, 5, &[0x88][..]),
+        (kind::RST_STREAM, 0, &[0, 0, 0, 8][..]),
+        (kind::RST_STREAM, 7, &[0, 0, 0, 8][..]),
+        (kind::WINDOW_UPDATE, 0, &[0, 0, 0, 0][..]),
+        (kind::WINDOW_UPDATE, 9, &[0, 0, 0, 1][..]),
+        (kind::WINDOW_UPDATE, 0, &[0x7f, 0xff, 0xff, 0xff][..]),
+    ] {
+        let mut core = ready_core();
+        let Poll::Ready(Ok(_)) = open(&mut core) else {
+            panic!("a stream opens")
+        };
+        let flags = if kind == kind::HEADERS {
+            flag::END_HEADERS
+        } else {
+            0
+        };
+        assert!(
+            feed(&mut core, frame(kind, flags, id, payload)).is_err(),
+            "frame type {kind} on stream {id}: {payload:?}"
+        );
+    }
+    // A SETTINGS acknowledgement carries nothing.
+    let mut core = ready_core();
+    assert_eq!(
+        feed(&mut core, frame(kind::SETTINGS, flag::ACK, 0, &[0; 6])),
+        Err(ConnError(super::code::FRAME_SIZE_ERROR))
+    );
+    // A stream's window past 2^31-1 breaks that stream only.
+    let mut core = ready_core();
+    let Poll::Ready(Ok(slot)) = open(&mut core) else {
+        panic!("a stream opens")
+    };
+    feed(
+        &mut core,
+        frame(kind::WINDOW_UPDATE, 0, 1, &[0x7f, 0xff, 0xff, 0xff]),
+    )
+    .unwrap();
+    assert_eq!(
+        error_of(&mut core, slot),
+        Some(SendError::Failed(ErrorKind::Protocol))
+    );
+}
+
 #[test]
 fn ping_is_answered_and_protocol_errors_are_connection_errors() {
     let mut core = ready_core();
@@ -184,6 +236,10 @@ fn ping_is_answered_and_protocol_errors_are_connection_errors() {
     assert!(feed(&mut core, frame(kind::PUSH_PROMISE, 0, 1, &[0; 4])).is_err());
     assert!(feed(&mut core, frame(kind::PING, 0, 0, &[1; 3])).is_err());
     // A block that is not valid HPACK breaks the table for good.
+    let Poll::Ready(Ok(_)) = open(&mut core) else {
+        panic!("a stream opens")
+    };
+    core.out.clear();
     assert_eq!(
         feed(
             &mut core,

@@ -202,6 +202,9 @@ fn a_server_past_a_window_breaks_the_stream_or_the_connection() {
     let q = take_queued(&mut core, false);
     assert_eq!(q.resets, [(1, code::FLOW_CONTROL_ERROR)]);
     // Past the connection's window (65,535 less what stream 1 took) ends the connection.
+    let Poll::Ready(Ok(_)) = open(&mut core) else {
+        panic!()
+    };
     assert_eq!(
         feed(&mut core, frame(kind::DATA, 0, 3, &[0; 65_000])),
         Err(ConnError(code::FLOW_CONTROL_ERROR))
