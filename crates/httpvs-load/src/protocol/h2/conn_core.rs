@@ -211,7 +211,7 @@ impl ConnCore {
     /// on an even (server-initiated, and push is off) stream or on one we have not opened yet,
     /// it is a connection error (RFC 9113 §5.1, §6.1, §6.2, §6.4).
     fn check_ours(&self, id: u32) -> Result<(), ConnError> {
-        if id == 0 || id % 2 == 0 || id >= self.next_stream_id {
+        if id.is_multiple_of(2) || id >= self.next_stream_id {
             return Err(ConnError(code::PROTOCOL_ERROR));
         }
         Ok(())
