@@ -71,7 +71,11 @@ impl H1Wire {
         let mut state = self.lock();
         let state = &mut *state;
         if let Some(body) = state.received.body.take() {
-            body_event(&state.recorder, Direction::Recv, body);
+            // A direction parked after an unparseable head has no body to show: its note
+            // already said so, and "cut off: the connection ended first" would blame the close.
+            if body.framing != UNPARSED {
+                body_event(&state.recorder, Direction::Recv, body);
+            }
         }
     }
 
@@ -161,7 +165,7 @@ impl H1State {
                 );
                 // Park the direction: a huge "body" that is never shown.
                 self.reader(dir).body =
-                    Some(Body::new("unparsed", BodyLeft::Length(u64::MAX), false));
+                    Some(Body::new(UNPARSED, BodyLeft::Length(u64::MAX), false));
                 Some(self.reader(dir).head.len())
             }
         }
@@ -296,6 +300,9 @@ impl Body {
     }
 }
 
+/// The framing of a direction parked after a head that could not be parsed.
+const UNPARSED: &str = "unparsed";
+
 fn body_event(recorder: &Recorder, dir: Direction, body: Body) {
     let cut_off = match &body.left {
         BodyLeft::Length(left) => *left > 0,
@@ -411,6 +418,12 @@ HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nHTTP/1.1 204 No Content\r\nConnec
             .events()
             .iter()
             .any(|e| matches!(&e.kind, EventKind::Note { text } if text.contains("unparseable"))));
+        // At the close, no body line blames the connection for what was never parsed.
+        wire.finish();
+        assert!(!garbage
+            .events()
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::H1Body { .. })));
     }
 
     #[test]
