@@ -111,6 +111,13 @@ pub(super) fn parse_header(h: &str) -> anyhow::Result<(http::HeaderName, http::H
     let (name, value) = h.split_once(':').ok_or_else(bad)?;
     let name = http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
     let value = http::HeaderValue::from_str(value.trim()).map_err(|_| bad())?;
+    if name == http::header::HOST && value.is_empty() {
+        // curl reads `-H "Host:"` as "send no Host"; HTTP/1.1 requires one (RFC 9112 §3.2),
+        // so every request would get 400 on h1 and 200 on h2, which uses :authority.
+        return Err(usage(
+            "-H \"Host:\" with no value: HTTP/1.1 needs a Host (httpvs takes it from the URL); give a name, or --connect-to to send the URL's name to another address",
+        ));
+    }
     Ok((name, value))
 }
 
