@@ -69,6 +69,22 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// Skipped protocols or conditions as lines: names that share a reason on one line
+/// (`wan, lossy, severe`, when the emulator is out of reach), in the order first seen.
+pub fn grouped(skipped: &[Skipped]) -> Vec<(String, &str)> {
+    let mut lines: Vec<(Vec<&str>, &str)> = Vec::new();
+    for s in skipped {
+        match lines.iter_mut().find(|(_, reason)| *reason == s.reason) {
+            Some((names, _)) => names.push(&s.name),
+            None => lines.push((vec![&s.name], &s.reason)),
+        }
+    }
+    lines
+        .into_iter()
+        .map(|(names, reason)| (names.join(", "), reason))
+        .collect()
+}
+
 /// What `--tune` chose for a protocol.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TuneChoice {
@@ -348,5 +364,32 @@ impl Results {
             results: self,
             verdicts: crate::render::verdict_records(self),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without the emulator the same reason went out once per condition, three long lines.
+    #[test]
+    fn skipped_names_that_share_a_reason_share_a_line() {
+        let skip = |name: &str, reason: &str| Skipped {
+            name: name.into(),
+            reason: reason.into(),
+        };
+        let lines = grouped(&[
+            skip("wan", "no emulator"),
+            skip("lossy", "no emulator"),
+            skip("h3", "no QUIC"),
+            skip("severe", "no emulator"),
+        ]);
+        assert_eq!(
+            lines,
+            [
+                ("wan, lossy, severe".to_string(), "no emulator"),
+                ("h3".to_string(), "no QUIC")
+            ]
+        );
     }
 }

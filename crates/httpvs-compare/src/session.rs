@@ -163,8 +163,8 @@ pub fn run_until(
             ),
         }));
     }
-    for s in &skipped {
-        progress.note(&format!("skipped condition {}: {}", s.name, s.reason));
+    for (names, reason) in crate::results::grouped(&skipped) {
+        progress.note(&format!("skipped {names}: {reason}"));
     }
     setup.skipped_conditions = skipped;
     if conditions.is_empty() {

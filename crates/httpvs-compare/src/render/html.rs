@@ -90,13 +90,15 @@ fn header(out: &mut String, results: &Results) {
     if let Some(line) = results.interruption_line() {
         let _ = write!(out, "<p class=\"banner\">{}</p>", escape(&line));
     }
-    for skip in s.skipped_protocols.iter().chain(&s.skipped_conditions) {
-        let _ = write!(
-            out,
-            "<p class=\"anomaly\">skipped {}: {}</p>",
-            escape(&skip.name),
-            escape(&skip.reason)
-        );
+    for list in [&s.skipped_protocols, &s.skipped_conditions] {
+        for (names, reason) in crate::results::grouped(list) {
+            let _ = write!(
+                out,
+                "<p class=\"anomaly\">skipped {}: {}</p>",
+                escape(&names),
+                escape(reason)
+            );
+        }
     }
     for t in &s.tuning {
         let tried: Vec<String> = t

@@ -105,8 +105,10 @@ fn setup_lines(results: &Results) -> String {
     if let Some(line) = results.interruption_line() {
         let _ = writeln!(out, "{line}");
     }
-    for skip in s.skipped_protocols.iter().chain(&s.skipped_conditions) {
-        let _ = writeln!(out, "skipped {}: {}", skip.name, skip.reason);
+    for list in [&s.skipped_protocols, &s.skipped_conditions] {
+        for (names, reason) in crate::results::grouped(list) {
+            let _ = writeln!(out, "skipped {names}: {reason}");
+        }
     }
     for t in &s.tuning {
         let tried: Vec<String> = t
