@@ -378,12 +378,13 @@ mod tests {
             name: name.into(),
             reason: reason.into(),
         };
-        let lines = grouped(&[
+        let skipped = [
             skip("wan", "no emulator"),
             skip("lossy", "no emulator"),
             skip("h3", "no QUIC"),
             skip("severe", "no emulator"),
-        ]);
+        ];
+        let lines = grouped(&skipped);
         assert_eq!(
             lines,
             [
