@@ -195,6 +195,7 @@ fn bad_plan_gets_one_line_naming_the_field() {
 #[test]
 fn bad_flags_get_one_line() {
     let dir = scratch_dir("compare-bad-flags");
+    std::fs::write(dir.join("tiny-not-pem.toml"), "name = \"x\"\n").unwrap();
     for (args, words) in [
         (
             vec!["compare", "--shape", "h2c=8y60"],
@@ -253,6 +254,15 @@ fn bad_flags_get_one_line() {
         (
             vec!["compare", "--quick", "--html", "/nonexistent/dir/r.html"],
             "--html: cannot write /nonexistent/dir/r.html",
+        ),
+        (
+            vec![
+                "compare",
+                "--cacert",
+                "tiny-not-pem.toml",
+                "https://localhost:1/",
+            ],
+            "--cacert: no certificate found in CA file tiny-not-pem.toml",
         ),
         (
             vec!["compare", "--tune", "--conditions", "wan"],

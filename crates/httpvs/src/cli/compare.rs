@@ -288,8 +288,13 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
         ));
     }
     if let Some(path) = &args.cacert {
-        // A usage error before any probe, as `load` says it.
+        // A usage error before any probe, as `load` says it: a file that is not there, or
+        // holds no certificate (probing with it would blame the server).
         super::common::check_cacert(path)?;
+        if !args.insecure {
+            httpvs_load::protocol::tls::client_config(false, Some(path), &[])
+                .map_err(|e| super::usage(format!("--cacert: {e}")))?;
+        }
     }
     Ok(CompareConfig {
         plan,
