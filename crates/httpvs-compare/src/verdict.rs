@@ -511,6 +511,22 @@ pub fn format_spread(row: &Row, step: f64) -> String {
 /// The share of the link's packets sent late by its relay above which a row is flagged.
 const LATE_SHARE: f64 = 0.01;
 
+/// A count with thousands separators, as the tables print them.
+fn count(n: u64) -> String {
+    crate::render::format::thousands(n as f64)
+}
+
+/// `part` of `whole` as a percentage to a tenth, and `<0.1%` rather than a `0.0%` that reads
+/// as none.
+fn share_text(part: u64, whole: u64) -> String {
+    let pct = 100.0 * part as f64 / whole.max(1) as f64;
+    if part > 0 && pct < 0.05 {
+        "<0.1%".into()
+    } else {
+        format!("{pct:.1}%")
+    }
+}
+
 /// What looks wrong in a row, one line each.
 pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) -> Vec<String> {
     let name = label(row, rows);
@@ -557,34 +573,35 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
     if row.errors > 0 {
         let total = row.errors + row.succeeded;
         out.push(format!(
-            "{name}: {} errors ({:.1}% of requests)",
-            row.errors,
-            100.0 * row.errors as f64 / total.max(1) as f64
+            "{name}: {} errors ({} of requests)",
+            count(row.errors),
+            share_text(row.errors, total)
         ));
     }
     if row.non_2xx > 0 {
         out.push(format!(
-            "{name}: {} responses were not 2xx ({:.1}%, mostly {}): its req/s counts them; \
+            "{name}: {} responses were not 2xx ({}, mostly {}): its req/s counts them; \
              check the URL and the server",
-            row.non_2xx,
-            100.0 * row.non_2xx as f64 / row.succeeded.max(1) as f64,
+            count(row.non_2xx),
+            share_text(row.non_2xx, row.succeeded),
             row.non_2xx_top.unwrap_or(0)
         ));
     }
     if row.retried > 0 {
         out.push(format!(
             "{name}: {} requests retried on a new connection (GOAWAY, Connection: close or REFUSED_STREAM)",
-            row.retried
+            count(row.retried)
         ));
     }
     let ended_or_cut = row.succeeded + row.errors + row.cut_off;
     let share = row.cut_off as f64 / ended_or_cut.max(1) as f64;
     if share >= CUT_OFF_SHARE {
         let mut line = format!(
-            "{name}: {:.0}% of its requests ({} of {ended_or_cut}) were still in flight when the \
+            "{name}: {:.0}% of its requests ({} of {}) were still in flight when the \
              measured period ended",
             share * 100.0,
-            row.cut_off
+            count(row.cut_off),
+            count(ended_or_cut)
         );
         // B/req divides every byte on the wire by completed requests, so the partial transfers
         // of the cut-off ones inflate it by up to (completed + cut off) / completed.
@@ -600,19 +617,19 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
     }
     if row.link_queue_drops > 0 {
         out.push(format!(
-            "{name}: the link's queue dropped {} packets ({:.1}% of those offered) on top of the \
+            "{name}: the link's queue dropped {} packets ({} of those offered) on top of the \
              condition's own loss: the traffic outran netem's queue (raise its `limit`)",
-            row.link_queue_drops,
-            100.0 * row.link_queue_drops as f64 / row.link_packets_in.max(1) as f64
+            count(row.link_queue_drops),
+            share_text(row.link_queue_drops, row.link_packets_in)
         ));
     }
     // A few late packets among thousands move no figure; 1% of them can.
     if row.link_late as f64 > LATE_SHARE * row.link_packets_in as f64 {
         out.push(format!(
-            "{name}: {} packets ({:.1}%) left the link's relay more than 1 ms after their time: \
+            "{name}: {} packets ({}) left the link's relay more than 1 ms after their time: \
              this machine could not keep up, so delays were longer than asked",
-            row.link_late,
-            100.0 * row.link_late as f64 / row.link_packets_in.max(1) as f64
+            count(row.link_late),
+            share_text(row.link_late, row.link_packets_in)
         ));
     }
     if let Some(cpu) = row.client_cpu_max.filter(|c| *c >= SATURATED_CPU) {

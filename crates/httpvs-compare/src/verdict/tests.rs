@@ -392,7 +392,7 @@ fn anomalies_show_cut_offs_queue_drops_and_a_relay_that_could_not_keep_up() {
     let a = anomalies(&r, std::slice::from_ref(&r), 1, 1);
     assert!(
         a.iter().any(|l| l.starts_with(
-            "h3: the link's queue dropped 3022 packets (8.2% of those offered) on top of"
+            "h3: the link's queue dropped 3,022 packets (8.2% of those offered) on top of"
         )),
         "{a:?}"
     );
@@ -503,4 +503,24 @@ fn a_row_of_error_answers_is_not_ranked() {
     // A few errors among many 2xx are an anomaly line, not a reason to leave the row out.
     bad.non_2xx = 10;
     assert_eq!(unfit(&bad), None);
+}
+
+/// Counts in anomaly lines carry thousands separators, as the tables do, and a share that
+/// rounds to nothing reads `<0.1%`, not `0.0%`.
+#[test]
+fn anomaly_counts_are_grouped_and_tiny_shares_are_not_zero() {
+    let mut r = row(Variant::H2c, [3000.0, 3100.0, 3200.0]);
+    r.succeeded = 320_270;
+    r.errors = 16;
+    r.retried = 5_655;
+    let a = anomalies(&r, std::slice::from_ref(&r), 1, 3);
+    assert!(
+        a.contains(&"h2c: 16 errors (<0.1% of requests)".to_string()),
+        "{a:?}"
+    );
+    assert!(
+        a.iter()
+            .any(|l| l.starts_with("h2c: 5,655 requests retried on a new connection")),
+        "{a:?}"
+    );
 }
