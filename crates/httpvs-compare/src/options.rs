@@ -28,10 +28,12 @@ pub fn parse_shape_overrides(text: &str) -> Result<BTreeMap<Variant, ShapeList>,
             ));
         };
         let shape: Shape = shape_text.parse()?;
-        out.entry(v)
-            .or_insert_with(|| ShapeList(Vec::new()))
-            .0
-            .push(shape);
+        let list = &mut out.entry(v).or_insert_with(|| ShapeList(Vec::new())).0;
+        if list.contains(&shape) {
+            // Two rows of one label could not be told apart in the tables or the verdict.
+            return Err(format!("{v}={shape} is listed twice"));
+        }
+        list.push(shape);
     }
     if out.is_empty() {
         return Err("names no shape (e.g. h2c=8x60,h1=120)".into());

@@ -265,6 +265,14 @@ fn bad_flags_get_one_line() {
             "--cacert: no certificate found in CA file tiny-not-pem.toml",
         ),
         (
+            vec!["compare", "--protocols", "h1", "--shape", "h2c=8x60"],
+            "--shape h2c=...: h2c is not among the protocols that run (h1)",
+        ),
+        (
+            vec!["compare", "--shape", "h2c=4x16,4x16"],
+            "--shape: h2c=4x16 is listed twice",
+        ),
+        (
             vec!["compare", "--tune", "--conditions", "wan"],
             "--tune tries its shapes on the clean link, and this plan has none",
         ),

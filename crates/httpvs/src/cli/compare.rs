@@ -281,6 +281,21 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
     }
     plan.validate("flags")
         .map_err(|e| super::usage(flag_error(&e)))?;
+    if let Some(spec) = &args.shape {
+        // A shape for a protocol that does not run would be silently dropped.
+        let shapes = options::parse_shape_overrides(spec)
+            .map_err(|e| super::usage(format!("--shape: {e}")))?;
+        if let Some(idle) = shapes.keys().find(|v| !plan.protocols.contains(v)) {
+            return Err(super::usage(format!(
+                "--shape {idle}=...: {idle} is not among the protocols that run ({})",
+                plan.protocols
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
     if args.tune && !plan.conditions.iter().any(|c| c.is_clean()) {
         // It would print "tuning..." and then tune nothing.
         return Err(super::usage(
