@@ -139,6 +139,15 @@ fn quick_tiny_matrix_has_every_protocol_a_verdict_and_every_cell_in_json() {
     let kept = std::fs::read_to_string(dir.join("r.json")).unwrap();
     assert!(kept.starts_with('{'), "r.json was overwritten");
 
+    // --print-plan with --from prints the plan the file was measured with.
+    let plan = httpvs(&dir, &["compare", "--from", "r.json", "--print-plan"]);
+    assert!(plan.status.success(), "{}", text(&plan.stderr));
+    assert!(
+        text(&plan.stdout).contains("name = \"tiny\""),
+        "{}",
+        text(&plan.stdout)
+    );
+
     // `--json -`: stdout is the JSON alone, the table goes to stderr.
     let piped = httpvs(
         &dir,

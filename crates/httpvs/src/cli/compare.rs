@@ -96,6 +96,16 @@ impl Args {
 
 /// Runs `httpvs compare`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let (true, Some(path)) = (args.print_plan, &args.from) {
+        // The plan the results were measured with.
+        let results = Results::read(path).map_err(super::usage)?;
+        let text = results
+            .plan
+            .to_toml()
+            .map_err(|e| anyhow::anyhow!("cannot print the plan: {e}"))?;
+        print!("{text}");
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.print_plan {
         let narrowed = args.plan.is_some()
             || args.quick
