@@ -6,9 +6,12 @@ use super::{views, TableView};
 use crate::results::{CellResult, Results, RunResult};
 use std::fmt::Write;
 
-const PALETTE: [&str; 10] = [
+/// Twenty colours (Tableau's, dark then light): a plan of up to twenty rows (recipes have twelve)
+/// gives each its own.
+const PALETTE: [&str; 20] = [
     "#1f77b4", "#8c564b", "#ff7f0e", "#2ca02c", "#9467bd", "#d62728", "#17becf", "#bcbd22",
-    "#e377c2", "#7f7f7f",
+    "#e377c2", "#7f7f7f", "#aec7e8", "#c49c94", "#ffbb78", "#98df8a", "#c5b0d5", "#ff9896",
+    "#9edae5", "#dbdb8d", "#f7b6d2", "#c7c7c7",
 ];
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#222;padding:0 16px}\
@@ -170,7 +173,9 @@ fn overview_charts(out: &mut String, results: &Results, views: &[TableView<'_>],
 
 /// A table, its verdict and anomalies, and its latency CDF and req/s-over-time charts.
 fn table_section(out: &mut String, v: &TableView<'_>, colors: &Colors) {
-    let _ = write!(out, "<h2>{}</h2><table><tr>", escape(&v.title));
+    // The text tables' `== ` marker is for a terminal; a heading is already one.
+    let title = v.title.strip_prefix("== ").unwrap_or(&v.title);
+    let _ = write!(out, "<h2>{}</h2><table><tr>", escape(title));
     for h in HEADERS
         .iter()
         .map(|h| h.to_string())
