@@ -191,6 +191,9 @@ pub struct Row {
     pub link_packets_in: u64,
     /// Highest client CPU fraction seen in a repeat.
     pub client_cpu_max: Option<f64>,
+    /// The longest stretch of a repeat's measured period in which nothing completed, though
+    /// its own rate would have completed a few dozen there (a stall), seconds; 0 for none.
+    pub stall_seconds: f64,
     /// Why it could not run, if so.
     pub failure: Option<String>,
 }
@@ -235,6 +238,7 @@ impl CellResult {
             link_packets_in: self.link_sum("packets_in"),
             streams_capped: runs().filter_map(|m| m.streams_capped).min(),
             client_cpu_max: runs().filter_map(|m| m.client_cpu).reduce(f64::max),
+            stall_seconds: runs().map(stall_seconds).fold(0.0, f64::max),
             failure: self.failure.clone(),
         }
     }
@@ -254,6 +258,24 @@ impl CellResult {
 
 /// A repeat's req/s had every request in flight at its end completed, scaled up for the
 /// connections that never opened (their slots sat idle).
+/// Completions a stretch must have been expected to hold before nothing in it reads as a stall.
+const STALL_EXPECTED: f64 = 20.0;
+
+/// The longest interval of `m`'s per-second series with no completion, where the repeat's own
+/// rate expected at least [`STALL_EXPECTED`] (0 without one, or without the interval ends).
+pub fn stall_seconds(m: &Measurement) -> f64 {
+    let mut longest: f64 = 0.0;
+    let mut start = 0.0;
+    for (rate, end) in m.per_second.iter().zip(&m.per_second_at) {
+        let length = end - start;
+        if *rate == 0.0 && m.requests_per_sec * length >= STALL_EXPECTED {
+            longest = longest.max(length);
+        }
+        start = *end;
+    }
+    longest
+}
+
 fn ceiling(m: &Measurement, asked: u32) -> f64 {
     let opened = m.connections_opened as f64;
     let asked = f64::from(asked);
@@ -370,6 +392,30 @@ impl Results {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stretch_with_nothing_completed_is_a_stall_only_where_some_were_due() {
+        let m = Measurement {
+            requests_per_sec: 648.0,
+            per_second: vec![0.0, 1296.0],
+            per_second_at: vec![0.5, 1.0],
+            ..Measurement::default()
+        };
+        assert_eq!(stall_seconds(&m), 0.5);
+        // A first interval of 10 ms at 648/s expected 6: nothing there is no stall.
+        let short = Measurement {
+            per_second: vec![0.0, 655.0],
+            per_second_at: vec![0.01, 1.0],
+            ..m.clone()
+        };
+        assert_eq!(stall_seconds(&short), 0.0);
+        // Older files kept no interval ends.
+        let old = Measurement {
+            per_second_at: vec![],
+            ..m
+        };
+        assert_eq!(stall_seconds(&old), 0.0);
+    }
 
     /// Without the emulator the same reason went out once per condition, three long lines.
     #[test]

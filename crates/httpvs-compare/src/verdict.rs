@@ -632,6 +632,14 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
             share_text(row.link_late, row.link_packets_in)
         ));
     }
+    if row.stall_seconds > 0.0 {
+        out.push(format!(
+            "{name}: a repeat completed nothing for {:.1} s of its measured period (a stall of \
+             the client, the server or the link): that repeat's req/s reads low, and the spread \
+             with it",
+            row.stall_seconds
+        ));
+    }
     if let Some(cpu) = row.client_cpu_max.filter(|c| *c >= SATURATED_CPU) {
         out.push(format!(
             "{name}: client saturated: {:.0}% of its {client_cpus} CPU(s), so this row measures the client, not the protocol",
