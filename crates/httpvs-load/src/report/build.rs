@@ -272,15 +272,15 @@ pub fn distribution_at(h: &LatencyHistogram, listed: &[f64]) -> Distribution {
         .collect();
     Distribution {
         count: hdr.len(),
-        min_us: hdr.min(),
+        min_us: h.min_us(),
         mean_us: hdr.mean(),
         stdev_us: hdr.stdev(),
-        max_us: hdr.max(),
+        max_us: h.max_us(),
         percentiles: listed
             .iter()
             .map(|&p| Percentile {
                 p,
-                us: hdr.value_at_percentile(p),
+                us: h.percentile_us(p),
             })
             .collect(),
         buckets,

@@ -8,10 +8,16 @@ const HIGHEST_US: u64 = 3_600_000_000;
 /// Three significant figures, as wrk2 and h2load's HDR users keep.
 const SIGFIG: u8 = 3;
 
-/// Durations recorded with 1 µs resolution and 0.1% precision.
+/// Durations recorded with 1 µs resolution and 0.1% precision, with the exact least and
+/// greatest values beside the buckets (a bucket is 512 µs wide at 1 s: its edge would put the
+/// minimum below a server's promised 1 s floor).
 #[derive(Clone, Debug)]
 pub struct LatencyHistogram {
     inner: Histogram<u64>,
+    /// The least value recorded, in µs (`u64::MAX` while empty).
+    least: u64,
+    /// The greatest value recorded, in µs.
+    most: u64,
 }
 
 impl Default for LatencyHistogram {
@@ -26,7 +32,11 @@ impl LatencyHistogram {
         // The bounds are constants that hdrhistogram accepts; failure would be a programming error.
         let inner = Histogram::new_with_bounds(1, HIGHEST_US, SIGFIG)
             .expect("constant histogram bounds are valid");
-        LatencyHistogram { inner }
+        LatencyHistogram {
+            inner,
+            least: u64::MAX,
+            most: 0,
+        }
     }
 
     /// Records one duration (clamped to the tracked range).
@@ -43,16 +53,22 @@ impl LatencyHistogram {
     pub fn record_zeros(&mut self, n: u64) {
         if n > 0 {
             self.inner.saturating_record_n(0, n);
+            self.least = 0;
         }
     }
 
     /// Records a value in microseconds.
     pub fn record_us(&mut self, us: u64) {
-        self.inner.saturating_record(us.min(HIGHEST_US));
+        let us = us.min(HIGHEST_US);
+        self.inner.saturating_record(us);
+        self.least = self.least.min(us);
+        self.most = self.most.max(us);
     }
 
     /// Adds every sample of `other`.
     pub fn merge(&mut self, other: &LatencyHistogram) {
+        self.least = self.least.min(other.least);
+        self.most = self.most.max(other.most);
         // Same bounds on both sides, so `add` cannot fail; saturate rather than panic anyway.
         if self.inner.add(&other.inner).is_err() {
             for v in other.inner.iter_recorded() {
@@ -65,6 +81,22 @@ impl LatencyHistogram {
     /// Empties the histogram, keeping its buckets.
     pub fn reset(&mut self) {
         self.inner.reset();
+        self.least = u64::MAX;
+        self.most = 0;
+    }
+
+    /// The least value recorded, exactly, in µs; 0 when empty.
+    pub fn min_us(&self) -> u64 {
+        if self.is_empty() {
+            0
+        } else {
+            self.least
+        }
+    }
+
+    /// The greatest value recorded, exactly, in µs; 0 when empty.
+    pub fn max_us(&self) -> u64 {
+        self.most
     }
 
     /// Number of samples.
@@ -82,7 +114,11 @@ impl LatencyHistogram {
         if self.inner.is_empty() {
             return 0;
         }
-        self.inner.value_at_percentile(p)
+        // A bucket's upper edge may lie past the greatest value (or its lower one before the
+        // least): no percentile reads outside what was recorded.
+        self.inner
+            .value_at_percentile(p)
+            .clamp(self.min_us(), self.max_us())
     }
 
     /// The underlying HDR histogram, for the report's summaries and buckets.
@@ -112,6 +148,27 @@ mod tests {
         a.reset();
         assert!(a.is_empty());
         assert_eq!(a.percentile_us(99.0), 0);
+    }
+
+    /// At 1 s a bucket is 512 µs wide: min and max are the values themselves, and no
+    /// percentile lies outside them (min read 999,936 µs against a 1,000,216 µs floor).
+    #[test]
+    fn min_and_max_are_exact_and_percentiles_stay_within_them() {
+        let mut h = LatencyHistogram::new();
+        for us in [1_000_216, 1_000_300, 1_000_482] {
+            h.record_us(us);
+        }
+        assert_eq!((h.min_us(), h.max_us()), (1_000_216, 1_000_482));
+        for p in [0.0, 50.0, 99.0, 100.0] {
+            let v = h.percentile_us(p);
+            assert!((1_000_216..=1_000_482).contains(&v), "p{p} = {v}");
+        }
+        let mut other = LatencyHistogram::new();
+        other.record_us(7);
+        h.merge(&other);
+        assert_eq!((h.min_us(), h.max_us()), (7, 1_000_482));
+        h.reset();
+        assert_eq!((h.min_us(), h.max_us()), (0, 0));
     }
 
     #[test]
