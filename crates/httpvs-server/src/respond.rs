@@ -62,9 +62,7 @@ pub fn decide(req: &RequestView<'_>, limits: &Limits, counters: &Counters) -> De
         .map(|(n, v)| n.as_str().len() + v.len())
         .sum();
     if header_bytes > limits.max_header_bytes {
-        counters.event(Event::HeadersTooLarge);
-        let text = format!("request headers over {} bytes\n", limits.max_header_bytes);
-        return Decision::Now(error(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, text));
+        return Decision::Now(headers_too_large(limits, counters));
     }
     if req.body_empty && is_fast_path(req.method, req.uri) {
         return Decision::Now(fixed_answer());
@@ -112,8 +110,16 @@ pub fn fixed_answer() -> Answer {
     }
 }
 
-/// The 413 answer. The rest of the body is not read: h2 and h3 reset just the stream after the
-/// answer, and hyper closes an HTTP/1.1 connection whose request body was left unread.
+/// The 431 answer to request headers over the limit, counted.
+pub fn headers_too_large(limits: &Limits, counters: &Counters) -> Answer {
+    counters.event(Event::HeadersTooLarge);
+    let text = format!("request headers over {} bytes\n", limits.max_header_bytes);
+    error(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, text)
+}
+
+/// The 413 answer to a request body over the limit, counted. The rest of the body is not
+/// read: h2 and h3 reset just the stream after the answer, and hyper closes an HTTP/1.1
+/// connection whose request body was left unread.
 pub fn body_too_large(limits: &Limits, counters: &Counters) -> Answer {
     counters.event(Event::BodyTooLarge);
     let text = format!("request body over {} bytes\n", limits.max_body_bytes);
@@ -207,6 +213,20 @@ impl BodyCollector {
             self.chunks.push(chunk);
         }
         Ok(())
+    }
+
+    /// Whether it keeps the bytes (an echo) rather than only counting them.
+    pub fn keeps(&self) -> bool {
+        self.keep
+    }
+
+    /// Bytes kept so far.
+    pub fn kept(&self) -> u64 {
+        if self.keep {
+            self.seen
+        } else {
+            0
+        }
     }
 
     /// The kept bytes, joined (no copy for a single chunk).

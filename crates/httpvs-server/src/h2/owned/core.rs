@@ -19,8 +19,12 @@ const MAX_FRAME: usize = 16_384;
 pub const STREAM_WINDOW: u32 = 1 << 20;
 const CONN_WINDOW: u32 = 4 << 20;
 const MAX_WINDOW: i64 = (1 << 31) - 1;
-/// A header block larger than this ends the connection (ENHANCE_YOUR_CALM).
-const MAX_BLOCK: usize = 1 << 20;
+/// A header block larger than this (or than four times the advertised header-list size, when
+/// that is more) ends the connection (ENHANCE_YOUR_CALM): a request somewhat over the list size
+/// still gets its 431, and an unfinished block cannot hold a megabyte per connection.
+const MIN_MAX_BLOCK: usize = 64 * 1024;
+/// Empty CONTINUATION frames one header block may carry before ENHANCE_YOUR_CALM.
+const MAX_EMPTY_CONTINUATIONS: u32 = 16;
 /// Closed stream ids remembered to tell "closed" (STREAM_CLOSED) from "never opened".
 const CLOSED_MEMORY: usize = 64;
 const PREFACE: &[u8] = write::CLIENT_PREFACE;
@@ -104,6 +108,10 @@ pub struct ServerCore {
     recv_unacked: u32,
     continuation: Option<Continuation>,
     block: Vec<u8>,
+    /// The largest header block taken (see [`MIN_MAX_BLOCK`]).
+    max_block: usize,
+    /// Empty CONTINUATIONs in the block being read.
+    empty_continuations: u32,
     /// Streams whose response body waits for window or for room in `out`.
     pub(super) blocked: VecDeque<u32>,
     /// `last_opened` when the current read began: streams above it were opened in this read.
@@ -150,7 +158,9 @@ impl ServerCore {
         ServerCore {
             out,
             hpack: Decoder::default(),
-            head: RequestHead::default(),
+            head: RequestHead::storing_up_to(limits.max_header_list as usize),
+            max_block: MIN_MAX_BLOCK.max(4 * limits.max_header_list as usize),
+            empty_continuations: 0,
             heads: ResponseHeads::default(),
             streams: StreamIdMap::default(),
             closed: VecDeque::with_capacity(CLOSED_MEMORY),
@@ -365,6 +375,11 @@ impl ServerCore {
             return Err(self.fail(code::PROTOCOL_ERROR));
         }
         let (from, to) = unpad(head, payload).ok_or_else(|| self.fail(code::PROTOCOL_ERROR))?;
+        // Past the window we granted: the client ignores flow control (RFC 9113 §6.9.1), and
+        // what it sends past it would pile up here.
+        if self.recv_unacked as usize + payload.len() > CONN_WINDOW as usize {
+            return Err(self.fail(code::FLOW_CONTROL_ERROR));
+        }
         self.consume_conn_window(payload.len());
         let end_stream = head.has(flag::END_STREAM);
         if self
@@ -385,6 +400,9 @@ impl ServerCore {
         };
         if stream.recv_closed {
             return Ok(self.reset(id, code::STREAM_CLOSED));
+        }
+        if stream.recv_unacked as usize + payload.len() > STREAM_WINDOW as usize {
+            return Ok(self.reset(id, code::FLOW_CONTROL_ERROR));
         }
         stream.received += (to - from) as u64;
         let over = stream
@@ -440,6 +458,7 @@ impl ServerCore {
             from += 5;
         }
         self.block.clear();
+        self.empty_continuations = 0;
         self.block.extend_from_slice(&payload[from..to]);
         let cont = Continuation {
             stream: id,
@@ -463,8 +482,16 @@ impl ServerCore {
         let Some(cont) = self.continuation else {
             return Err(self.fail(code::PROTOCOL_ERROR));
         };
-        if self.block.len() + payload.len() > MAX_BLOCK {
+        if self.block.len() + payload.len() > self.max_block {
             return Err(self.fail(code::ENHANCE_YOUR_CALM));
+        }
+        if payload.is_empty() && !head.has(flag::END_HEADERS) {
+            // Empty CONTINUATIONs carry nothing but keep the connection busy (and count as
+            // activity, so it never idles out): a few are odd, many are a flood.
+            self.empty_continuations += 1;
+            if self.empty_continuations > MAX_EMPTY_CONTINUATIONS {
+                return Err(self.fail(code::ENHANCE_YOUR_CALM));
+            }
         }
         self.block.extend_from_slice(payload);
         if head.has(flag::END_HEADERS) {

@@ -6,7 +6,7 @@ use super::field_bytes::{check_value, is_valid_name, Value};
 use crate::authority;
 
 /// The decoded head of one request (or a trailer block); buffers are reused.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RequestHead {
     /// `:method`.
     pub method: Vec<u8>,
@@ -33,6 +33,10 @@ pub struct RequestHead {
     pub control_bytes: bool,
     /// The last `:authority` or `host` found valid on this connection (kept across `clear`).
     known_authority: Vec<u8>,
+    /// Field bytes kept at most (the advertised header-list size): past it fields are only
+    /// counted, which is all the 431 answer needs, so an HPACK bomb (one table entry named
+    /// over and over) costs no memory (kept across `clear`).
+    store_limit: usize,
 }
 
 const METHOD: u8 = 1;
@@ -40,7 +44,39 @@ const SCHEME: u8 = 2;
 const PATH: u8 = 4;
 const AUTHORITY: u8 = 8;
 
+impl Default for RequestHead {
+    /// An empty head that keeps every field.
+    fn default() -> RequestHead {
+        RequestHead::storing_up_to(usize::MAX)
+    }
+}
+
 impl RequestHead {
+    /// An empty head that keeps at most `limit` bytes of fields.
+    pub fn storing_up_to(limit: usize) -> RequestHead {
+        RequestHead {
+            method: Vec::new(),
+            scheme: Vec::new(),
+            path: Vec::new(),
+            authority: Vec::new(),
+            bytes: Vec::new(),
+            spans: Vec::new(),
+            header_bytes: 0,
+            content_length: None,
+            seen: 0,
+            regular_seen: false,
+            malformed: false,
+            control_bytes: false,
+            known_authority: Vec::new(),
+            store_limit: limit,
+        }
+    }
+
+    /// Whether the fields so far are past what is kept: the request gets 431.
+    pub fn over_limit(&self) -> bool {
+        self.header_bytes > self.store_limit
+    }
+
     /// Empties the head for the next block.
     pub fn clear(&mut self) {
         self.method.clear();
@@ -80,8 +116,11 @@ impl RequestHead {
             if trailer || self.regular_seen || self.seen & bit != 0 || bad_value {
                 self.malformed = true;
             }
+            // A repeated pseudo-header is malformed already; only the first is kept.
+            if self.seen & bit == 0 {
+                slot.extend_from_slice(value);
+            }
             self.seen |= bit;
-            slot.extend_from_slice(value);
             return;
         }
         self.regular_seen = true;
@@ -109,6 +148,9 @@ impl RequestHead {
             _ => {}
         }
         self.header_bytes += name.len() + value.len();
+        if self.over_limit() {
+            return;
+        }
         self.bytes.extend_from_slice(name);
         let name_end = self.bytes.len();
         self.bytes.extend_from_slice(value);

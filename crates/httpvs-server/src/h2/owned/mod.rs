@@ -50,6 +50,9 @@ struct Shell<'a> {
     /// The worker's date when the current read or timer turn began.
     date: Stamp,
     collecting: StreamIdMap<Collecting>,
+    /// Echo bytes the collecting streams hold, together: bounded by twice the body limit, or
+    /// 128 streams that never end their bodies could hold 1 GiB per connection.
+    kept: u64,
     delayed: BTreeMap<(Instant, u32), (Answer, bool)>,
     /// When each delayed stream is due, so a reset can drop its answer at once.
     delayed_at: StreamIdMap<Instant>,
@@ -76,6 +79,7 @@ where
         state: &state,
         date: date::now(),
         collecting: StreamIdMap::default(),
+        kept: 0,
         delayed: BTreeMap::new(),
         delayed_at: StreamIdMap::default(),
     };
@@ -242,7 +246,7 @@ impl Shell<'_> {
                     self.on_data(stream, chunk, end_stream);
                 }
                 Ok(Some(Event::Reset { stream })) => {
-                    self.collecting.remove(&stream);
+                    self.stop_collecting(stream);
                     if let Some(at) = self.delayed_at.remove(&stream) {
                         self.delayed.remove(&(at, stream));
                     }
@@ -281,20 +285,38 @@ impl Shell<'_> {
     }
 
     fn on_data(&mut self, stream: u32, chunk: Bytes, end_stream: bool) {
+        let budget = self.ctx.limits.max_body_bytes.saturating_mul(2);
         let Some(collecting) = self.collecting.get_mut(&stream) else {
             return; // answered early: the rest of the body is read and dropped
         };
-        if collecting.collector.push(chunk).is_err() {
+        let len = chunk.len() as u64;
+        let keeps = collecting.collector.keeps();
+        let over_budget = keeps && self.kept + len > budget;
+        // Counted before the push, which counts it in the collector's `kept` either way.
+        let refused = over_budget || {
+            if keeps {
+                self.kept += len;
+            }
+            collecting.collector.push(chunk).is_err()
+        };
+        if refused {
             let head_only = collecting.head_only;
-            self.collecting.remove(&stream);
+            self.stop_collecting(stream);
             let answer = respond::body_too_large(&self.ctx.limits, &self.ctx.counters);
             return self.send(stream, answer, head_only);
         }
         if end_stream {
-            if let Some(collecting) = self.collecting.remove(&stream) {
+            if let Some(collecting) = self.stop_collecting(stream) {
                 self.finish(stream, collecting);
             }
         }
+    }
+
+    /// Takes a stream out of the collecting set, giving back the bytes it kept.
+    fn stop_collecting(&mut self, stream: u32) -> Option<Collecting> {
+        let collecting = self.collecting.remove(&stream)?;
+        self.kept = self.kept.saturating_sub(collecting.collector.kept());
+        Some(collecting)
     }
 
     /// The body is complete: answer now or after the delay.
@@ -360,6 +382,11 @@ fn decide(head: &RequestHead, end_stream: bool, ctx: &WorkerCtx) -> (Decision, b
         let answer = respond::error(StatusCode::BAD_REQUEST, format!("{text}\n"));
         (Decision::Now(answer), false)
     };
+    if head.header_bytes > ctx.limits.max_header_bytes {
+        // Counted over every field, kept or not (past the list size they are only counted).
+        let answer = respond::headers_too_large(&ctx.limits, &ctx.counters);
+        return (Decision::Now(answer), head.method == b"HEAD");
+    }
     let Ok(method) = Method::from_bytes(&head.method) else {
         return bad("bad method");
     };
