@@ -172,9 +172,9 @@ fn run_worker(plan: WorkerPlan, tls: Option<TlsAcceptor>) {
         if let Some(l) = https.and_then(|l| tokio::net::TcpListener::from_std(l).ok()) {
             tokio::spawn(tcp::accept_loop(l, tls, ctx.clone()));
         }
-        if let Some(endpoint) = quic {
-            tokio::spawn(h3::accept_loop(endpoint, ctx.clone()));
-        }
+        let endpoint = quic.inspect(|endpoint| {
+            tokio::spawn(h3::accept_loop(endpoint.clone(), ctx.clone()));
+        });
         let mut stop = ctx.shutdown.clone();
         let deadline = match stop.wait_for(|s| s.is_some()).await {
             Ok(deadline) => deadline.unwrap_or_else(Instant::now),
@@ -183,6 +183,12 @@ fn run_worker(plan: WorkerPlan, tls: Option<TlsAcceptor>) {
         // In-flight requests finish until the deadline; what is left then is cut off.
         while ctx.live_here.load(Relaxed) > 0 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        if let Some(endpoint) = endpoint {
+            // QUIC has no FIN or RST: without a CONNECTION_CLOSE the clients still connected
+            // would wait out their idle timeout. H3_NO_ERROR, as after a GOAWAY.
+            endpoint.close(quinn::VarInt::from_u32(0x100), b"server stopped");
+            let _ = tokio::time::timeout(Duration::from_millis(100), endpoint.wait_idle()).await;
         }
     });
 }

@@ -266,3 +266,25 @@ fn a_vanished_client_with_a_delayed_request_is_closed_as_idle() {
     assert_eq!(server.open_connections(), 0);
     assert_eq!(server.totals().rejected.idle_closed, 1);
 }
+
+/// A request still in progress when the grace period ends: its client is told the server
+/// stopped (CONNECTION_CLOSE, H3_NO_ERROR, "server stopped"); it used to hear nothing and wait
+/// out its idle timeout, as QUIC has no FIN or RST to tell it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_past_the_grace_period_closes_h3_connections() {
+    let server = support::server(Limits::default());
+    let mut client = connect(&server).await;
+    let pending = tokio::spawn(async move { get(&mut client, "/?delay=10s").await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let totals = tokio::task::spawn_blocking(move || server.shutdown(Duration::from_millis(200)))
+        .await
+        .unwrap();
+    assert_eq!(totals.failed.cut_off_at_stop, 1, "{totals:?}");
+    // Bounded so a missing close fails here rather than hangs (the delay is 10 s).
+    let outcome = tokio::time::timeout(Duration::from_secs(8), pending)
+        .await
+        .expect("the client heard the close before its request's delay ran out")
+        .unwrap();
+    let error = outcome.expect_err("no answer after the stop");
+    assert!(error.contains("ApplicationClose: H3_NO_ERROR"), "{error}");
+}
