@@ -44,7 +44,15 @@ async fn opening<I: tokio::io::AsyncRead + Unpin>(
     io: &mut I,
     ctx: &WorkerCtx,
 ) -> Option<(Opening, Vec<u8>)> {
-    match tokio::time::timeout(ctx.handshake_timeout(), probe(io)).await {
+    // A connection that has not opened with a request when the server stops (a browser's or
+    // a port check's pre-connect) has nothing in flight: it closes at once rather than hold
+    // the stop for the whole grace period.
+    let mut shutdown = ctx.shutdown.clone();
+    let probed = tokio::select! {
+        probed = tokio::time::timeout(ctx.handshake_timeout(), probe(io)) => probed,
+        () = crate::worker::stopping(&mut shutdown) => return None,
+    };
+    match probed {
         Ok(Ok(opened)) => Some(opened),
         Ok(Err(_)) => None,
         Err(_) => {
@@ -95,7 +103,12 @@ async fn serve_tls(stream: TcpStream, acceptor: TlsAcceptor, ctx: Arc<WorkerCtx>
     let socket = Arc::new(stream);
     let state = Arc::new(ConnState::default());
     let io = ConnIo::new(socket.clone(), Vec::new(), state.clone());
-    let accepted = tokio::time::timeout(ctx.handshake_timeout(), acceptor.accept(io)).await;
+    // As for a cleartext opening: a handshake unfinished at the stop ends there.
+    let mut shutdown = ctx.shutdown.clone();
+    let accepted = tokio::select! {
+        accepted = tokio::time::timeout(ctx.handshake_timeout(), acceptor.accept(io)) => accepted,
+        () = crate::worker::stopping(&mut shutdown) => return,
+    };
     let tls = match accepted {
         Ok(Ok(tls)) => tls,
         Ok(Err(_)) => {

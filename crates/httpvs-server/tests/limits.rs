@@ -161,3 +161,29 @@ fn close_1_inside_a_pipeline_keeps_the_answers_before_it() {
     let _ = conn.read_to_string(&mut responses);
     assert_eq!(responses.matches("HTTP/1.1 200").count(), 3, "{responses}");
 }
+
+/// Connections that sent nothing yet (a browser's or a port check's pre-connect), on the
+/// cleartext and the TLS port, close when the server stops: they used to hold the stop for the
+/// whole grace period, as if a request were in flight.
+#[test]
+fn connections_that_never_opened_do_not_hold_the_stop() {
+    let server = support::server(Limits::default());
+    let mut silent = [
+        TcpStream::connect(server.http_addr().unwrap()).unwrap(),
+        TcpStream::connect(server.https_addr().unwrap()).unwrap(),
+    ];
+    std::thread::sleep(Duration::from_millis(100));
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let totals = server.shutdown(Duration::from_secs(60));
+        let _ = done_tx.send(totals);
+    });
+    // Bounded far below the 60 s grace: a stop that waited for them would fail here.
+    let totals = done_rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the stop did not wait for connections that never sent a byte");
+    assert_eq!(totals.failed.cut_off_at_stop, 0, "{totals:?}");
+    for conn in &mut silent {
+        assert!(closed_by_server(conn, Duration::from_secs(5)));
+    }
+}
