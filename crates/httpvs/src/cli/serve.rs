@@ -51,9 +51,10 @@ pub struct Args {
     /// Request body bytes above which the answer is 413 (like 8m).
     #[arg(long, value_name = "SIZE", default_value = "8m")]
     max_body_bytes: String,
-    /// Open connections above which new ones are closed at once.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = Limits::default().max_connections)]
-    max_connections: usize,
+    /// Open connections above which new ones are closed at once [default: 20000, or fewer if
+    /// the open-file limit (ulimit -n) allows fewer].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    max_connections: Option<usize>,
     /// HTTP/2 implementation for h2c and h2: `owned` (httpvs's own frame layer) or `hyper`
     /// (the h2 crate, kept as the reference).
     #[arg(long, value_name = "ENGINE", default_value = "owned", value_parser = ["owned", "hyper"])]
@@ -63,13 +64,31 @@ pub struct Args {
     grace: String,
 }
 
+/// Open files kept out of `--max-connections`: listeners, the runtime's, the QUIC socket,
+/// certificate files, the standard streams.
+const FD_RESERVE: u64 = 64;
+
 /// Signals this soon after the first one that stopped the server are that same stop.
 const SAME_STOP: Duration = Duration::from_millis(300);
 
 /// Runs `httpvs serve`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let (config, grace) = config_from(&args)?;
-    super::common::raise_fd_limit();
+    let (mut config, grace) = config_from(&args)?;
+    if let Some(files) = super::common::raise_fd_limit() {
+        // Past the open-file limit accept fails, and new clients hang with nothing counted:
+        // the connection limit must come first, with room for listeners and the runtime.
+        let room = usize::try_from(files.saturating_sub(FD_RESERVE)).unwrap_or(usize::MAX);
+        if config.limits.max_connections > room {
+            // Said only of a limit you gave; the default just fits what the machine allows.
+            if args.max_connections.is_some() {
+                eprintln!(
+                    "httpvs serve: --max-connections {} lowered to {room}: this process may open {files} files (ulimit -n)",
+                    config.limits.max_connections
+                );
+            }
+            config.limits.max_connections = room.max(1);
+        }
+    }
     // Worker threads inherit this mask, so SIGINT/SIGTERM reach only `sigwait` below.
     let signals = block_stop_signals();
     // A certificate or key file that cannot be read or used is bad input, as a bad flag: exit 2;
@@ -119,7 +138,9 @@ fn config_from(args: &Args) -> anyhow::Result<(ServeConfig, Duration)> {
         idle_timeout: duration("idle-timeout", &args.idle_timeout)?,
         max_header_bytes: size("max-header-bytes", &args.max_header_bytes)? as usize,
         max_body_bytes: size("max-body-bytes", &args.max_body_bytes)?,
-        max_connections: args.max_connections,
+        max_connections: args
+            .max_connections
+            .unwrap_or(Limits::default().max_connections),
         ..Limits::default()
     };
     if limits.idle_timeout.is_zero() {
@@ -131,7 +152,7 @@ fn config_from(args: &Args) -> anyhow::Result<(ServeConfig, Duration)> {
     if args.max_streams == 0 {
         return Err(usage("--max-streams must be at least 1"));
     }
-    if args.max_connections == 0 {
+    if args.max_connections == Some(0) {
         return Err(usage("--max-connections must be at least 1"));
     }
     let threads = args.threads.unwrap_or(ServeConfig::default().threads);
