@@ -81,7 +81,8 @@ pub fn decide(req: &RequestView<'_>, limits: &Limits, counters: &Counters) -> De
         },
     };
     let plan = spec.plan(|| rand::random_range(0..1_000_000));
-    let echo = req.uri.path() == ECHO_PATH && req.method != Method::HEAD;
+    // HEAD too, so its head is GET's: the Content-Length of the (empty) body it would echo.
+    let echo = req.uri.path() == ECHO_PATH;
     Decision::Later(Box::new(Pending { spec, plan, echo }))
 }
 
@@ -250,6 +251,32 @@ mod tests {
     #[test]
     fn fixed_length_header_matches_the_body() {
         assert_eq!(FIXED_LEN, FIXED_BODY.len().to_string().as_str());
+    }
+
+    /// HEAD /echo gets GET /echo's head: the length of the empty body it would echo, not
+    /// the fixed body's 18 bytes.
+    #[test]
+    fn head_echo_has_the_head_of_get_echo() {
+        let counters = Counters::default();
+        for method in [Method::GET, Method::HEAD] {
+            let uri: Uri = "/echo".parse().unwrap();
+            let view = RequestView {
+                method: &method,
+                uri: &uri,
+                headers: &HeaderMap::new(),
+                body_empty: true,
+            };
+            let Decision::Later(pending) = decide(&view, &Limits::default(), &counters) else {
+                panic!("{method}: answered before the body");
+            };
+            assert!(pending.echo, "{method}");
+            let answer = pending.answer(Some(Bytes::new()));
+            assert_eq!(
+                answer.response.headers().get(CONTENT_LENGTH).unwrap(),
+                "0",
+                "{method}"
+            );
+        }
     }
 
     #[test]
