@@ -169,7 +169,12 @@ impl Pending {
         *answer.response.status_mut() = status;
         let headers = answer.response.headers_mut();
         for (name, value) in &self.spec.headers {
-            headers.append(name.clone(), value.clone());
+            if name == http::header::CONTENT_TYPE {
+                // Replaces the answer's own, rather than sending two.
+                headers.insert(name.clone(), value.clone());
+            } else {
+                headers.append(name.clone(), value.clone());
+            }
         }
         answer.close = self.plan.close;
         answer
@@ -277,6 +282,25 @@ mod tests {
                 "{method}"
             );
         }
+    }
+
+    /// `header=content-type:...` replaces the answer's content type rather than adding one.
+    #[test]
+    fn a_content_type_from_the_query_replaces_the_default() {
+        let spec = parse_query("header=content-type:x/y").unwrap();
+        let pending = Pending {
+            plan: spec.plan(|| 0),
+            spec,
+            echo: false,
+        };
+        let answer = pending.answer(None);
+        let types: Vec<_> = answer
+            .response
+            .headers()
+            .get_all(http::header::CONTENT_TYPE)
+            .iter()
+            .collect();
+        assert_eq!(types, ["x/y"]);
     }
 
     #[test]

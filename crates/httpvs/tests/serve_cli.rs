@@ -40,6 +40,8 @@ fn bad_flags_exit_2_with_one_line() {
         &["serve", "--cpus", "4095"],
         &["serve", "--http", "nowhere"],
         &["serve", "--idle-timeout", "soon"],
+        &["serve", "--grace", "-1s"],
+        &["serve", "--threads", "-1"],
         &["serve", "--http", "off", "--https", "off", "--h3", "off"],
     ] {
         let out = httpvs().args(args).output().unwrap();

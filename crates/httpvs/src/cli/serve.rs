@@ -43,7 +43,12 @@ pub struct Args {
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     max_requests_per_conn: Option<u64>,
     /// Close connections without I/O for this long (like 30s).
-    #[arg(long, value_name = "DUR", default_value = "30s")]
+    #[arg(
+        long,
+        value_name = "DUR",
+        default_value = "30s",
+        allow_hyphen_values = true
+    )]
     idle_timeout: String,
     /// Request header bytes above which the answer is 431 (like 16k).
     #[arg(long, value_name = "SIZE", default_value = "16k")]
@@ -60,7 +65,12 @@ pub struct Args {
     #[arg(long, value_name = "ENGINE", default_value = "owned", value_parser = ["owned", "hyper"])]
     h2_engine: String,
     /// On SIGINT/SIGTERM, how long in-flight requests may take to finish.
-    #[arg(long, value_name = "DUR", default_value = "5s")]
+    #[arg(
+        long,
+        value_name = "DUR",
+        default_value = "5s",
+        allow_hyphen_values = true
+    )]
     grace: String,
 }
 
