@@ -1116,3 +1116,35 @@ fn a_truncated_response_counts_its_head() {
         json["wire"]
     );
 }
+
+/// Warm-up requests that finish in the measured part, and requests cut off at its end, move
+/// bytes the per-request figures do not divide by: the report says how high they may read.
+#[test]
+fn per_request_bytes_say_when_other_requests_moved_bytes_too() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!(
+        "http://{}/?delay=400ms&size=1k",
+        server.http_addr().unwrap()
+    );
+    let out = httpvs(&[
+        &url,
+        "-p",
+        "h2c",
+        "-c",
+        "1",
+        "-m",
+        "20",
+        "--warmup",
+        "200ms",
+        "-z",
+        "1s",
+        "-t",
+        "1",
+        "--no-progress",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("note: the per-request bytes divide by the"),
+        "{text}"
+    );
+}

@@ -552,6 +552,27 @@ fn wire(out: &mut String, r: &Report) {
         "  body       received {}",
         bytes(w.body_received as f64)
     );
+    if let Some(note) = per_request_skew(r) {
+        let _ = writeln!(out, "  note: {note}");
+    }
+}
+
+/// A note when the per-request figures count the bytes of many requests they do not divide
+/// by: every byte of the measured part is on the wire, but only succeeded requests divide it,
+/// so warm-up requests that finished in it, failed ones and those cut off at the end add bytes
+/// and no requests (at `-m 50` with a 1 s delay, 20 KiB/request for 10 KiB responses).
+fn per_request_skew(r: &Report) -> Option<String> {
+    let q = &r.requests;
+    let others = q.from_warmup.finished + q.failed + q.cut_off + q.from_warmup.cut_off;
+    if q.succeeded == 0 || others * 10 < q.succeeded {
+        return None;
+    }
+    let most = (q.succeeded + others) as f64 / q.succeeded as f64;
+    Some(format!(
+        "the per-request bytes divide by the {} succeeded requests only, while {} more (warm-up ones that finished, failed ones, ones cut off) moved bytes too: they may read up to {most:.1}x high",
+        group(q.succeeded),
+        group(others)
+    ))
 }
 
 fn connections(out: &mut String, r: &Report) {
