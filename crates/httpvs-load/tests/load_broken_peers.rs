@@ -173,22 +173,32 @@ fn an_h2_flood_ends_the_connection_instead_of_filling_memory() {
     }
 }
 
-/// A server whose SETTINGS carries a value out of range (MAX_FRAME_SIZE 1) speaks HTTP/2 but
-/// breaks it: the first connection's error says so, where it used to guess the server had no
-/// cleartext HTTP/2 at all.
-#[test]
-fn a_bad_settings_value_is_named_not_taken_for_another_protocol() {
+/// An h2c server that answers each of up to 4 connections with one SETTINGS frame holding
+/// `id = value`, then reads until the client closes.
+fn one_setting_server(id: u16, value: u32) -> std::net::SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr");
+    let mut settings = vec![0, 0, 6, 4, 0, 0, 0, 0, 0];
+    settings.extend_from_slice(&id.to_be_bytes());
+    settings.extend_from_slice(&value.to_be_bytes());
     std::thread::spawn(move || {
         for mut tcp in listener.incoming().flatten().take(4) {
-            // SETTINGS: MAX_FRAME_SIZE (5) = 1, below the 16,384 minimum.
-            let _ = tcp.write_all(&[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 1]);
+            let _ = tcp.write_all(&settings);
             let _ = tcp.set_read_timeout(Some(Duration::from_secs(5)));
             let mut buf = [0u8; 1024];
             while matches!(tcp.read(&mut buf), Ok(n) if n > 0) {}
         }
     });
+    addr
+}
+
+/// A server whose SETTINGS carries a value out of range (MAX_FRAME_SIZE 1) speaks HTTP/2 but
+/// breaks it: the first connection's error says so, where it used to guess the server had no
+/// cleartext HTTP/2 at all.
+#[test]
+fn a_bad_settings_value_is_named_not_taken_for_another_protocol() {
+    // MAX_FRAME_SIZE (5) = 1, below the 16,384 minimum.
+    let addr = one_setting_server(5, 1);
     let config = LoadConfig::new(&format!("http://{addr}/"))
         .unwrap()
         .protocol(ProtocolChoice::Fixed(ProtocolKind::H2c))
@@ -208,17 +218,8 @@ fn a_bad_settings_value_is_named_not_taken_for_another_protocol() {
 /// before it starts, saying why; it used to time out request after request with no word.
 #[test]
 fn a_server_allowing_no_streams_is_refused_up_front() {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        for mut tcp in listener.incoming().flatten().take(4) {
-            // SETTINGS: MAX_CONCURRENT_STREAMS (3) = 0.
-            let _ = tcp.write_all(&[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0]);
-            let _ = tcp.set_read_timeout(Some(Duration::from_secs(5)));
-            let mut buf = [0u8; 1024];
-            while matches!(tcp.read(&mut buf), Ok(n) if n > 0) {}
-        }
-    });
+    // MAX_CONCURRENT_STREAMS (3) = 0.
+    let addr = one_setting_server(3, 0);
     let config = LoadConfig::new(&format!("http://{addr}/"))
         .unwrap()
         .protocol(ProtocolChoice::Fixed(ProtocolKind::H2c))

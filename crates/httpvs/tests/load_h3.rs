@@ -130,22 +130,8 @@ fn load_h3_insecure_flag_accepts_the_self_signed_certificate() {
 /// a run that reports no error at all.
 #[test]
 fn load_h3_against_a_killed_server_counts_the_loss() {
-    let args = [
-        "--http",
-        "off",
-        "--https",
-        "off",
-        "--h3",
-        "0",
-        "--threads",
-        "1",
-    ];
-    let (mut serve, _stdout, banner) = spawn_serve(&args);
-    let port = banner
-        .split("https://127.0.0.1:")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .expect("the h3 line");
+    let (mut serve, _stdout, banner) = spawn_serve(&H3_ONLY);
+    let port = h3_port_of(&banner);
     let url = format!("https://127.0.0.1:{port}/");
     let child = spawn_load(&["-p", "h3", "-k", "-z", "5s", "-c", "2", "-m", "4", &url]);
     std::thread::sleep(Duration::from_millis(1000));
