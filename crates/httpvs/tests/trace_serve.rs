@@ -157,6 +157,30 @@ fn h2c_text_trace_is_greppable() {
     );
 }
 
+/// The hyper engine's graceful GOAWAY comes in two: 2^31-1 with a PING, then the real last
+/// stream after the PING's ACK. --linger watches past the first (it used to stop there, so the
+/// README's second GOAWAY never showed).
+#[test]
+fn linger_shows_a_second_goaway() {
+    let config = ServeConfig {
+        limits: Limits {
+            max_requests_per_conn: Some(1),
+            ..Limits::default()
+        },
+        h2_engine: httpvs_server::H2Engine::Hyper,
+        ..ServeConfig::loopback_ephemeral()
+    };
+    let server = httpvs_server::start(config).expect("server starts");
+    let url = format!("http://{}/", server.http_addr().expect("http"));
+    let out = trace(&["-p", "h2c", "--linger", "1s", "--json", &url]);
+    let events = events(&out);
+    let lasts: Vec<&Value> = of_type(&events, "GOAWAY", "recv")
+        .iter()
+        .map(|g| &g["last_stream_id"])
+        .collect();
+    assert_eq!(lasts, [2147483647, 1], "{events:?}");
+}
+
 #[test]
 fn request_limit_shows_goaway_with_the_last_processed_stream() {
     let server = serve(Limits {

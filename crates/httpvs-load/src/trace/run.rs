@@ -248,10 +248,18 @@ impl Session<'_> {
         let sends = (1..=self.config.requests).map(|n| self.send_one(&conn, n));
         let failures: Vec<Option<String>> = futures_util::future::join_all(sends).await;
         let first_failure = (1..).zip(failures).find_map(|(n, f)| Some((n, f?)));
-        // Late frames (GOAWAY after the last response, a PING) belong to the picture too.
+        // Late frames (GOAWAY after the last response, a PING) belong to the picture too; a
+        // first GOAWAY does not end the picture (a graceful shutdown sends a second with the
+        // real last stream after a PING), only the connection's end or --linger does.
         let linger = tokio::time::sleep(self.config.linger);
         tokio::pin!(linger);
-        while conn.close_cause() == crate::protocol::CloseCause::Open && !linger.is_elapsed() {
+        let lingers = |cause| {
+            matches!(
+                cause,
+                crate::protocol::CloseCause::Open | crate::protocol::CloseCause::Goaway
+            )
+        };
+        while lingers(conn.close_cause()) && !linger.is_elapsed() {
             tokio::select! {
                 () = &mut linger => break,
                 () = tokio::time::sleep(Duration::from_millis(5)) => {}
