@@ -273,7 +273,7 @@ pub fn distribution_at(h: &LatencyHistogram, listed: &[f64]) -> Distribution {
     Distribution {
         count: hdr.len(),
         min_us: h.min_us(),
-        mean_us: hdr.mean(),
+        mean_us: h.mean_us(),
         stdev_us: hdr.stdev(),
         max_us: h.max_us(),
         percentiles: listed

@@ -18,6 +18,9 @@ pub struct LatencyHistogram {
     least: u64,
     /// The greatest value recorded, in µs.
     most: u64,
+    /// The sum of the values recorded, in µs: the mean is exact, as min and max are (from
+    /// the buckets it could read below the min).
+    sum: u64,
 }
 
 impl Default for LatencyHistogram {
@@ -36,6 +39,7 @@ impl LatencyHistogram {
             inner,
             least: u64::MAX,
             most: 0,
+            sum: 0,
         }
     }
 
@@ -63,12 +67,14 @@ impl LatencyHistogram {
         self.inner.saturating_record(us);
         self.least = self.least.min(us);
         self.most = self.most.max(us);
+        self.sum = self.sum.saturating_add(us);
     }
 
     /// Adds every sample of `other`.
     pub fn merge(&mut self, other: &LatencyHistogram) {
         self.least = self.least.min(other.least);
         self.most = self.most.max(other.most);
+        self.sum = self.sum.saturating_add(other.sum);
         // Same bounds on both sides, so `add` cannot fail; saturate rather than panic anyway.
         if self.inner.add(&other.inner).is_err() {
             for v in other.inner.iter_recorded() {
@@ -83,6 +89,16 @@ impl LatencyHistogram {
         self.inner.reset();
         self.least = u64::MAX;
         self.most = 0;
+        self.sum = 0;
+    }
+
+    /// The mean of the values recorded, exactly, in µs; 0 when empty.
+    pub fn mean_us(&self) -> f64 {
+        if self.is_empty() {
+            0.0
+        } else {
+            self.sum as f64 / self.len() as f64
+        }
     }
 
     /// The least value recorded, exactly, in µs; 0 when empty.
@@ -159,6 +175,7 @@ mod tests {
             h.record_us(us);
         }
         assert_eq!((h.min_us(), h.max_us()), (1_000_216, 1_000_482));
+        assert!((h.mean_us() - 1_000_332.666).abs() < 0.01, "{}", h.mean_us());
         for p in [0.0, 50.0, 99.0, 100.0] {
             let v = h.percentile_us(p);
             assert!((1_000_216..=1_000_482).contains(&v), "p{p} = {v}");
