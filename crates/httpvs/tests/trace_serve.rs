@@ -367,6 +367,17 @@ fn requests_the_server_never_let_us_send_are_counted_as_not_sent() {
         last.contains(" requests=3 answered=1 failed=0 not_sent=2 statuses=503:1 "),
         "{last}"
     );
+    // Their lines agree with the summary: not sent, not FAILED above the GOAWAY's last stream.
+    for n in [2, 3] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("request {n} ")))
+            .unwrap_or_else(|| panic!("no line for request {n}:\n{text}"));
+        assert!(
+            line.contains(&format!("request {n} not sent: the server's GOAWAY")),
+            "{line}"
+        );
+    }
 }
 
 #[test]

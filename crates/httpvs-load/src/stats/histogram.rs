@@ -175,7 +175,11 @@ mod tests {
             h.record_us(us);
         }
         assert_eq!((h.min_us(), h.max_us()), (1_000_216, 1_000_482));
-        assert!((h.mean_us() - 1_000_332.666).abs() < 0.01, "{}", h.mean_us());
+        assert!(
+            (h.mean_us() - 1_000_332.666).abs() < 0.01,
+            "{}",
+            h.mean_us()
+        );
         for p in [0.0, 50.0, 99.0, 100.0] {
             let v = h.percentile_us(p);
             assert!((1_000_216..=1_000_482).contains(&v), "p{p} = {v}");

@@ -74,11 +74,12 @@ pub fn send_failure(e: SendError, cause: Option<&str>) -> String {
     }
 }
 
-/// One line for a request that never went on the wire because a GOAWAY came first.
-pub fn not_sent_after_goaway(goaway_id: u64) -> String {
+/// One line for a request that never went on the wire because a GOAWAY came first: `id` as
+/// the GOAWAY names it (h3: the first unprocessed stream; h2: the last processed one).
+pub fn not_sent_after_goaway(id: &str) -> String {
     format!(
-        "not sent: the server's GOAWAY (first unprocessed stream id {goaway_id}) came before \
-         its stream opened (load sends such requests on a new connection)"
+        "not sent: the server's GOAWAY ({id}) came before its stream opened (load sends such \
+         requests on a new connection)"
     )
 }
 
@@ -124,6 +125,29 @@ fn one_line(text: &str) -> String {
 pub fn quic_cause(quic: Option<&quinn::Connection>) -> Option<String> {
     let reason = quic?.close_reason()?;
     Some(format!("QUIC connection: {reason}"))
+}
+
+/// For an h2 request the server's GOAWAY turned away: `Some(last stream id)` when every stream
+/// we opened is at or below it, so this request never had a stream (it was not sent, rather
+/// than sent and left unprocessed).
+pub fn h2_unsent_under_goaway(events: &[TraceEvent]) -> Option<u32> {
+    let mut last_goaway = None;
+    let mut highest_opened = 0;
+    for e in events {
+        let EventKind::H2Frame(f) = &e.kind else {
+            continue;
+        };
+        match (&f.detail, e.dir) {
+            (H2Detail::Goaway { last_stream, .. }, Direction::Recv) => {
+                last_goaway = Some(*last_stream)
+            }
+            (_, Direction::Send) if f.frame_type == 0x1 => {
+                highest_opened = highest_opened.max(f.stream)
+            }
+            _ => {}
+        }
+    }
+    last_goaway.filter(|last| highest_opened <= *last)
 }
 
 /// The cause an h2 connection shows: the server's last GOAWAY with an error code, if any.

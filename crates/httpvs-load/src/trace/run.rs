@@ -20,7 +20,8 @@ use crate::protocol::tls::{client_config, ALPN_H2, ALPN_H3, ALPN_HTTP11};
 use crate::protocol::window::ReceiveWindows;
 use crate::protocol::wire::PlaintextTaps;
 use crate::protocol::{
-    ConnectInfo, ConnectOptions, Connection, Protocol, ProtocolKind, RequestSpec, Target, WireBytes,
+    ConnectInfo, ConnectOptions, Connection, Protocol, ProtocolKind, RequestSpec, RetryReason,
+    SendError, Target, WireBytes,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -331,8 +332,13 @@ impl Session<'_> {
         let Some(h3) = &self.h3 else {
             let result = conn.send(&self.request, Instant::now()).await;
             return result.map_err(|e| {
-                let cause = failure::h2_cause(&self.recorder.events());
-                failure::send_failure(e, cause.as_deref())
+                let events = self.recorder.events();
+                if e == SendError::Retry(RetryReason::Goaway) {
+                    if let Some(last) = failure::h2_unsent_under_goaway(&events) {
+                        return failure::not_sent_after_goaway(&format!("last stream id {last}"));
+                    }
+                }
+                failure::send_failure(e, failure::h2_cause(&events).as_deref())
             });
         };
         // As h2 does: a request whose stream has not opened when the server's GOAWAY arrives
@@ -343,7 +349,9 @@ impl Session<'_> {
             biased;
             id = h3.goaway() => {
                 if h3.stream_of(n).is_none() {
-                    return Err(failure::not_sent_after_goaway(id));
+                    return Err(failure::not_sent_after_goaway(&format!(
+                        "first unprocessed stream id {id}"
+                    )));
                 }
                 send.await
             }

@@ -108,7 +108,13 @@ pub fn render_event(out: &mut String, event: &TraceEvent) {
             format!("request {request}: status {status}, {header_bytes} decoded header bytes, {body_bytes} body bytes"),
         ),
         EventKind::RequestFailed { request, error } => {
-            line(out, format!("request {request} FAILED: {error}"))
+            // A request that never went on the wire did not fail there: the summary counts
+            // it as not sent, and so does its line.
+            if error.starts_with("not sent") {
+                line(out, format!("request {request} {error}"))
+            } else {
+                line(out, format!("request {request} FAILED: {error}"))
+            }
         }
         EventKind::Error { error } => line(out, format!("ERROR {error}")),
         EventKind::Note { text } => line(out, format!("note: {text}")),
