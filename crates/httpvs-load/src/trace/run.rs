@@ -358,6 +358,12 @@ impl Session<'_> {
             result = &mut send => result,
         };
         result.map_err(|e| {
+            if e == SendError::Retry(RetryReason::Goaway) {
+                // h3's GOAWAY names the first stream it will not process, not the last it will.
+                return "not processed by the server: its stream is at or past the GOAWAY's stream \
+                        id (load retries such requests on a new connection)"
+                    .to_string();
+            }
             failure::send_failure(e, failure::quic_cause(h3.quic().as_ref()).as_deref())
         })
     }
