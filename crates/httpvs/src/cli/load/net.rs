@@ -38,6 +38,12 @@ impl NetLink {
         url: &http::Uri,
         connect_to: Option<&ConnectTo>,
     ) -> anyhow::Result<NetLink> {
+        if spec.trim().is_empty() {
+            // A link that does nothing is a run without --net that costs a relay.
+            return Err(usage(
+                "--net \"\": give a profile (wan, 3g...: httpvs netem --profiles) or netem options like \"delay 20ms loss 1%\"",
+            ));
+        }
         let config = LinkConfig::parse(spec).map_err(|e| usage(spec_error(spec, &e)))?;
         let config = match seed {
             Some(seed) => config.with_seed(seed),
@@ -174,6 +180,8 @@ mod tests {
         .is_ok());
         let err = NetLink::from_flags("delay 5ms jitterbug", None, &local, None).unwrap_err();
         assert!(err.to_string().contains("`jitterbug`"), "{err}");
+        let err = NetLink::from_flags(" ", None, &local, None).unwrap_err();
+        assert!(err.to_string().contains("give a profile"), "{err}");
         let err = NetLink::from_flags("wna", None, &local, None).unwrap_err();
         assert!(err.to_string().contains("profile: lan, wan"), "{err}");
         for far in [
