@@ -256,26 +256,35 @@ impl CellResult {
     }
 }
 
-/// A repeat's req/s had every request in flight at its end completed, scaled up for the
-/// connections that never opened (their slots sat idle).
 /// Completions a stretch must have been expected to hold before nothing in it reads as a stall.
 const STALL_EXPECTED: f64 = 20.0;
 
-/// The longest interval of `m`'s per-second series with no completion, where the repeat's own
-/// rate expected at least [`STALL_EXPECTED`] (0 without one, or without the interval ends).
+/// The longest stretch of `m`'s per-second series (consecutive intervals) with no completion,
+/// where the repeat's own rate expected at least [`STALL_EXPECTED`] and which lasted more than
+/// twice its p99 latency: a closed loop whose requests take a second or more completes in
+/// waves, and an empty second between two waves is no stall. 0 without one, or without the
+/// interval ends (older files).
 pub fn stall_seconds(m: &Measurement) -> f64 {
+    let waves = 2.0 * m.p99_ms / 1000.0;
     let mut longest: f64 = 0.0;
+    let mut run = 0.0;
     let mut start = 0.0;
     for (rate, end) in m.per_second.iter().zip(&m.per_second_at) {
-        let length = end - start;
-        if *rate == 0.0 && m.requests_per_sec * length >= STALL_EXPECTED {
-            longest = longest.max(length);
+        if *rate == 0.0 {
+            run += end - start;
+            if m.requests_per_sec * run >= STALL_EXPECTED && run > waves {
+                longest = longest.max(run);
+            }
+        } else {
+            run = 0.0;
         }
         start = *end;
     }
     longest
 }
 
+/// A repeat's req/s had every request in flight at its end completed, scaled up for the
+/// connections that never opened (their slots sat idle).
 fn ceiling(m: &Measurement, asked: u32) -> f64 {
     let opened = m.connections_opened as f64;
     let asked = f64::from(asked);
@@ -415,6 +424,23 @@ mod tests {
             ..m
         };
         assert_eq!(stall_seconds(&old), 0.0);
+        // Consecutive empty intervals are one stall.
+        let long = Measurement {
+            requests_per_sec: 600.0,
+            per_second: vec![900.0, 0.0, 0.0, 0.0, 900.0],
+            per_second_at: vec![1.0, 2.0, 3.0, 4.0, 5.0],
+            ..Measurement::default()
+        };
+        assert_eq!(stall_seconds(&long), 3.0);
+        // Requests that take 1.8 s complete in waves: an empty second between them is none.
+        let waves = Measurement {
+            requests_per_sec: 35.0,
+            p99_ms: 1_800.0,
+            per_second: vec![64.0, 0.0, 64.0, 0.0],
+            per_second_at: vec![1.0, 2.0, 3.0, 4.0],
+            ..Measurement::default()
+        };
+        assert_eq!(stall_seconds(&waves), 0.0);
     }
 
     /// Without the emulator the same reason went out once per condition, three long lines.

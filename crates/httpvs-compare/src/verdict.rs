@@ -174,11 +174,12 @@ pub fn unfit(row: &Row) -> Option<String> {
     if row.failure.is_some() {
         return None;
     }
-    if lost_handshakes(row) {
-        return Some(opened_text(row));
-    }
+    // Error answers first: such a row is left out whatever else is wrong with it, and says so.
     if let Some(why) = mostly_not_2xx(row) {
         return Some(why);
+    }
+    if lost_handshakes(row) {
+        return Some(opened_text(row));
     }
     let runs = row.runs.max(1) as f64;
     let per_slot = row.succeeded as f64 / runs / in_flight(row).max(1) as f64;

@@ -88,27 +88,27 @@ fn a_flood_of_empty_continuations_is_cut_off() {
     assert_eq!(goaway.map(|g| g.1), Some(ENHANCE_YOUR_CALM), "{frames:?}");
 }
 
-/// Echo bodies that never end are held up to twice the body limit per connection; past it
-/// the stream gets 413 like a body over the limit.
+/// Echo bodies that never end are held up to eight times the body limit per connection; past
+/// it the stream gets 413 like a body over the limit.
 #[test]
 fn echo_bodies_held_on_a_connection_are_bounded() {
     let limits = Limits {
-        max_body_bytes: 1 << 20,
+        max_body_bytes: 256 * 1024,
         ..Limits::default()
     };
     let server = support::server_on(limits, H2Engine::Owned);
     let mut client = RawH2::connect(server.http_addr().unwrap());
     let chunk = vec![b'x'; 16_384];
-    for stream in (1..=7u32).step_by(2) {
+    for stream in (1..=23u32).step_by(2) {
         let head = [0x83, 0x86, 0x04, 5, b'/', b'e', b'c', b'h', b'o'];
         client.send(&frame(HEADERS, END_HEADERS, stream, &head));
-        // 768 KiB each, under the 1 MiB body limit, never ended: 3 MiB in all.
-        for _ in 0..48 {
+        // 192 KiB each, under the 256 KiB body limit, never ended: 2.25 MiB in all.
+        for _ in 0..12 {
             client.send(&frame(DATA, 0, stream, &chunk));
         }
     }
     let _ = client.frames_until_closed(Duration::from_millis(800));
     let t = server.totals();
-    // The budget of 2 MiB holds two bodies; the third and fourth are refused with 413.
+    // The budget of 2 MiB holds ten bodies; the eleventh and twelfth are refused with 413.
     assert_eq!(t.statuses.s4xx, 2, "{t:?}");
 }

@@ -483,7 +483,7 @@ fn a_row_of_error_answers_is_not_ranked() {
                 .starts_with("h2c: not ranked: 100.0% of its responses were not 2xx (mostly 500)")),
         "{a:?}"
     );
-    // A few errors among many 2xx are an anomaly line, not a reason to leave the row out.
+    // The winner's line names the row left out.
     assert!(
         v.line.ends_with("; not ranked: h2c (mostly not 2xx)"),
         "{}",

@@ -33,8 +33,9 @@ pub enum LoadError {
         /// The address tried.
         addr: SocketAddr,
     },
-    /// The server allows no concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS 0, or no
-    /// QUIC MAX_STREAMS credit): no request could ever be sent.
+    /// The server allows no concurrent streams (its first SETTINGS_MAX_CONCURRENT_STREAMS is
+    /// 0; RFC 9113 lets a server raise it later, which no server seen here does): no request
+    /// could be sent.
     #[error(
         "{addr} allows no concurrent streams (its stream limit is 0): no request can be sent on its connections"
     )]

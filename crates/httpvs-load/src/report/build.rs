@@ -204,7 +204,7 @@ pub fn histogram_rows(h: &LatencyHistogram) -> Vec<Bucket> {
         return Vec::new();
     }
     let hdr = h.hdr();
-    let (min, max) = (hdr.min().max(1), hdr.max().max(1));
+    let (min, max) = (h.min_us().max(1), h.max_us().max(1));
     let ratio = (max as f64 / min as f64).powf(1.0 / f64::from(HISTOGRAM_ROWS));
     let mut rows: Vec<Bucket> = Vec::new();
     for i in 0..=HISTOGRAM_ROWS {
@@ -431,8 +431,8 @@ mod tests {
         }
         let rows = histogram_rows(&narrow);
         assert_eq!(rows.len(), 13, "{rows:?}");
-        assert_eq!(rows.first().unwrap().le_us, narrow.hdr().min());
-        assert_eq!(rows.last().unwrap().le_us, narrow.hdr().max());
+        assert_eq!(rows.first().unwrap().le_us, narrow.min_us());
+        assert_eq!(rows.last().unwrap().le_us, narrow.max_us());
         assert_eq!(rows.iter().map(|r| r.count).sum::<u64>(), 2000);
         assert!(rows[1..].iter().all(|r| r.count > 100), "{rows:?}");
         let mut wide = LatencyHistogram::default();

@@ -87,22 +87,26 @@ impl Recorder {
     pub fn events(&self) -> Vec<TraceEvent> {
         let kept = self.inner.events.lock().unwrap_or_else(|p| p.into_inner());
         let mut events = kept.first.clone();
-        events.sort_by_key(|e| e.at);
-        if kept.dropped > 0 {
-            let at = kept.last.front().map_or(Duration::ZERO, |e| e.at);
-            events.push(TraceEvent {
-                at,
-                dir: Direction::Local,
-                kind: EventKind::Note {
-                    text: format!(
-                        "{} events not shown: a trace keeps its first {FIRST_KEPT} and last {LAST_KEPT}",
-                        kept.dropped
-                    ),
-                },
-            });
+        if kept.dropped == 0 {
+            // Nothing dropped: one list in time order (events can be recorded after later ones,
+            // stamped with when they happened).
+            events.extend(kept.last.iter().cloned());
+            events.sort_by_key(|e| e.at);
+            return events;
         }
+        events.sort_by_key(|e| e.at);
         let mut last: Vec<TraceEvent> = kept.last.iter().cloned().collect();
         last.sort_by_key(|e| e.at);
+        events.push(TraceEvent {
+            at: last.first().map_or(Duration::ZERO, |e| e.at),
+            dir: Direction::Local,
+            kind: EventKind::Note {
+                text: format!(
+                    "{} events not shown: a trace keeps its first {FIRST_KEPT} and last {LAST_KEPT}",
+                    kept.dropped
+                ),
+            },
+        });
         events.extend(last);
         events
     }

@@ -104,7 +104,10 @@ pub fn parse(text: &str) -> Result<Impairment, ParseError> {
             // What an untouched direction prints as.
             "none" => {}
             "slot" => return Err(ParseError::new("`slot` is not supported by httpvs netem")),
-            _ if crate::PROFILES.iter().any(|p| p.name == word) => {
+            _ if crate::PROFILES
+                .iter()
+                .any(|p| p.name.eq_ignore_ascii_case(word)) =>
+            {
                 return Err(ParseError::new(format!(
                     "`{word}` is a profile, not a netem keyword (netem --profile {word}; load --net {word} alone)"
                 )))

@@ -94,7 +94,16 @@ fn run_helper(channel: &std::os::fd::OwnedFd, parent: libc::pid_t) -> ! {
         }
         // Ctrl-C and friends are for the process, which decides when to stop; the helper
         // must keep serving until then.
-        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        // (The same signals `httpvs netem` passes on to its command.)
+        for signal in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGUSR1,
+            libc::SIGUSR2,
+            libc::SIGALRM,
+        ] {
             libc::signal(signal, libc::SIG_IGN);
         }
         // Hold none of the process's terminal or pipes open: a reader sees its end at its exit.

@@ -63,9 +63,10 @@ pub fn parse_head_httparse(
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     match parse_into(buf, &mut headers, request_was_head) {
         Err(Some(httparse::Error::TooManyHeaders)) => {
-            // A valid head with more fields than the stack holds: again on the heap (the
-            // 64 KiB head limit bounds them, a field line taking 4 bytes at least).
-            let room = (buf.len() / 4 + 1).min(64 * 1024 / 4);
+            // A valid head with more fields than the stack holds: again on the heap, with room
+            // for one field per line of the first 64 KiB (the head limit bounds them).
+            let head = &buf[..buf.len().min(64 * 1024)];
+            let room = head.iter().filter(|&&b| b == b'\n').count() + 1;
             let mut many = vec![httparse::EMPTY_HEADER; room];
             parse_into(buf, &mut many, request_was_head).map_err(|_| ErrorKind::Protocol)
         }

@@ -573,9 +573,7 @@ impl ConnCore {
             }
             self.send_window += increment;
         } else {
-            if h.stream_id >= self.next_stream_id {
-                return Err(ConnError(code::PROTOCOL_ERROR));
-            }
+            self.check_ours(h.stream_id)?;
             if let Some(slot) = self.streams.slot_of(h.stream_id) {
                 let window = self.streams.get_mut(slot).map(|s| s.send_window);
                 match window {

@@ -299,6 +299,15 @@ impl ServerCore {
         ConnError(code)
     }
 
+    /// Ends the connection with ENHANCE_YOUR_CALM for a flood that is not a rapid reset (a
+    /// header block past its limit, empty CONTINUATIONs): a protocol error, not counted as a
+    /// rapid reset.
+    fn flood(&mut self) -> ConnError {
+        let error = self.fail(code::ENHANCE_YOUR_CALM);
+        self.rapid_reset = false;
+        error
+    }
+
     fn frame(&mut self, head: FrameHeader, payload: &[u8]) -> Result<Step, ConnError> {
         if let Some(cont) = self.continuation {
             if head.kind != kind::CONTINUATION || head.stream_id != cont.stream {
@@ -483,14 +492,14 @@ impl ServerCore {
             return Err(self.fail(code::PROTOCOL_ERROR));
         };
         if self.block.len() + payload.len() > self.max_block {
-            return Err(self.fail(code::ENHANCE_YOUR_CALM));
+            return Err(self.flood());
         }
         if payload.is_empty() && !head.has(flag::END_HEADERS) {
             // Empty CONTINUATIONs carry nothing but keep the connection busy (and count as
             // activity, so it never idles out): a few are odd, many are a flood.
             self.empty_continuations += 1;
             if self.empty_continuations > MAX_EMPTY_CONTINUATIONS {
-                return Err(self.fail(code::ENHANCE_YOUR_CALM));
+                return Err(self.flood());
             }
         }
         self.block.extend_from_slice(payload);
