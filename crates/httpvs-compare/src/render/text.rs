@@ -114,11 +114,11 @@ fn setup_lines(results: &Results) -> String {
         let tried: Vec<String> = t
             .candidates
             .iter()
-            .map(|(shape, rps)| format!("{shape} {}", format::thousands(*rps)))
+            .map(|(shape, rps)| format!("{shape}: {} req/s", format::thousands(*rps)))
             .collect();
         let _ = writeln!(
             out,
-            "tuned {}: {} (req/s: {})",
+            "tuned {}: {} (tried {})",
             t.variant,
             t.chosen,
             tried.join(", ")
