@@ -1148,3 +1148,60 @@ fn per_request_bytes_say_when_other_requests_moved_bytes_too() {
         "{text}"
     );
 }
+
+/// An open-model run whose server freezes for its last stretch: the sends due then never go
+/// out, so no latency figure holds their wait, and a latency rule that passes says so.
+#[test]
+fn a_passing_latency_rule_names_the_sends_that_never_went_out() {
+    let (mut serve, _stdout, banner) = support::spawn_serve(&[
+        "--http",
+        "127.0.0.1:0",
+        "--https",
+        "off",
+        "--h3",
+        "off",
+        "--threads",
+        "1",
+    ]);
+    let url = banner
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("the http line")
+        .to_string();
+    let pid = serve.id() as i32;
+    let freezer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+    });
+    let out = httpvs(&[
+        &url,
+        "-p",
+        "h2c",
+        "--rate",
+        "200",
+        "-c",
+        "2",
+        "-m",
+        "10",
+        "-z",
+        "2500ms",
+        "-t",
+        "1",
+        "--fail-on",
+        "p99>1s",
+        "--no-progress",
+    ]);
+    freezer.join().unwrap();
+    // SAFETY: as above; the server goes on only to be killed.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rule = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("p99>1s"))
+        .unwrap_or_else(|| panic!("no rule line:\n{text}"));
+    assert!(rule.contains(" ok (but "), "{rule}");
+    assert!(rule.contains("--fail-on unsent>0 judges them"), "{rule}");
+}
