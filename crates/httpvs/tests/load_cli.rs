@@ -1087,34 +1087,41 @@ fn decoded_header_bytes_count_every_head_that_came() {
     );
 }
 
-/// A response cut off in its body still brought its head: the head's bytes count as header
-/// bytes received (they read 0, though the README says every head that came counts).
+/// A response cut off in its body still brought its head, and a 1xx head before a close came
+/// too: their bytes count as header bytes received (they read 0, though the README says every
+/// head that came counts).
 #[test]
 fn a_truncated_response_counts_its_head() {
     use std::io::{Read, Write};
     const HEAD: &str = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n";
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        // The probe connection first, then one per request (each ends cut off).
-        for conn in listener.incoming().take(4) {
-            let Ok(mut conn) = conn else { return };
-            let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(10)));
-            let mut buf = [0u8; 4096];
-            let _ = conn.read(&mut buf);
-            let _ = conn.write_all(format!("{HEAD}{}", "x".repeat(500)).as_bytes());
-        }
-    });
-    let url = format!("http://{addr}/");
-    let out = httpvs(&[&url, "-n", "3", "-c", "1", "-t", "1", "--json"]);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    assert_eq!(json["requests"]["failed"], 3, "{json}");
-    assert_eq!(
-        json["wire"]["header_received"].as_u64(),
-        Some(3 * HEAD.len() as u64),
-        "{}",
-        json["wire"]
-    );
+    const INTERIM: &str = "HTTP/1.1 100 Continue\r\n\r\n";
+    for (reply, head_bytes) in [
+        (format!("{HEAD}{}", "x".repeat(500)), HEAD.len()),
+        (INTERIM.to_string(), INTERIM.len()),
+    ] {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            // The probe connection first, then one per request (each ends cut off).
+            for conn in listener.incoming().take(4) {
+                let Ok(mut conn) = conn else { return };
+                let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+                let mut buf = [0u8; 4096];
+                let _ = conn.read(&mut buf);
+                let _ = conn.write_all(reply.as_bytes());
+            }
+        });
+        let url = format!("http://{addr}/");
+        let out = httpvs(&[&url, "-n", "3", "-c", "1", "-t", "1", "--json"]);
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(json["requests"]["failed"], 3, "{json}");
+        assert_eq!(
+            json["wire"]["header_received"].as_u64(),
+            Some(3 * head_bytes as u64),
+            "{}",
+            json["wire"]
+        );
+    }
 }
 
 /// Warm-up requests that finish in the measured part, and requests cut off at its end, move

@@ -440,9 +440,8 @@ async fn read_response(
     let head = loop {
         if !side.buf.is_empty() {
             seen.get_or_insert_with(Instant::now);
-            match HeadMemo::with_shared(|memo| memo.parse(&side.buf, is_head))
-                .map_err(protocol_failure)?
-            {
+            let parsed = HeadMemo::with_shared(|memo| memo.parse(&side.buf, is_head));
+            match parsed.map_err(|kind| after_interim(protocol_failure(kind), interim_bytes))? {
                 Some(head) if head.is_interim() => {
                     interim_bytes += head.head_len as u64;
                     side.buf.advance(head.head_len);
@@ -451,7 +450,8 @@ async fn read_response(
                 Some(head) => break head,
                 None if side.buf.len() > MAX_HEAD_BYTES => {
                     // A head that never ends must not grow the buffer without bound.
-                    return Err(protocol_failure(ErrorKind::Protocol));
+                    let failure = protocol_failure(ErrorKind::Protocol);
+                    return Err(after_interim(failure, interim_bytes));
                 }
                 None => {}
             }
@@ -463,9 +463,8 @@ async fn read_response(
         match read {
             Ok(0) if before_response => return Err(closed_failure(RETRY)),
             Ok(0) => {
-                return Err(closed_failure(SendError::Failed(
-                    ErrorKind::ConnectionClosed,
-                )))
+                let failure = closed_failure(SendError::Failed(ErrorKind::ConnectionClosed));
+                return Err(after_interim(failure, interim_bytes));
             }
             Ok(_) => {}
             Err(e) if before_response && io_error_kind(&e) == ErrorKind::Reset => {
@@ -475,7 +474,7 @@ async fn read_response(
                     header_bytes: 0,
                 })
             }
-            Err(e) => return Err(io_failure(&e)),
+            Err(e) => return Err(after_interim(io_failure(&e), interim_bytes)),
         }
     };
     let after_head = (side.buf.len() - head.head_len) as u64;
@@ -569,6 +568,14 @@ async fn read_more_body(side: &mut ReadSide) -> Result<(), ReadFailure> {
         Ok(0) => Err(closed_failure(SendError::Failed(ErrorKind::TruncatedBody))),
         Ok(_) => Ok(()),
         Err(e) => Err(io_failure(&e)),
+    }
+}
+
+/// `failure` after interim (1xx) heads of `bytes` had come: they count as header bytes.
+fn after_interim(failure: ReadFailure, bytes: u64) -> ReadFailure {
+    ReadFailure {
+        header_bytes: bytes,
+        ..failure
     }
 }
 
