@@ -16,7 +16,7 @@ use h3::server::{Connection, RequestStream};
 use http::header::DATE;
 use http::{Method, Response};
 use std::pin::pin;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -126,6 +126,8 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
     let mut accepted: u64 = 0;
     let mut goaway_sent = false;
     let in_progress = Arc::new(AtomicU32::new(0));
+    // Echo bytes the connection's requests hold while their bodies arrive, together.
+    let echo_kept = Arc::new(AtomicU64::new(0));
     let mut idle = pin!(idle(&quic, &in_progress, ctx.limits.idle_timeout));
     loop {
         let resolver = tokio::select! {
@@ -153,6 +155,7 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
         let task_ctx = ctx.clone();
         let close_tx = close_tx.clone();
         let busy = InProgress::new(in_progress.clone());
+        let echo_kept = echo_kept.clone();
         tokio::spawn(async move {
             let _busy = busy;
             let answering = Answering::new(&task_ctx);
@@ -173,7 +176,7 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
                 stream.stop_stream(h3::error::Code::H3_REQUEST_REJECTED);
                 return answering.done();
             }
-            answer(request, stream, &task_ctx, close_tx).await;
+            answer(request, stream, &task_ctx, close_tx, &echo_kept).await;
             answering.done();
         });
         let last = ctx
@@ -183,6 +186,36 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
         if last && !goaway_sent {
             go_away(&mut conn, ctx, &mut goaway_sent).await;
         }
+    }
+}
+
+/// One request's part of its connection's echo bytes, given back when the body is complete
+/// (or refused): past [`respond::ECHO_BUDGET`] bodies' worth, the request gets 413.
+struct EchoShare<'a> {
+    kept: &'a AtomicU64,
+    mine: u64,
+}
+
+impl<'a> EchoShare<'a> {
+    fn new(kept: &'a AtomicU64) -> EchoShare<'a> {
+        EchoShare { kept, mine: 0 }
+    }
+
+    /// Takes `bytes` more, unless the connection's echoes would pass `budget` with them.
+    fn take(&mut self, bytes: u64, budget: u64) -> bool {
+        let before = self.kept.fetch_add(bytes, Relaxed);
+        if before + bytes > budget {
+            self.kept.fetch_sub(bytes, Relaxed);
+            return false;
+        }
+        self.mine += bytes;
+        true
+    }
+}
+
+impl Drop for EchoShare<'_> {
+    fn drop(&mut self) {
+        self.kept.fetch_sub(self.mine, Relaxed);
     }
 }
 
@@ -235,6 +268,7 @@ async fn answer(
     mut stream: H3Stream,
     ctx: &WorkerCtx,
     close_tx: tokio::sync::mpsc::UnboundedSender<()>,
+    echo_kept: &AtomicU64,
 ) {
     if !authority::request_names_a_valid_one(&request) {
         // Malformed (RFC 9114 §4.1.2), as the h3 crate treats an authority it cannot parse.
@@ -256,14 +290,24 @@ async fn answer(
         Decision::Later(pending) => {
             let mut collector =
                 respond::BodyCollector::new(ctx.limits.max_body_bytes, pending.echo);
+            let mut share = EchoShare::new(echo_kept);
+            let budget = ctx
+                .limits
+                .max_body_bytes
+                .saturating_mul(respond::ECHO_BUDGET);
             let mut too_large = false;
             while let Ok(Some(mut chunk)) = stream.recv_data().await {
                 let bytes = chunk.copy_to_bytes(chunk.remaining());
+                if collector.keeps() && !share.take(bytes.len() as u64, budget) {
+                    too_large = true;
+                    break;
+                }
                 if collector.push(bytes).is_err() {
                     too_large = true;
                     break;
                 }
             }
+            drop(share);
             if too_large {
                 respond::body_too_large(&ctx.limits, &ctx.counters)
             } else {

@@ -111,6 +111,11 @@ pub fn fixed_answer() -> Answer {
     }
 }
 
+/// Full-size `/echo` bodies one connection may hold while they arrive, together (64 MiB at the
+/// default 8 MiB limit): room for a load of several large uploads at once, not for a client
+/// that opens 128 streams and never ends their bodies (1 GiB per connection).
+pub const ECHO_BUDGET: u64 = 8;
+
 /// The 431 answer to request headers over the limit, counted.
 pub fn headers_too_large(limits: &Limits, counters: &Counters) -> Answer {
     counters.event(Event::HeadersTooLarge);

@@ -288,3 +288,36 @@ async fn a_stop_past_the_grace_period_closes_h3_connections() {
     let error = outcome.expect_err("no answer after the stop");
     assert!(error.contains("ApplicationClose: H3_NO_ERROR"), "{error}");
 }
+
+/// `/echo` bodies still arriving on one connection hold at most eight bodies' worth together:
+/// past it a stream gets 413 (a client opening 128 streams and never ending their bodies could
+/// hold 1 GiB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echo_bodies_held_on_an_h3_connection_are_bounded() {
+    let server = support::server(Limits {
+        max_body_bytes: 64 * 1024,
+        ..Limits::default()
+    });
+    let mut client = connect(&server).await;
+    let mut streams = Vec::new();
+    // 12 bodies of 60 KiB, none ended: 720 KiB against a budget of 512 KiB.
+    for _ in 0..12 {
+        let uri = format!("https://localhost:{}/echo", client.port);
+        let request = http::Request::post(uri).body(()).unwrap();
+        let mut stream = client.send.send_request(request).await.unwrap();
+        stream
+            .send_data(Bytes::from(vec![b'x'; 60 * 1024]))
+            .await
+            .unwrap();
+        streams.push(stream);
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while server.totals().statuses.s4xx < 4 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let t = server.totals();
+    // Eight fit (8 x 60 KiB = 480 KiB); the other four are refused.
+    assert_eq!(t.statuses.s4xx, 4, "{t:?}");
+    assert_eq!(t.rejected.bodies_too_large, 4, "{t:?}");
+    drop(streams);
+}

@@ -41,10 +41,6 @@ struct Collecting {
     head_only: bool,
 }
 
-/// Full-size `/echo` bodies one connection may hold while they arrive (64 MiB at the default
-/// 8 MiB limit): room for a load of several large uploads at once, not for 128.
-const ECHO_BUDGET: u64 = 8;
-
 /// Per-connection state of the shell around the core.
 struct Shell<'a> {
     core: ServerCore,
@@ -54,8 +50,8 @@ struct Shell<'a> {
     /// The worker's date when the current read or timer turn began.
     date: Stamp,
     collecting: StreamIdMap<Collecting>,
-    /// Echo bytes the collecting streams hold, together: bounded by [`ECHO_BUDGET`] bodies'
-    /// worth, or 128 streams that never end their bodies could hold 1 GiB per connection.
+    /// Echo bytes the collecting streams hold, together: bounded by
+    /// [`respond::ECHO_BUDGET`] bodies' worth.
     kept: u64,
     delayed: BTreeMap<(Instant, u32), (Answer, bool)>,
     /// When each delayed stream is due, so a reset can drop its answer at once.
@@ -289,7 +285,11 @@ impl Shell<'_> {
     }
 
     fn on_data(&mut self, stream: u32, chunk: Bytes, end_stream: bool) {
-        let budget = self.ctx.limits.max_body_bytes.saturating_mul(ECHO_BUDGET);
+        let budget = self
+            .ctx
+            .limits
+            .max_body_bytes
+            .saturating_mul(respond::ECHO_BUDGET);
         let Some(collecting) = self.collecting.get_mut(&stream) else {
             return; // answered early: the rest of the body is read and dropped
         };
