@@ -66,6 +66,12 @@ impl Impairment {
         parse::parse(text)
     }
 
+    /// What in `text` tc reads with a default unit the writer may not have meant: `delay 20`
+    /// is 20 µs, `rate 10` is 10 bit/s. One line each, for a note beside the banner.
+    pub fn unitless(text: &str) -> Vec<String> {
+        parse::unitless(text)
+    }
+
     /// True when packets pass untouched and at once.
     pub fn is_clear(&self) -> bool {
         let clear = Impairment {

@@ -53,6 +53,29 @@ impl<'a> Tokens<'a> {
     }
 }
 
+/// Times and rates in `text` given as bare numbers, which tc reads as µs and bit/s.
+pub fn unitless(text: &str) -> Vec<String> {
+    let bare = |t: &str| {
+        t.chars().all(|c| c.is_ascii_digit() || c == '.') && t.parse::<f64>().is_ok_and(|v| v > 0.0)
+    };
+    let items: Vec<&str> = text.split_whitespace().collect();
+    let mut found = Vec::new();
+    for (i, word) in items.iter().enumerate() {
+        let values: &[&str] = match *word {
+            "delay" | "latency" => &items[(i + 1).min(items.len())..(i + 3).min(items.len())],
+            "rate" => &items[(i + 1).min(items.len())..(i + 2).min(items.len())],
+            _ => &[],
+        };
+        for value in values.iter().filter(|v| bare(v)) {
+            let unit = if *word == "rate" { "bit/s" } else { "µs" };
+            found.push(format!(
+                "{value} (after {word}) has no unit: read as {value} {unit}, as tc does"
+            ));
+        }
+    }
+    found
+}
+
 /// Parses a whole netem string into an [`Impairment`].
 pub fn parse(text: &str) -> Result<Impairment, ParseError> {
     let mut tokens = Tokens {
@@ -335,6 +358,19 @@ fn parse_signed(token: &str, what: &str) -> Result<i32, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bare_times_and_rates_are_pointed_out() {
+        assert_eq!(
+            unitless("delay 20 5ms 25% rate 10"),
+            [
+                "20 (after delay) has no unit: read as 20 µs, as tc does",
+                "10 (after rate) has no unit: read as 10 bit/s, as tc does",
+            ]
+        );
+        assert!(unitless("delay 20ms 5ms loss 1% rate 10mbit limit 100").is_empty());
+        assert!(unitless("delay 0").is_empty());
+    }
 
     #[test]
     fn a_profile_name_among_impairments_points_at_the_profile() {

@@ -198,6 +198,11 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     ignore_sigpipe();
     check_fd_limit(config.connections, config.streams, config.keepalive)?;
+    if let Some(spec) = &args.net {
+        for note in httpvs_netem::Impairment::unitless(spec) {
+            eprintln!("httpvs: note: --net {note}");
+        }
+    }
     let rules = match &args.fail_on {
         Some(spec) => thresholds::parse(spec).map_err(usage)?,
         None => Vec::new(),

@@ -63,6 +63,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let config = link_config(&args)?;
+    if !args.quiet {
+        let given = [
+            ("--up", &args.up),
+            ("--down", &args.down),
+            ("--both", &args.both),
+        ];
+        for (flag, spec) in given {
+            for note in spec
+                .as_deref()
+                .map(Impairment::unitless)
+                .unwrap_or_default()
+            {
+                eprintln!("httpvs netem: note: {flag} {note}");
+            }
+        }
+    }
     let Some((program, program_args)) = args.command.split_first() else {
         return Err(usage(
             "give the command to run after `--`, e.g. httpvs netem --both \"delay 50ms\" -- curl http://127.0.0.1:8080/",
