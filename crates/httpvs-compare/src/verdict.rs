@@ -207,6 +207,14 @@ pub fn unfit(row: &Row) -> Option<String> {
     if row.cut_off <= row.succeeded {
         why.push_str(&format!(", {per_slot:.1} per request in flight"));
     }
+    // The cut-off anomaly counts these too: said here, the two lines add up.
+    let measured_cut = row.started.saturating_sub(row.succeeded + row.errors);
+    let from_warmup = row.cut_off.saturating_sub(measured_cut);
+    if from_warmup > 0 {
+        why.push_str(&format!(
+            ", and {from_warmup} started in the warm-up were still in flight"
+        ));
+    }
     Some(why)
 }
 

@@ -540,3 +540,16 @@ fn a_stalled_repeat_is_flagged() {
         "{a:?}"
     );
 }
+
+/// `completed 43 of 60 started` beside `64 of 107 still in flight`: the warm-up's requests in
+/// flight are named too, so the two lines add up (43 + 17 + 47 = 107).
+#[test]
+fn a_thin_row_names_the_warm_up_requests_still_in_flight() {
+    let mut r = run_of((Variant::H1Close, 64, 1), 0.6, 60, 43, 61);
+    r.cut_off = 64;
+    let why = unfit(&r).expect("too thin");
+    assert_eq!(
+        why,
+        "completed 43 of 60 started in 0.6 s, and 47 started in the warm-up were still in flight"
+    );
+}
