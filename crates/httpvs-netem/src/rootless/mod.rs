@@ -15,6 +15,19 @@ use crate::sys::check;
 use host_sockets::HostSockets;
 use std::sync::OnceLock;
 
+/// The signals that stop a run behind a link: `httpvs netem` passes them on to its command and
+/// cleans up after it, and the rootless helper ignores them (a group-sent one must not end it
+/// before the process is done with it).
+pub const STOP_SIGNALS: [libc::c_int; 7] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+];
+
 /// What happened when this process tried to enter the rootless layout.
 #[derive(Debug)]
 enum State {
@@ -94,16 +107,7 @@ fn run_helper(channel: &std::os::fd::OwnedFd, parent: libc::pid_t) -> ! {
         }
         // Ctrl-C and friends are for the process, which decides when to stop; the helper
         // must keep serving until then.
-        // (The same signals `httpvs netem` passes on to its command.)
-        for signal in [
-            libc::SIGINT,
-            libc::SIGTERM,
-            libc::SIGHUP,
-            libc::SIGQUIT,
-            libc::SIGUSR1,
-            libc::SIGUSR2,
-            libc::SIGALRM,
-        ] {
+        for signal in STOP_SIGNALS {
             libc::signal(signal, libc::SIG_IGN);
         }
         // Hold none of the process's terminal or pipes open: a reader sees its end at its exit.

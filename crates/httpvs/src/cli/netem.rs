@@ -269,22 +269,12 @@ extern "C" fn forward_signal(
     }
 }
 
-/// Signals passed on to the command (those a terminal sends reach it directly). Any of them
-/// ends httpvs's own wait too, so the link is always taken down; SIGKILL cannot be caught.
-const FORWARDED: [libc::c_int; 7] = [
-    libc::SIGINT,
-    libc::SIGTERM,
-    libc::SIGHUP,
-    libc::SIGQUIT,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-    libc::SIGALRM,
-];
-
 /// Runs the command in the client's namespace; signals meant for us go to it, so Ctrl-C ends
 /// the command and we still print the counters and clean up.
 fn run_command(link: &Link, program: &str, args: &[String]) -> anyhow::Result<ExitStatus> {
-    for signal in FORWARDED {
+    // Passed on to the command (those a terminal sends reach it directly); any of them ends
+    // httpvs's own wait too, so the link is always taken down. SIGKILL cannot be caught.
+    for signal in httpvs_netem::rootless::STOP_SIGNALS {
         // SAFETY: installing a handler that only reads an atomic, the siginfo it is given,
         // and calls kill; the sigaction struct is fully initialised.
         unsafe {
