@@ -452,6 +452,20 @@ fn connect_failures_say_what_the_stack_saw() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("nothing answers QUIC"), "{stderr}");
+    // TCP connected, then the handshake failed: the trace shows the connection and the bytes
+    // that moved (it read "connections=0 sent=0 B received=0 B" with no connected line).
+    let out = trace(&["-p", "h2", "--json", &url]);
+    let events = events(&out);
+    assert_eq!(
+        of_type(&events, "tcp_connected", "local").len(),
+        1,
+        "{events:?}"
+    );
+    let s = summary(&events);
+    assert!(s["bytes_sent"].as_u64().unwrap_or(0) > 0, "{s}");
+    assert!(s["bytes_received"].as_u64().unwrap_or(0) > 0, "{s}");
+    // No connection was established, though TCP connected.
+    assert_eq!(s["connections"], 0, "{s}");
 }
 
 /// `user:password@` in the URL is Basic authorization, as in `load` and curl; the password goes

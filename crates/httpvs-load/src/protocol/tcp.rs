@@ -63,6 +63,17 @@ thread_local! {
     /// line shows it, as h3's does.
     static CONNECT_NOTE: std::cell::RefCell<Option<String>> =
         const { std::cell::RefCell::new(None) };
+
+    /// This thread's last connection attempt over TCP, once TCP connected: how long that took
+    /// and its byte counter. A trace shows them for a connection whose later step (TLS, the
+    /// h2 preface) failed, where only the attempt's error was left.
+    static LAST_TCP: std::cell::RefCell<Option<(std::time::Duration, Arc<WireCounter>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Takes this thread's last TCP connection attempt that connected: (time to connect, bytes).
+pub fn take_last_tcp() -> Option<(std::time::Duration, Arc<WireCounter>)> {
+    LAST_TCP.with(|last| last.borrow_mut().take())
 }
 
 /// Takes why this thread's last connection attempt over TCP failed or stalled, if known.
@@ -102,9 +113,11 @@ async fn connect_unbounded(
 ) -> Result<(Transport, ConnectInfo), ErrorKind> {
     let started = Instant::now();
     note_connect_step(None);
+    LAST_TCP.with(|last| *last.borrow_mut() = None);
     let tcp = TcpStream::connect(target.addr)
         .await
         .map_err(|e| connect_error_kind(&e))?;
+    LAST_TCP.with(|last| *last.borrow_mut() = Some((started.elapsed(), counter.clone())));
     // Small requests must leave at once; Nagle would hold pipelined/multiplexed writes.
     tcp.set_nodelay(true).map_err(|e| io_error_kind(&e))?;
     let mut info = ConnectInfo {

@@ -232,6 +232,23 @@ impl Session<'_> {
                 };
                 let cause = protocol.failure_detail();
                 let error = failure::connect_failure(kind, self.target, cause.as_deref(), attempt);
+                // TCP may have connected before a later step failed: show that, and the bytes
+                // that went both ways (the preface sent, a server's other protocol read).
+                let tcp = match self.kind {
+                    ProtocolKind::H3 => None,
+                    _ => crate::protocol::tcp::take_last_tcp(),
+                };
+                let wire = tcp
+                    .as_ref()
+                    .map_or_else(WireBytes::default, |(_, c)| c.snapshot());
+                if let Some((at, _)) = tcp {
+                    let addr = self.target.addr;
+                    self.recorder.record_at(
+                        offset + at,
+                        Direction::Local,
+                        EventKind::TcpConnected { addr },
+                    );
+                }
                 self.recorder.record(
                     Direction::Local,
                     EventKind::Error {
@@ -239,7 +256,7 @@ impl Session<'_> {
                     },
                 );
                 return Outcome {
-                    wire: WireBytes::default(),
+                    wire,
                     connect_failure: Some(error),
                     first_failure: None,
                 };

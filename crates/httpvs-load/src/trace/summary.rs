@@ -92,6 +92,12 @@ pub fn summarize(
                 s.connected = true;
                 false
             }
+            // Recorded only when the connection could not be opened: TCP may have connected
+            // before its TLS handshake or preface failed, but no connection was established.
+            EventKind::Error { .. } => {
+                s.connected = false;
+                false
+            }
             EventKind::Response { status, .. } => {
                 s.succeeded += 1;
                 *s.statuses.entry(*status).or_default() += 1;
