@@ -17,6 +17,7 @@
 //! when a response comes in between. Where no timerfd can be made (not Linux, out of descriptors)
 //! streams wait on tokio's timer, aimed one tick early so its error centres on the time.
 
+use httpvs_timerfd::TimerFd;
 use std::cell::{Cell, RefCell};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -75,7 +76,7 @@ impl Pacer {
             waiting: RefCell::new(BinaryHeap::new()),
             armed: Cell::new(None),
             expired: Cell::new(None),
-            timer: TimerFd::new()?,
+            timer: TimerFd::new().ok()?,
         }))
     }
 
@@ -140,7 +141,8 @@ impl Pacer {
             return;
         }
         self.armed.set(Some(at));
-        self.timer.arm(at.saturating_duration_since(Instant::now()));
+        // It cannot fail on a valid timerfd with a normalised time.
+        let _ = self.timer.arm(at.saturating_duration_since(Instant::now()));
     }
 }
 
@@ -180,99 +182,6 @@ impl Drop for Until<'_> {
         // A wait dropped early (the run ended) must not be woken; its entry leaves the heap
         // when its time comes.
         self.entry.waker.take();
-    }
-}
-
-#[cfg(target_os = "linux")]
-use linux::TimerFd;
-
-#[cfg(target_os = "linux")]
-mod linux {
-    use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    use std::time::Duration;
-    use tokio::io::unix::AsyncFd;
-    use tokio::io::Interest;
-
-    /// A CLOCK_MONOTONIC timerfd (the clock `Instant` reads), armed with relative times.
-    pub struct TimerFd(AsyncFd<OwnedFd>);
-
-    impl TimerFd {
-        pub fn new() -> Option<TimerFd> {
-            // SAFETY: timerfd_create takes no pointers; a non-negative result is a new
-            // descriptor that nothing else owns.
-            let raw = unsafe {
-                libc::timerfd_create(
-                    libc::CLOCK_MONOTONIC,
-                    libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-                )
-            };
-            if raw < 0 {
-                return None;
-            }
-            // SAFETY: `raw` was just created and is owned here alone.
-            let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-            // SAFETY: `fd` is an open descriptor that the AsyncFd owns from here until it is
-            // dropped, so it names the same timer for the registration's whole life.
-            unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
-                .ok()
-                .map(TimerFd)
-        }
-
-        /// Expires `after` from now (a zero `after` expires at once: 1 ns).
-        pub fn arm(&self, after: Duration) {
-            let spec = libc::itimerspec {
-                it_interval: libc::timespec {
-                    tv_sec: 0,
-                    tv_nsec: 0,
-                },
-                it_value: libc::timespec {
-                    tv_sec: after.as_secs() as libc::time_t,
-                    // A zero it_value would disarm the timer.
-                    tv_nsec: after.subsec_nanos().max(u32::from(after.as_secs() == 0))
-                        as libc::c_long,
-                },
-            };
-            // SAFETY: `spec` is a valid itimerspec for the call; the old value is not asked.
-            // It cannot fail on a valid timerfd with a normalised value.
-            unsafe {
-                libc::timerfd_settime(self.0.as_raw_fd(), 0, &spec, std::ptr::null_mut());
-            }
-        }
-
-        /// Waits for the next expiry.
-        pub async fn expired(&self) -> io::Result<()> {
-            loop {
-                let mut ready = self.0.readable().await?;
-                let mut count = [0u8; 8];
-                // SAFETY: reads at most 8 bytes into `count`, which is 8 bytes long.
-                let n = unsafe {
-                    libc::read(self.0.as_raw_fd(), count.as_mut_ptr().cast(), count.len())
-                };
-                if n == 8 {
-                    return Ok(());
-                }
-                let error = io::Error::last_os_error();
-                if error.kind() != io::ErrorKind::WouldBlock {
-                    return Err(error);
-                }
-                ready.clear_ready();
-            }
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-struct TimerFd;
-
-#[cfg(not(target_os = "linux"))]
-impl TimerFd {
-    fn new() -> Option<TimerFd> {
-        None
-    }
-    fn arm(&self, _after: Duration) {}
-    async fn expired(&self) -> std::io::Result<()> {
-        std::future::pending().await
     }
 }
 
