@@ -21,6 +21,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The largest response head read (status line and headers, interim responses apart, or an
+/// HTTP/2 header block as sent): 64 KiB, h2load's and nginx's order of limit. A longer one is a
+/// protocol error, so a server that sends an endless header costs this much memory, not all of
+/// it. The h1 and h2 clients, Alt-Svc discovery and the trace all stop there.
+pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
+
 /// The User-Agent every protocol sends unless `-H` sets one.
 pub const USER_AGENT: &str = concat!("httpvs/", env!("CARGO_PKG_VERSION"));
 

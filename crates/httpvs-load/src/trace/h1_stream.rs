@@ -9,8 +9,6 @@ use crate::protocol::wire::WireTap;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-/// A head longer than this is not parsed (the h1 client would reject it too).
-const MAX_HEAD: usize = 64 * 1024;
 /// Header fields shown per head, at most.
 const MAX_FIELDS: usize = 128;
 
@@ -154,7 +152,7 @@ impl H1State {
                 }
                 Some(len)
             }
-            Ok(None) if self.reader(dir).head.len() <= MAX_HEAD => None,
+            Ok(None) if self.reader(dir).head.len() <= crate::protocol::MAX_RESPONSE_HEAD => None,
             Ok(None) | Err(()) => {
                 self.recorder.record(
                     dir,

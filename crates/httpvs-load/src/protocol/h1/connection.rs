@@ -385,11 +385,6 @@ impl Drop for PartialWrite<'_> {
     }
 }
 
-/// The largest response head read (status line and headers, interim responses apart): 64 KiB,
-/// h2load's and nginx's order of limit. A longer one is a protocol error, so a server that sends
-/// an endless header costs this much memory, not all of it.
-const MAX_HEAD_BYTES: usize = 64 * 1024;
-
 async fn fill(side: &mut ReadSide) -> io::Result<usize> {
     let ReadSide {
         io,
@@ -448,7 +443,7 @@ async fn read_response(
                     continue;
                 }
                 Some(head) => break head,
-                None if side.buf.len() > MAX_HEAD_BYTES => {
+                None if side.buf.len() > crate::protocol::MAX_RESPONSE_HEAD => {
                     // A head that never ends must not grow the buffer without bound.
                     let failure = protocol_failure(ErrorKind::Protocol);
                     return Err(after_interim(failure, interim_bytes));

@@ -15,8 +15,16 @@ const CACHED_HEADS: usize = 8;
 /// Serialized request heads, keyed by the request they came from.
 #[derive(Debug, Default)]
 pub struct HeadCache {
-    entries: Vec<(HeadKey, Vec<u8>)>,
+    entries: Vec<(HeadKey, Cached)>,
     next_evict: usize,
+}
+
+/// A serialized head, and whether its body goes in chunk framing ([`sends_chunked`]): both
+/// decided once per distinct request, not per send.
+#[derive(Debug)]
+struct Cached {
+    head: Vec<u8>,
+    chunked: bool,
 }
 
 /// What the head depends on; the body itself is sent separately.
@@ -81,7 +89,8 @@ impl HeadCache {
 
     /// The serialized head for `req`, built on first use. Borrowed, not a `Bytes` clone:
     /// a clone and its drop are two atomic reference-count updates per request.
-    pub fn head(&mut self, req: &RequestSpec, keepalive: bool) -> &[u8] {
+    /// Beside it, whether the body goes in chunk framing.
+    pub fn head(&mut self, req: &RequestSpec, keepalive: bool) -> (&[u8], bool) {
         let at = match self
             .entries
             .iter()
@@ -90,11 +99,15 @@ impl HeadCache {
             Some(at) => at,
             None => self.insert(req, keepalive),
         };
-        &self.entries[at].1
+        let cached = &self.entries[at].1;
+        (&cached.head, cached.chunked)
     }
 
     fn insert(&mut self, req: &RequestSpec, keepalive: bool) -> usize {
-        let head = serialize_head(req, keepalive);
+        let head = Cached {
+            head: serialize_head(req, keepalive),
+            chunked: sends_chunked(req),
+        };
         let key = HeadKey {
             method: req.method.clone(),
             uri: req.uri.clone(),
@@ -248,14 +261,14 @@ mod tests {
     fn cache_reuses_heads_per_request() {
         let mut cache = HeadCache::default();
         let req = spec(Method::GET, "http://h/x", b"");
-        let a = cache.head(&req, true).to_vec();
-        let a_at = cache.head(&req, true).as_ptr();
-        assert_eq!(cache.head(&req, true).as_ptr(), a_at);
-        let c = cache.head(&req, false).to_vec();
+        let a = cache.head(&req, true).0.to_vec();
+        let a_at = cache.head(&req, true).0.as_ptr();
+        assert_eq!(cache.head(&req, true).0.as_ptr(), a_at);
+        let c = cache.head(&req, false).0.to_vec();
         assert_ne!(a, c);
         let same_text = spec(Method::GET, "http://h/x", b"");
-        assert_eq!(cache.head(&same_text, true).as_ptr(), a_at);
+        assert_eq!(cache.head(&same_text, true).0.as_ptr(), a_at);
         let other = spec(Method::GET, "http://h/y", b"");
-        assert_ne!(cache.head(&other, true), &a[..]);
+        assert_ne!(cache.head(&other, true).0, &a[..]);
     }
 }

@@ -65,7 +65,7 @@ pub fn parse_head_httparse(
         Err(Some(httparse::Error::TooManyHeaders)) => {
             // A valid head with more fields than the stack holds: again on the heap, with room
             // for one field per line of the first 64 KiB (the head limit bounds them).
-            let head = &buf[..buf.len().min(64 * 1024)];
+            let head = &buf[..buf.len().min(crate::protocol::MAX_RESPONSE_HEAD)];
             let room = head.iter().filter(|&&b| b == b'\n').count() + 1;
             let mut many = vec![httparse::EMPTY_HEADER; room];
             parse_into(buf, &mut many, request_was_head).map_err(|_| ErrorKind::Protocol)

@@ -7,7 +7,7 @@
 //! future, readiness check and the transport's layers (about 300 instructions and several
 //! cache lines a request). Only what the socket did not take goes through tokio.
 
-use super::request_head::{push_chunked, sends_chunked, HeadCache};
+use super::request_head::{push_chunked, HeadCache};
 use super::shared_io::IoHalf;
 use crate::protocol::tcp::send_now;
 use crate::protocol::wire::WireCounter;
@@ -94,12 +94,12 @@ impl WriteBatch {
     /// Queues `req`; returns its ticket and the length of its head.
     pub fn queue(&self, req: &RequestSpec, keepalive: bool) -> (u64, usize) {
         let mut queued = self.queued.borrow_mut();
-        let head_len = HeadCache::with_shared(|heads| {
-            let head = heads.head(req, keepalive);
+        let (head_len, chunked) = HeadCache::with_shared(|heads| {
+            let (head, chunked) = heads.head(req, keepalive);
             queued.extend_from_slice(head);
-            head.len()
+            (head.len(), chunked)
         });
-        if sends_chunked(req) {
+        if chunked {
             push_chunked(&mut queued, &req.body);
         } else {
             queued.extend_from_slice(&req.body);

@@ -27,11 +27,6 @@ pub const MAX_FRAME: usize = 16_384;
 /// The highest client stream id.
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 
-/// The largest response header block (HEADERS and its CONTINUATIONs, as sent): 64 KiB, the
-/// limit HTTP/1.1's response heads have. A server going past it (a CONTINUATION flood) is
-/// told ENHANCE_YOUR_CALM and the connection ends, rather than the block growing for ever.
-const MAX_HEADER_BLOCK: usize = 64 * 1024;
-
 /// The most answers to the server's own frames (PING and SETTINGS acknowledgements, window
 /// updates) that may wait unsent: a server that sends PINGs or SETTINGS faster than it reads
 /// the answers (a flood, or one that never reads) is told ENHANCE_YOUR_CALM, as nghttp2 and
@@ -372,7 +367,8 @@ impl ConnCore {
             return Err(ConnError(code::PROTOCOL_ERROR));
         };
         self.counter.add_header_received(payload.len() as u64);
-        if self.block_buf.len() + payload.len() > MAX_HEADER_BLOCK {
+        // A block past a response head's limit is a CONTINUATION flood, not a head.
+        if self.block_buf.len() + payload.len() > crate::protocol::MAX_RESPONSE_HEAD {
             return Err(ConnError(code::ENHANCE_YOUR_CALM));
         }
         self.block_buf.extend_from_slice(payload);

@@ -8,9 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Response heads larger than this are not read further (no Alt-Svc found).
-const MAX_HEAD_BYTES: usize = 64 * 1024;
-
 /// The UDP port of the same-host `h3` alternative the origin advertises, if any.
 ///
 /// Sends `GET <path>` over TLS with ALPN http/1.1 (`Connection: close`) and reads only the
@@ -59,7 +56,7 @@ async fn fetch_alt_svc(
         if let Some(port) = parse_head(&buf)? {
             return Ok(port);
         }
-        if buf.len() >= MAX_HEAD_BYTES {
+        if buf.len() >= crate::protocol::MAX_RESPONSE_HEAD {
             return Ok(None);
         }
         let mut chunk = [0u8; 4096];
