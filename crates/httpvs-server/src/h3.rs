@@ -16,7 +16,7 @@ use h3::server::{Connection, RequestStream};
 use http::header::DATE;
 use http::{Method, Response};
 use std::pin::pin;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -127,7 +127,7 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
     let mut goaway_sent = false;
     let in_progress = Arc::new(AtomicU32::new(0));
     // Echo bytes the connection's requests hold while their bodies arrive, together.
-    let echo_kept = Arc::new(AtomicU64::new(0));
+    let echo = Arc::new(respond::EchoBudget::new(&ctx.limits));
     let mut idle = pin!(idle(&quic, &in_progress, ctx.limits.idle_timeout));
     loop {
         let resolver = tokio::select! {
@@ -155,7 +155,7 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
         let task_ctx = ctx.clone();
         let close_tx = close_tx.clone();
         let busy = InProgress::new(in_progress.clone());
-        let echo_kept = echo_kept.clone();
+        let echo = echo.clone();
         tokio::spawn(async move {
             let _busy = busy;
             let answering = Answering::new(&task_ctx);
@@ -176,7 +176,7 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
                 stream.stop_stream(h3::error::Code::H3_REQUEST_REJECTED);
                 return answering.done();
             }
-            answer(request, stream, &task_ctx, close_tx, &echo_kept).await;
+            answer(request, stream, &task_ctx, close_tx, &echo).await;
             answering.done();
         });
         let last = ctx
@@ -189,33 +189,31 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
     }
 }
 
-/// One request's part of its connection's echo bytes, given back when the body is complete
-/// (or refused): past [`respond::ECHO_BUDGET`] bodies' worth, the request gets 413.
+/// One request's part of its connection's [`respond::EchoBudget`], given back when the body is
+/// complete or refused, or the task ends any other way.
 struct EchoShare<'a> {
-    kept: &'a AtomicU64,
+    budget: &'a respond::EchoBudget,
     mine: u64,
 }
 
 impl<'a> EchoShare<'a> {
-    fn new(kept: &'a AtomicU64) -> EchoShare<'a> {
-        EchoShare { kept, mine: 0 }
+    fn new(budget: &'a respond::EchoBudget) -> EchoShare<'a> {
+        EchoShare { budget, mine: 0 }
     }
 
-    /// Takes `bytes` more, unless the connection's echoes would pass `budget` with them.
-    fn take(&mut self, bytes: u64, budget: u64) -> bool {
-        let before = self.kept.fetch_add(bytes, Relaxed);
-        if before + bytes > budget {
-            self.kept.fetch_sub(bytes, Relaxed);
-            return false;
+    /// Takes `bytes` more of the budget, unless it has no room for them.
+    fn take(&mut self, bytes: u64) -> bool {
+        let taken = self.budget.take(bytes);
+        if taken {
+            self.mine += bytes;
         }
-        self.mine += bytes;
-        true
+        taken
     }
 }
 
 impl Drop for EchoShare<'_> {
     fn drop(&mut self) {
-        self.kept.fetch_sub(self.mine, Relaxed);
+        self.budget.give_back(self.mine);
     }
 }
 
@@ -268,7 +266,7 @@ async fn answer(
     mut stream: H3Stream,
     ctx: &WorkerCtx,
     close_tx: tokio::sync::mpsc::UnboundedSender<()>,
-    echo_kept: &AtomicU64,
+    echo: &respond::EchoBudget,
 ) {
     if !authority::request_names_a_valid_one(&request) {
         // Malformed (RFC 9114 §4.1.2), as the h3 crate treats an authority it cannot parse.
@@ -290,15 +288,11 @@ async fn answer(
         Decision::Later(pending) => {
             let mut collector =
                 respond::BodyCollector::new(ctx.limits.max_body_bytes, pending.echo);
-            let mut share = EchoShare::new(echo_kept);
-            let budget = ctx
-                .limits
-                .max_body_bytes
-                .saturating_mul(respond::ECHO_BUDGET);
+            let mut share = EchoShare::new(echo);
             let mut too_large = false;
             while let Ok(Some(mut chunk)) = stream.recv_data().await {
                 let bytes = chunk.copy_to_bytes(chunk.remaining());
-                if collector.keeps() && !share.take(bytes.len() as u64, budget) {
+                if collector.keeps() && !share.take(bytes.len() as u64) {
                     too_large = true;
                     break;
                 }

@@ -65,45 +65,47 @@ pub fn classify(seen: &[u8]) -> Option<Opening> {
         // The preface's first line, then something else: a broken h2 opening, not a request.
         return Some(Opening::Neither);
     }
-    // Empty lines before a request line are skipped, as hyper does between requests.
-    let start = seen.iter().position(|&b| b != b'\r' && b != b'\n')?;
-    let rest = &seen[start..];
-    let line_end = rest.iter().position(|&b| b == b'\n')?;
-    let line = rest[..line_end]
-        .strip_suffix(b"\r")
-        .unwrap_or(&rest[..line_end]);
-    if line.ends_with(b" HTTP/1.1") || line.ends_with(b" HTTP/1.0") || newer_minor(line) {
+    let (_, line) = first_line(seen)?;
+    if line.ends_with(b" HTTP/1.1") || line.ends_with(b" HTTP/1.0") {
         return Some(Opening::H1);
     }
-    let is_request_line = line.split(|&b| b == b' ').count() == 3;
-    Some(match line.rsplit(|&b| b == b' ').next() {
-        Some(&[b'H', b'T', b'T', b'P', b'/', major, b'.', minor])
-            if is_request_line
-                && (b'2'..=b'9').contains(&major)
-                && minor.is_ascii_digit()
-                && line.first().is_some_and(u8::is_ascii_uppercase) =>
-        {
-            Opening::Unsupported
-        }
+    Some(match request_version(line) {
+        Some((b'1', b'2'..=b'9')) => Opening::H1,
+        Some((b'2'..=b'9', _)) => Opening::Unsupported,
         _ => Opening::Neither,
     })
 }
 
-/// Whether a request line's version is HTTP/1.2 to HTTP/1.9.
-fn newer_minor(line: &[u8]) -> bool {
-    line.split(|&b| b == b' ').count() == 3
-        && matches!(line, [.., b' ', b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor] if (b'2'..=b'9').contains(minor))
-        && line.first().is_some_and(u8::is_ascii_uppercase)
+/// The first line of `seen` without its line end, after any empty lines (skipped, as hyper
+/// does between requests), and where it starts; `None` until it is whole.
+fn first_line(seen: &[u8]) -> Option<(usize, &[u8])> {
+    let start = seen.iter().position(|&b| b != b'\r' && b != b'\n')?;
+    let rest = &seen[start..];
+    let line_end = rest.iter().position(|&b| b == b'\n')?;
+    let line = &rest[..line_end];
+    Some((start, line.strip_suffix(b"\r").unwrap_or(line)))
+}
+
+/// The version digits (major, minor) of a request line shaped `METHOD target HTTP/M.m`.
+fn request_version(line: &[u8]) -> Option<(u8, u8)> {
+    if line.split(|&b| b == b' ').count() != 3 || !line.first().is_some_and(u8::is_ascii_uppercase)
+    {
+        return None;
+    }
+    match line.rsplit(|&b| b == b' ').next() {
+        Some(&[b'H', b'T', b'T', b'P', b'/', major, b'.', minor])
+            if major.is_ascii_digit() && minor.is_ascii_digit() =>
+        {
+            Some((major, minor))
+        }
+        _ => None,
+    }
 }
 
 /// Where in `seen` the minor version digit of an HTTP/1.2 to 1.9 request line is.
 fn newer_minor_at(seen: &[u8]) -> Option<usize> {
-    let start = seen.iter().position(|&b| b != b'\r' && b != b'\n')?;
-    let line_end = start + seen[start..].iter().position(|&b| b == b'\n')?;
-    let line = seen[start..line_end]
-        .strip_suffix(b"\r")
-        .unwrap_or(&seen[start..line_end]);
-    newer_minor(line).then(|| start + line.len() - 1)
+    let (start, line) = first_line(seen)?;
+    matches!(request_version(line), Some((b'1', b'2'..=b'9'))).then(|| start + line.len() - 1)
 }
 
 /// Writes the 505 answer to a request line of an unsupported version, then shuts down writing.

@@ -8,6 +8,7 @@ use crate::totals::{Counters, Event};
 use bytes::Bytes;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, Uri};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain");
 /// `FIXED_BODY.len()` as a header value, so `GET /` allocates no header value.
@@ -114,7 +115,41 @@ pub fn fixed_answer() -> Answer {
 /// Full-size `/echo` bodies one connection may hold while they arrive, together (64 MiB at the
 /// default 8 MiB limit): room for a load of several large uploads at once, not for a client
 /// that opens 128 streams and never ends their bodies (1 GiB per connection).
-pub const ECHO_BUDGET: u64 = 8;
+const ECHO_BODIES: u64 = 8;
+
+/// The `/echo` bytes one connection's requests hold while their bodies arrive, together, and
+/// how many they may: a request that would pass it gets 413, as a body over the limit does.
+/// One per connection, shared by its streams (h2's shell, h3's request tasks).
+#[derive(Debug)]
+pub struct EchoBudget {
+    held: AtomicU64,
+    most: u64,
+}
+
+impl EchoBudget {
+    /// An empty budget of [`ECHO_BODIES`] bodies of `limits.max_body_bytes`.
+    pub fn new(limits: &Limits) -> EchoBudget {
+        EchoBudget {
+            held: AtomicU64::new(0),
+            most: limits.max_body_bytes.saturating_mul(ECHO_BODIES),
+        }
+    }
+
+    /// Takes `bytes` more, unless together they would pass the budget.
+    pub fn take(&self, bytes: u64) -> bool {
+        let before = self.held.fetch_add(bytes, Relaxed);
+        if before + bytes > self.most {
+            self.held.fetch_sub(bytes, Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// Gives back `bytes` taken (a body complete, refused or reset).
+    pub fn give_back(&self, bytes: u64) {
+        self.held.fetch_sub(bytes, Relaxed);
+    }
+}
 
 /// The 431 answer to request headers over the limit, counted.
 pub fn headers_too_large(limits: &Limits, counters: &Counters) -> Answer {

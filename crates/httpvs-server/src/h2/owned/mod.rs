@@ -50,9 +50,8 @@ struct Shell<'a> {
     /// The worker's date when the current read or timer turn began.
     date: Stamp,
     collecting: StreamIdMap<Collecting>,
-    /// Echo bytes the collecting streams hold, together: bounded by
-    /// [`respond::ECHO_BUDGET`] bodies' worth.
-    kept: u64,
+    /// Echo bytes the collecting streams hold, together.
+    echo: respond::EchoBudget,
     delayed: BTreeMap<(Instant, u32), (Answer, bool)>,
     /// When each delayed stream is due, so a reset can drop its answer at once.
     delayed_at: StreamIdMap<Instant>,
@@ -79,7 +78,7 @@ where
         state: &state,
         date: date::now(),
         collecting: StreamIdMap::default(),
-        kept: 0,
+        echo: respond::EchoBudget::new(&ctx.limits),
         delayed: BTreeMap::new(),
         delayed_at: StreamIdMap::default(),
     };
@@ -285,24 +284,12 @@ impl Shell<'_> {
     }
 
     fn on_data(&mut self, stream: u32, chunk: Bytes, end_stream: bool) {
-        let budget = self
-            .ctx
-            .limits
-            .max_body_bytes
-            .saturating_mul(respond::ECHO_BUDGET);
         let Some(collecting) = self.collecting.get_mut(&stream) else {
             return; // answered early: the rest of the body is read and dropped
         };
-        let len = chunk.len() as u64;
-        let keeps = collecting.collector.keeps();
-        let over_budget = keeps && self.kept + len > budget;
-        // Counted before the push, which counts it in the collector's `kept` either way.
-        let refused = over_budget || {
-            if keeps {
-                self.kept += len;
-            }
-            collecting.collector.push(chunk).is_err()
-        };
+        // Taken before the push, which counts it in the collector's `kept` either way.
+        let over_budget = collecting.collector.keeps() && !self.echo.take(chunk.len() as u64);
+        let refused = over_budget || collecting.collector.push(chunk).is_err();
         if refused {
             let head_only = collecting.head_only;
             self.stop_collecting(stream);
@@ -319,7 +306,7 @@ impl Shell<'_> {
     /// Takes a stream out of the collecting set, giving back the bytes it kept.
     fn stop_collecting(&mut self, stream: u32) -> Option<Collecting> {
         let collecting = self.collecting.remove(&stream)?;
-        self.kept = self.kept.saturating_sub(collecting.collector.kept());
+        self.echo.give_back(collecting.collector.kept());
         Some(collecting)
     }
 
