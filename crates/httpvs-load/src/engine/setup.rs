@@ -194,11 +194,13 @@ impl LoadError {
                     ..
                 },
                 Some(d),
-            ) if d.starts_with("the server speaks") => LoadError::FirstConnection {
-                addr,
-                kind,
-                detail: Some(d),
-            },
+            ) if d.starts_with(crate::protocol::tcp::SPOKE_THEN_BROKE) => {
+                LoadError::FirstConnection {
+                    addr,
+                    kind,
+                    detail: Some(d),
+                }
+            }
             (other, _) => other,
         }
     }

@@ -86,6 +86,11 @@ pub(crate) fn note_connect_step(waiting_for: Option<&'static str>) {
     CONNECT_NOTE.with(|last| *last.borrow_mut() = waiting_for.map(str::to_owned));
 }
 
+/// How a connect note begins when the server spoke the protocol asked for but broke it (h2's
+/// first SETTINGS out of range): the first connection's line then gives it instead of the
+/// usual guess that the server speaks another protocol.
+pub(crate) const SPOKE_THEN_BROKE: &str = "the server speaks HTTP/2, but ";
+
 /// Notes why this thread's connection attempt failed, in words found at the time.
 pub(crate) fn note_connect_failure(why: String) {
     CONNECT_NOTE.with(|last| *last.borrow_mut() = Some(why));

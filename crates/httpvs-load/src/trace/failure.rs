@@ -47,7 +47,7 @@ pub fn connect_failure(
             meaning(kind),
             // The usual cause, unless the connection showed the server speaks the protocol.
             match cause {
-                Some(c) if c.starts_with("the server speaks") => "",
+                Some(c) if c.starts_with(crate::protocol::tcp::SPOKE_THEN_BROKE) => "",
                 _ => first_connection_hint(kind),
             }
         ),
@@ -74,11 +74,15 @@ pub fn send_failure(e: SendError, cause: Option<&str>) -> String {
     }
 }
 
+/// How the line of a request that never went on the wire begins: the text trace prints it as
+/// not sent, not FAILED, as the summary counts it.
+pub const NOT_SENT: &str = "not sent: ";
+
 /// One line for a request that never went on the wire because a GOAWAY came first: `id` as
 /// the GOAWAY names it (h3: the first unprocessed stream; h2: the last processed one).
 pub fn not_sent_after_goaway(id: &str) -> String {
     format!(
-        "not sent: the server's GOAWAY ({id}) came before its stream opened (load sends such \
+        "{NOT_SENT}the server's GOAWAY ({id}) came before its stream opened (load sends such \
          requests on a new connection)"
     )
 }

@@ -110,7 +110,7 @@ pub fn render_event(out: &mut String, event: &TraceEvent) {
         EventKind::RequestFailed { request, error } => {
             // A request that never went on the wire did not fail there: the summary counts
             // it as not sent, and so does its line.
-            if error.starts_with("not sent") {
+            if error.starts_with(super::failure::NOT_SENT) {
                 line(out, format!("request {request} {error}"))
             } else {
                 line(out, format!("request {request} FAILED: {error}"))

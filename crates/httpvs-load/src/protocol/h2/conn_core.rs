@@ -219,7 +219,8 @@ impl ConnCore {
         let code = self.failed_with?;
         self.peer_sent_settings.then(|| {
             format!(
-                "the server speaks HTTP/2, but its first frames broke the protocol (we answered GOAWAY {})",
+                "{}its first frames broke the protocol (we answered GOAWAY {})",
+                crate::protocol::tcp::SPOKE_THEN_BROKE,
                 crate::error::h2_code_name(u64::from(code))
             )
         })
