@@ -311,11 +311,12 @@ impl Target {
         if !config.custom_plan {
             // The built-in plan's sentence names the embedded server's payloads and every
             // protocol; say what runs here instead.
-            let names = |list: Vec<String>| list.join(", ");
-            plan.description = format!(
-                "{} (what {url} answered); its own response; on {}.",
-                names(variants.iter().map(|v| v.to_string()).collect()),
-                names(plan.conditions.iter().map(|c| c.name.clone()).collect()),
+            let answered: Vec<String> = variants.iter().map(|v| v.to_string()).collect();
+            plan.description = crate::plan::run_sentence(
+                &format!("{} (what {url} answered)", answered.join(", ")),
+                "its own response",
+                &plan.conditions,
+                "",
             );
         }
         let target = Target {

@@ -418,6 +418,21 @@ impl Plan {
     }
 }
 
+/// The sentence for a plan that runs other than its file says (narrowed by flags, or on a
+/// user's URL): `protocols; payloads; on conditions{note}.`
+pub fn run_sentence(
+    protocols: &str,
+    payloads: &str,
+    conditions: &[Condition],
+    note: &str,
+) -> String {
+    let conditions: Vec<&str> = conditions.iter().map(|c| c.name.as_str()).collect();
+    format!(
+        "{protocols}; {payloads}; on {}{note}.",
+        conditions.join(", ")
+    )
+}
+
 fn first_duplicate<'a>(names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     let mut seen = std::collections::BTreeSet::new();
     names.into_iter().find(|n| !seen.insert(*n))

@@ -235,11 +235,16 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
     if args.quick {
         plan = plan.quick();
     }
-    if let Some(spec) = &args.shape {
-        let shapes = options::parse_shape_overrides(spec)
-            .map_err(|e| super::usage(format!("--shape: {e}")))?;
-        options::apply_shapes(&mut plan, shapes);
-    }
+    let shaped: Vec<Variant> = match &args.shape {
+        Some(spec) => {
+            let shapes = options::parse_shape_overrides(spec)
+                .map_err(|e| super::usage(format!("--shape: {e}")))?;
+            let named = shapes.keys().copied().collect();
+            options::apply_shapes(&mut plan, shapes);
+            named
+        }
+        None => Vec::new(),
+    };
     if let Some(list) = &args.protocols {
         plan.protocols =
             parse_list::<Variant>(list).map_err(|e| super::usage(format!("--protocols: {e}")))?;
@@ -291,20 +296,16 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
     }
     plan.validate("flags")
         .map_err(|e| super::usage(flag_error(&e)))?;
-    if let Some(spec) = &args.shape {
-        // A shape for a protocol that does not run would be silently dropped.
-        let shapes = options::parse_shape_overrides(spec)
-            .map_err(|e| super::usage(format!("--shape: {e}")))?;
-        if let Some(idle) = shapes.keys().find(|v| !plan.protocols.contains(v)) {
-            return Err(super::usage(format!(
-                "--shape {idle}=...: {idle} is not among the protocols that run ({})",
-                plan.protocols
-                    .iter()
-                    .map(|v| v.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
+    // A shape for a protocol that does not run would be silently dropped.
+    if let Some(idle) = shaped.iter().find(|v| !plan.protocols.contains(v)) {
+        return Err(super::usage(format!(
+            "--shape {idle}=...: {idle} is not among the protocols that run ({})",
+            plan.protocols
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
     }
     if args.tune && !plan.conditions.iter().any(|c| c.is_clean()) {
         // It would print "tuning..." and then tune nothing.
@@ -334,17 +335,17 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
 
 /// What a narrowed plan runs, in one sentence: its protocols, payloads and links.
 fn narrowed_description(plan: &Plan, quick: bool) -> String {
-    let names = |list: Vec<String>| list.join(", ");
-    format!(
-        "{}; {} responses; on {}{}.",
-        names(plan.protocols.iter().map(|v| v.to_string()).collect()),
-        names(plan.payloads.iter().map(|p| p.name.clone()).collect()),
-        names(plan.conditions.iter().map(|c| c.name.clone()).collect()),
+    let protocols: Vec<String> = plan.protocols.iter().map(|v| v.to_string()).collect();
+    let payloads: Vec<&str> = plan.payloads.iter().map(|p| p.name.as_str()).collect();
+    httpvs_compare::plan::run_sentence(
+        &protocols.join(", "),
+        &format!("{} responses", payloads.join(", ")),
+        &plan.conditions,
         if quick {
             " (--quick: one short repeat each)"
         } else {
             ""
-        }
+        },
     )
 }
 
