@@ -16,7 +16,7 @@ mod turn_wakers;
 mod write_batch;
 
 pub use connection::Http1Connection;
-pub use request_head::{same_uri, serialize_head};
+pub use request_head::{ends_in_chunked, same_uri, serialize_head};
 pub use response::{parse_head, BodyFraming, ChunkedBody, ResponseHead};
 
 use super::tcp;

@@ -359,9 +359,8 @@ pub(super) fn check_content_length(
     if let Some((_, value)) = named(&http::header::TRANSFER_ENCODING) {
         // HTTP/1.1 sends the body in chunks then; h2 and h3 have no Transfer-Encoding and
         // leave the header out.
-        let text = String::from_utf8_lossy(value.as_bytes());
-        let last = text.rsplit(',').next().unwrap_or("").trim();
-        if !last.eq_ignore_ascii_case("chunked") {
+        if !httpvs_load::protocol::h1::ends_in_chunked(value.as_bytes()) {
+            let text = String::from_utf8_lossy(value.as_bytes());
             return Err(usage(format!(
                 "-H Transfer-Encoding: {text} must end in chunked (RFC 9112 §6.1), or leave it out (httpvs sets Content-Length)"
             )));

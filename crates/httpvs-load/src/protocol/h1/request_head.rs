@@ -169,14 +169,17 @@ pub fn serialize_head(req: &RequestSpec, keepalive: bool) -> Vec<u8> {
 /// Whether `-H Transfer-Encoding` asks for a chunked body (its last coding is `chunked`, as
 /// RFC 9112 §6.1 requires of a request): the body then goes out in chunk framing, not bare.
 pub fn sends_chunked(req: &RequestSpec) -> bool {
-    req.headers.iter().any(|(name, value)| {
-        name == TRANSFER_ENCODING
-            && value
-                .as_bytes()
-                .rsplit(|&b| b == b',')
-                .next()
-                .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"))
-    })
+    req.headers
+        .iter()
+        .any(|(name, value)| name == TRANSFER_ENCODING && ends_in_chunked(value.as_bytes()))
+}
+
+/// Whether a Transfer-Encoding value's last coding is `chunked`.
+pub fn ends_in_chunked(value: &[u8]) -> bool {
+    value
+        .rsplit(|&b| b == b',')
+        .next()
+        .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"))
 }
 
 /// Appends `body` as one chunk and the last chunk, with no trailers.
