@@ -8,6 +8,7 @@ pub mod builtin;
 mod context;
 mod coordinator;
 pub mod factory;
+mod lone_set;
 mod pacer;
 mod pin;
 mod request_timer;

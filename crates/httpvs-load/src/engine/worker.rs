@@ -5,6 +5,7 @@
 
 use super::context::{RunShared, WorkerCtx};
 use super::factory::ProtocolFactory;
+use super::lone_set::LoneSet;
 use super::pacer::Pacer;
 use super::setup::LoadError;
 use super::slot::Slot;
@@ -14,10 +15,8 @@ use crate::schedule::WorkerSchedule;
 use crate::stats::request_log::WorkerLog;
 use crate::stats::{IntervalStats, WorkerRecorder, WorkerStats};
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use futures_util::FutureExt;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
-use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
@@ -196,12 +195,13 @@ async fn preconnect<P: Protocol>(
 /// request still in flight then is dropped with its slot, before this returns, and counts as
 /// cut off.
 async fn run_slots<P: Protocol>(ctx: &WorkerCtx<P>, slots: &[Rc<Slot<P>>], streams: usize) {
-    // One stream a slot (h1 at `-m 1`): the slots run as the nodes of one set in this task, not
-    // a task each. A response then wakes its slot's node, not a tokio task through the runtime's
-    // queue (about 250 instructions a request), and a held slot costs a node, not a task header.
-    // tokio's budget still applies to the task, so a slot reading a long body gives way to the
-    // others. A panic while a slot is polled ends only that slot.
-    let mut set = FuturesUnordered::new();
+    // One stream a slot (h1 at `-m 1`): the slots run as the members of one set in this task,
+    // not a task each. A response then wakes its slot's member (a push onto a thread-local
+    // list, `lone_set.rs`), not a tokio task through the runtime's queue (about 250
+    // instructions a request), and a held slot costs a member, not a task header. tokio's
+    // budget still applies to the task, so a slot reading a long body gives way to the others.
+    // A panic while a slot is polled ends only that slot.
+    let mut lone = Vec::new();
     // Several streams a slot: a task each. Their streams yield on purpose (a pipelined h1 flush
     // lets its siblings queue first), and a set takes two yields as its cue to hand the whole
     // task back to the runtime, which then polls its I/O driver: in one set, h1 at `-m 16` made
@@ -209,13 +209,14 @@ async fn run_slots<P: Protocol>(ctx: &WorkerCtx<P>, slots: &[Rc<Slot<P>>], strea
     let mut tasks = VecDeque::new();
     for slot in slots {
         if streams == 1 {
-            set.push(AssertUnwindSafe(run_slot(slot.clone(), 1)).catch_unwind());
+            lone.push(run_slot(slot.clone(), 1));
         } else {
             tasks.push_back(tokio::task::spawn_local(run_slot(slot.clone(), streams)));
         }
     }
+    let mut set = LoneSet::new(lone);
     let all_done = async {
-        while set.next().await.is_some() {}
+        set.run().await;
         // Popped only once awaited: a handle must not be awaited twice.
         while let Some(task) = tasks.front_mut() {
             // A panicking slot is a bug; the other slots still finish and are counted.

@@ -69,18 +69,17 @@ impl IoHalf {
                 }
                 Ok(n)
             });
-            let n = match read {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => match drained {
-                    Some(n) => n,
-                    // Nothing there (tokio knew, or the read found out and cleared the
-                    // readiness): wait for the socket, which registers this task's waker.
-                    None => {
-                        ready!(tcp.poll_read_ready(cx))?;
-                        continue;
-                    }
-                },
-                Err(e) => return Poll::Ready(Err(e)),
+            // `drained` first: asking the error its kind is an out-of-line call, a request.
+            let n = match (read, drained) {
+                (Ok(n), _) => n,
+                (Err(_), Some(n)) => n,
+                // Nothing there (tokio knew, or the read found out and cleared the
+                // readiness): wait for the socket, which registers this task's waker.
+                (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(tcp.poll_read_ready(cx))?;
+                    continue;
+                }
+                (Err(e), None) => return Poll::Ready(Err(e)),
             };
             // SAFETY: `recv` initialized the first `n` bytes of the spare room.
             unsafe { buf.advance_mut(n) };
