@@ -96,6 +96,26 @@ pub struct TuneChoice {
     pub candidates: Vec<(Shape, f64)>,
 }
 
+impl TuneChoice {
+    /// Why the chosen shape is not the candidate with the top rate, when it is not: a larger
+    /// shape wins only by more than 5% (`tune.rs`). Empty otherwise; else "; ..." to append.
+    pub fn why_not_fastest(&self) -> &'static str {
+        let top = self
+            .candidates
+            .iter()
+            .map(|(_, rps)| *rps)
+            .fold(0.0, f64::max);
+        match self
+            .candidates
+            .iter()
+            .find(|(shape, _)| *shape == self.chosen)
+        {
+            Some((_, rps)) if *rps < top => "; a larger shape must beat a smaller one by over 5%",
+            _ => "",
+        }
+    }
+}
+
 /// One cell: a protocol at a shape with a payload under a condition, and its repeats.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellResult {
@@ -401,6 +421,22 @@ impl Results {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tuned_shape_that_is_not_the_fastest_says_why() {
+        let shape = |connections| Shape {
+            connections,
+            streams: 1,
+        };
+        let mut choice = TuneChoice {
+            variant: Variant::H1,
+            chosen: shape(16),
+            candidates: vec![(shape(16), 155_976.0), (shape(64), 156_726.0)],
+        };
+        assert!(choice.why_not_fastest().contains("over 5%"));
+        choice.chosen = shape(64);
+        assert_eq!(choice.why_not_fastest(), "");
+    }
 
     #[test]
     fn a_stretch_with_nothing_completed_is_a_stall_only_where_some_were_due() {

@@ -466,6 +466,22 @@ fn connect_failures_say_what_the_stack_saw() {
     assert!(s["bytes_received"].as_u64().unwrap_or(0) > 0, "{s}");
     // No connection was established, though TCP connected.
     assert_eq!(s["connections"], 0, "{s}");
+    // With the default `-p auto` too: the check that picks the protocol failed, and the
+    // trace's own connection shows the failure (it printed only the stderr line).
+    let out = trace(&["--json", &url]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let auto = self::events(&out);
+    let notes = of_type(&auto, "note", "local");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n["text"].as_str().unwrap_or("").contains("(tls)")),
+        "{auto:?}"
+    );
+    let errors = of_type(&auto, "error", "local");
+    assert_eq!(errors.len(), 1, "{auto:?}");
+    assert!(errors[0]["error"].as_str().unwrap_or("").starts_with("tls"));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
 }
 
 /// `user:password@` in the URL is Basic authorization, as in `load` and curl; the password goes

@@ -111,10 +111,11 @@ fn header(out: &mut String, results: &Results) {
             .collect();
         let _ = write!(
             out,
-            "<p class=\"facts\">tuned {}: chose {} ({})</p>",
+            "<p class=\"facts\">tuned {}: chose {} ({}{})</p>",
             t.variant,
             t.chosen,
-            escape(&tried.join(", "))
+            escape(&tried.join(", ")),
+            t.why_not_fastest()
         );
     }
 }

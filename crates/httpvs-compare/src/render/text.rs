@@ -118,10 +118,11 @@ fn setup_lines(results: &Results) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "tuned {}: {} (tried {})",
+            "tuned {}: {} (tried {}{})",
             t.variant,
             t.chosen,
-            tried.join(", ")
+            tried.join(", "),
+            t.why_not_fastest()
         );
     }
     out

@@ -85,15 +85,22 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
         streams: config.requests.max(1),
         keepalive: true,
     };
+    // When the probe that picks the protocol fails (refused, TLS), the trace goes on over
+    // HTTP/1.1 so that its own connection shows the failure as events, as with `-p h1`.
+    let mut probe_failed = None;
     let kind = match config.protocol {
         ProtocolChoice::Fixed(kind) => kind,
         ProtocolChoice::Auto if https => {
             options.tls = Some(tls_for(&[ALPN_H2, ALPN_HTTP11])?);
             // The probe's own handshake is not part of the trace: it only picks the protocol.
-            probe_alpn(target, &options).await.map_err(|kind| {
-                LoadError::first_connection(target.addr, kind, config.connect_timeout)
-                    .with_detail(crate::protocol::tcp::take_connect_note())
-            })?
+            match probe_alpn(target, &options).await {
+                Ok(kind) => kind,
+                Err(kind) => {
+                    let _ = crate::protocol::tcp::take_connect_note();
+                    probe_failed = Some(kind);
+                    ProtocolKind::H1
+                }
+            }
         }
         ProtocolChoice::Auto => ProtocolKind::H1,
     };
@@ -106,6 +113,13 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
         options.tls = Some(tls_for(alpn)?);
     }
     let recorder = Recorder::start_now();
+    if let Some(kind) = probe_failed {
+        let text = format!(
+            "the check of which protocol the server speaks (ALPN) failed ({}): tracing HTTP/1.1",
+            kind.name()
+        );
+        recorder.record(Direction::Local, EventKind::Note { text });
+    }
     let mut session = Session {
         config,
         request: config.request.clone(),

@@ -29,7 +29,8 @@ pub struct Args {
     /// Client shapes per protocol, CONNECTIONS or CONNECTIONSxSTREAMS: h2c=8x60,h1=120.
     #[arg(long, value_name = "SPEC")]
     shape: Option<String>,
-    /// Search a small grid of shapes per protocol first, and run each at its best.
+    /// Search a small grid of shapes per protocol first, and run each at its best (a larger
+    /// shape must beat a smaller one by over 5%).
     #[arg(long)]
     tune: bool,
     /// Ratios are against this protocol (default h1).
