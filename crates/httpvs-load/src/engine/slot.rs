@@ -104,7 +104,9 @@ impl<P: Protocol> LiveConn<P> {
     /// on counts, and it counts as opened, even if no measured request ever comes to it
     /// (warm-up requests still in flight on a slow link).
     fn mark_measure_start(&self) {
-        if self.wire_baseline.get().is_none() {
+        // Already counted: opened in the measured part (the mark runs on a timer, a little after
+        // the measured part began), or carried a measured request. It counts from then on.
+        if !self.counted_open.get() && self.wire_baseline.get().is_none() {
             self.wire_baseline.set(Some(self.conn.wire()));
         }
     }
@@ -189,7 +191,9 @@ impl<P: Protocol> Slot<P> {
 
     /// The connection to send on, opening one if needed. Streams that waited while another
     /// stream's attempt failed share that failure instead of hammering a dead server.
-    pub async fn connection(&self) -> Result<Rc<LiveConn<P>>, ErrorKind> {
+    /// `measured`: whether the request that asks is (one opened for a warm-up request counts
+    /// as a warm-up connection, even when it opens after the warm-up ended).
+    pub async fn connection(&self, measured: bool) -> Result<Rc<LiveConn<P>>, ErrorKind> {
         if let Some(c) = self.usable() {
             return Ok(c);
         }
@@ -210,12 +214,12 @@ impl<P: Protocol> Slot<P> {
         // (memory per stream), though it runs only when a connection opens. Boxed only here,
         // by the one stream that connects: a box per waiting stream was 1.7 KB each while
         // `-m` streams waited for a connection (and glibc keeps that peak as RSS).
-        Box::pin(self.reconnect()).await
+        Box::pin(self.reconnect(measured)).await
     }
 
-    async fn reconnect(&self) -> Result<Rc<LiveConn<P>>, ErrorKind> {
+    async fn reconnect(&self, measured: bool) -> Result<Rc<LiveConn<P>>, ErrorKind> {
         self.wait_after_failures().await;
-        self.open().await
+        self.open(measured).await
     }
 
     /// Waits until no other stream is connecting, then takes the turn. A waiting stream holds
@@ -306,7 +310,7 @@ impl<P: Protocol> Slot<P> {
         tokio::time::sleep(wait).await;
     }
 
-    async fn open(&self) -> Result<Rc<LiveConn<P>>, ErrorKind> {
+    async fn open(&self, measured: bool) -> Result<Rc<LiveConn<P>>, ErrorKind> {
         let shared = &self.ctx.shared;
         self.attempts.set(self.attempts.get() + 1);
         let attempt = self.ctx.protocol.connect(&shared.target, &shared.options);
@@ -315,7 +319,10 @@ impl<P: Protocol> Slot<P> {
             .unwrap_or(Err(ErrorKind::ConnectTimeout));
         match result {
             Ok((conn, info)) => {
-                let opened_measured = Instant::now() >= shared.measure_start;
+                // For a warm-up request dispatched just before the measured part, it opens in
+                // it: it counts, as a warm-up connection does, from its first measured request
+                // (the warm-up request's bytes are not the run's).
+                let opened_measured = measured && Instant::now() >= shared.measure_start;
                 if opened_measured {
                     self.ctx.recorder.borrow_mut().connection_opened(&info);
                 }

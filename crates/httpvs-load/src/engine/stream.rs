@@ -166,7 +166,7 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
                 req.first_send.get_or_insert(ready_at);
                 let (live, send_start) = match slot.usable() {
                     Some(live) => (live, ready_at),
-                    None => match slot.connection().await {
+                    None => match slot.connection(req.measured).await {
                         Ok(live) => (live, Instant::now()),
                         Err(kind) => {
                             req.fail(kind);
