@@ -276,6 +276,47 @@ fn server_killed_mid_run_is_counted_not_hung() {
     );
 }
 
+/// An h3 `-n` run whose server goes away fails the rest of its requests promptly: every stream
+/// of a slot shares each refused connect, and after one refusal the next connect checks for
+/// ICMP port-unreachable at once. One stream kept the connect turn to itself, and each attempt
+/// waited 250 ms: a `-c 4 -m 8 -n 50000` run failed 16 requests a second, for minutes.
+#[test]
+fn an_h3_count_run_against_a_server_gone_fails_its_rest_promptly() {
+    let s = server(Limits::default());
+    let url = format!(
+        "https://127.0.0.1:{}/?delay=1ms",
+        s.h3_addr().unwrap().port()
+    );
+    let c = LoadConfig::new(&url)
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H3))
+        .shape(1, 4)
+        .threads(1)
+        .requests(5_000)
+        .tls(TlsOptions {
+            insecure: true,
+            cacert: None,
+        });
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        s.shutdown(Duration::ZERO);
+    });
+    let r = run(&c);
+    killer.join().unwrap();
+    let refused = r
+        .errors
+        .iter()
+        .find(|e| e.kind == "refused")
+        .map_or(0, |e| e.count);
+    assert!(refused > 1000, "{:?} {:?}", r.requests, r.errors);
+    // The slot's four streams share a refused attempt rather than each making its own.
+    assert!(
+        r.connections.failed_to_open * 2 <= refused,
+        "{:?} {refused}",
+        r.connections
+    );
+}
+
 #[test]
 fn open_model_stall_raises_corrected_latency_only() {
     let s = server(Limits::default());

@@ -166,7 +166,9 @@ pub struct Slot<P: Protocol> {
     connecting: Cell<bool>,
     /// Streams waiting for the connecting stream's turn to end.
     turn_waiters: RefCell<Vec<Waker>>,
-    /// Connect attempts made (a generation number: waiters learn whether one happened).
+    /// Connect attempts ended (a generation number: waiters learn whether one ended while they
+    /// waited). Counted at the end, not the start: a stream that comes while an attempt is
+    /// under way shares its outcome rather than making its own after it.
     attempts: Cell<u64>,
     /// The last attempt's failure, if it failed.
     last_failure: Cell<Option<ErrorKind>>,
@@ -197,16 +199,24 @@ impl<P: Protocol> Slot<P> {
         if let Some(c) = self.usable() {
             return Ok(c);
         }
-        let seen = self.attempts.get();
+        let mut seen = self.attempts.get();
         // Waiting for the turn is small; only the stream whose turn it is builds the connect.
-        let _turn = self.connect_turn().await;
-        if let Some(c) = self.usable() {
-            return Ok(c);
-        }
-        if self.attempts.get() != seen {
+        let _turn = loop {
+            if let Some(turn) = self.connect_turn(seen).await {
+                break turn;
+            }
+            // An attempt ended while this stream waited: its outcome is this stream's too.
+            if let Some(c) = self.usable() {
+                return Ok(c);
+            }
             if let Some(kind) = self.last_failure.get() {
                 return Err(kind);
             }
+            // It opened a connection that is spent already: wait for a turn to open the next.
+            seen = self.attempts.get();
+        };
+        if let Some(c) = self.usable() {
+            return Ok(c);
         }
         // Drop our hold on the spent connection; it is counted once in-flight streams finish.
         self.current.borrow_mut().take();
@@ -222,16 +232,25 @@ impl<P: Protocol> Slot<P> {
         self.open(measured).await
     }
 
-    /// Waits until no other stream is connecting, then takes the turn. A waiting stream holds
-    /// only a reference (no lock queue node), since all `-m` streams wait at once on a new slot.
-    async fn connect_turn(&self) -> ConnectTurn<'_, P> {
+    /// Waits until no other stream is connecting, then takes the turn; or, `None`, returns as
+    /// soon as an attempt has ended since the caller saw `seen` attempts. A woken waiter looks
+    /// at the attempt count first: the stream whose attempt failed retakes the turn for its
+    /// next request before its waiters run, and waiters that only looked at the turn waited
+    /// for that attempt too, and the next, for as long as the server stayed down (an h3 `-n`
+    /// run failed one request per 250 ms refused probe instead of all of a slot's streams).
+    /// A waiting stream holds only a reference (no lock queue node), since all `-m` streams
+    /// wait at once on a new slot.
+    async fn connect_turn(&self, seen: u64) -> Option<ConnectTurn<'_, P>> {
         poll_fn(|cx| {
+            if self.attempts.get() != seen {
+                return Poll::Ready(None);
+            }
             if self.connecting.get() {
                 self.turn_waiters.borrow_mut().push(cx.waker().clone());
                 return Poll::Pending;
             }
             self.connecting.set(true);
-            Poll::Ready(ConnectTurn { slot: self })
+            Poll::Ready(Some(ConnectTurn { slot: self }))
         })
         .await
     }
@@ -312,11 +331,11 @@ impl<P: Protocol> Slot<P> {
 
     async fn open(&self, measured: bool) -> Result<Rc<LiveConn<P>>, ErrorKind> {
         let shared = &self.ctx.shared;
-        self.attempts.set(self.attempts.get() + 1);
         let attempt = self.ctx.protocol.connect(&shared.target, &shared.options);
         let result = tokio::time::timeout(shared.options.connect_timeout, attempt)
             .await
             .unwrap_or(Err(ErrorKind::ConnectTimeout));
+        self.attempts.set(self.attempts.get() + 1);
         match result {
             Ok((conn, info)) => {
                 // For a warm-up request dispatched just before the measured part, it opens in
