@@ -313,8 +313,15 @@ async fn answer(
         }
     };
     let close = answer.close;
-    ctx.counters.status(answer.response.status().as_u16());
-    let _ = send(&mut stream, answer, head_only).await;
+    let status = answer.response.status().as_u16();
+    // Counted once quinn takes the head: a stream the client stopped first (its `--timeout`
+    // gave up on a `delay=`) got no answer, and is in `requests` only, as h1 and h2 count a
+    // request reset before its answer. The h3 crate does not tell a server of STOP_SENDING
+    // before it writes.
+    let _ = send(&mut stream, answer, head_only, || {
+        ctx.counters.status(status)
+    })
+    .await;
     // A request answered without reading its body (GET, HEAD) usually has its FIN here already:
     // take it, so dropping the stream does not send STOP_SENDING (a frame per request that both
     // sides pay for). A client still sending (a body over the limit, answered 413) is asked to
@@ -332,6 +339,7 @@ async fn send(
     stream: &mut H3Stream,
     answer: Answer,
     head_only: bool,
+    head_taken: impl FnOnce(),
 ) -> Result<(), h3::error::StreamError> {
     let (mut parts, mut body) = answer.response.into_parts();
     // The `date` hyper writes on HTTP/1.1, unless the query set one.
@@ -339,6 +347,7 @@ async fn send(
     stream
         .send_response(Response::from_parts(parts, ()))
         .await?;
+    head_taken();
     if !head_only {
         while let Some(chunk) = body.next_chunk(CHUNK) {
             stream.send_data(chunk).await?;

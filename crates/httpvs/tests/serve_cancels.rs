@@ -33,3 +33,24 @@ fn a_load_run_that_times_requests_out_is_never_cut_off_as_rapid_reset() {
         );
     }
 }
+
+/// A request whose client gave up before its answer (`--timeout` on a `delay=`) is in the
+/// server's `requests` only, not its `answers`, on HTTP/3 as on h1 and h2: the client stops
+/// the stream (H3_REQUEST_CANCELLED), and the server counts an answer once quinn takes its
+/// head. It counted all 40 answered.
+#[test]
+fn an_h3_request_the_client_gave_up_on_is_not_counted_as_answered() {
+    let server = httpvs_server::start(ServeConfig::loopback_ephemeral()).expect("server starts");
+    let h3 = server.h3_addr().expect("h3 listener");
+    let url = format!("https://127.0.0.1:{}/?delay=500ms", h3.port());
+    let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["load", &url, "/?delay=10ms", "-p", "h3", "-k", "-c", "2"])
+        .args(["-m", "4", "-n", "40", "--timeout", "200ms"])
+        .output()
+        .expect("httpvs runs");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("request_timeout"), "{report}");
+    let totals = server.shutdown(std::time::Duration::from_secs(1));
+    assert_eq!(totals.requests.h3, 40, "{totals:?}");
+    assert_eq!(totals.statuses.s2xx, 20, "{totals:?}\n{report}");
+}

@@ -10,6 +10,8 @@ use h3::quic::ConnectionErrorIncoming;
 pub const H3_NO_ERROR: u64 = 0x100;
 /// H3_REQUEST_REJECTED: the server did not process the request; safe to retry.
 pub const H3_REQUEST_REJECTED: u64 = 0x10b;
+/// H3_REQUEST_CANCELLED (RFC 9114 §8.1): a client gave up on a request's response.
+pub const H3_REQUEST_CANCELLED: u64 = 0x10c;
 
 /// QUIC transport codes 0x0100..=0x01ff carry a TLS alert (RFC 9001 §4.8).
 fn is_crypto_error(code: u64) -> bool {

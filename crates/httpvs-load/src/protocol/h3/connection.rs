@@ -1,6 +1,7 @@
 //! One HTTP/3 connection as the engine sees it: the owned client (the load path) or the h3-crate
 //! reference, and the QUIC figures both read from quinn the same way.
 
+use super::classify;
 use super::owned::OwnedConnection;
 use super::reference::ReferenceConnection;
 use super::tap::H3TapObserver;
@@ -162,15 +163,13 @@ impl Connection for H3Connection {
         }
         let n = opened.len() as u32;
         for (mut send, mut recv) in opened {
-            let _ = send.reset(quinn::VarInt::from_u32(H3_REQUEST_CANCELLED));
-            let _ = recv.stop(quinn::VarInt::from_u32(H3_REQUEST_CANCELLED));
+            let code = quinn::VarInt::from_u32(classify::H3_REQUEST_CANCELLED as u32);
+            let _ = send.reset(code);
+            let _ = recv.stop(code);
         }
         (n < tries).then_some(n)
     }
 }
-
-/// H3_REQUEST_CANCELLED (RFC 9114 §8.1).
-const H3_REQUEST_CANCELLED: u32 = 0x10c;
 
 /// Most streams [`Connection::stream_limit`] opens to find a limit.
 const MAX_STREAM_PROBE: u32 = 10_000;

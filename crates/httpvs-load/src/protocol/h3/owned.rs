@@ -230,6 +230,25 @@ impl OwnedConnection {
     }
 }
 
+/// A request's receiving side while its send is under way: dropped unsettled (its send was
+/// dropped: `--timeout`, the run's end), it asks the server to stop with H3_REQUEST_CANCELLED,
+/// as RFC 9114 §4.1.1 has a client cancel, where quinn's own drop would send code 0, which is
+/// no HTTP/3 code. Settled, it adds nothing: quinn's drop stops what was not read to its end.
+struct CancelOnDrop<'a> {
+    recv: &'a mut quinn::RecvStream,
+    settled: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            let code = quinn::VarInt::from_u64(classify::H3_REQUEST_CANCELLED)
+                .unwrap_or(quinn::VarInt::from_u32(0));
+            let _ = self.recv.stop(code);
+        }
+    }
+}
+
 /// Opens our control stream and sends SETTINGS on it.
 async fn open_control_stream(quic: &quinn::Connection) -> Result<quinn::SendStream, ErrorKind> {
     let mut control = quic
@@ -329,8 +348,14 @@ impl Connection for OwnedConnection {
             self.failure(StreamFailure::Connection(kind), None)
         })?;
         let id = quinn::VarInt::from(send.id()).into_inner();
+        let mut cancel = CancelOnDrop {
+            recv: &mut recv,
+            settled: false,
+        };
         self.write_request(send, req, id).await?;
-        self.read_response(&mut recv, id, start).await
+        let read = self.read_response(cancel.recv, id, start).await;
+        cancel.settled = true;
+        read
     }
 
     fn accepts_requests(&self) -> bool {
