@@ -64,6 +64,12 @@ fn tls_keeps_the_urls_name_and_goes_to_the_given_address() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("certificate"), "{stderr}");
+    // What to do about it: not --cacert, which this run gave.
+    assert!(
+        stderr.contains("the certificate is for another name"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--cacert FILE"), "{stderr}");
 }
 
 /// HTTP/1.1's Host names the URL's authority, port included, whatever address it went to;

@@ -211,6 +211,13 @@ fn a_log_that_cannot_be_written_is_said() {
         String::from_utf8_lossy(&out.stderr).contains("is stdout"),
         "{out:?}"
     );
+    // `-` is named as typed, not as the /dev/stdout it stands for.
+    let out = httpvs(&["http://127.0.0.1:9/", "--log-file", "-"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--log-file - is stdout"),
+        "{out:?}"
+    );
 
     if !std::path::Path::new("/dev/full").exists() {
         return;

@@ -64,7 +64,7 @@ pub enum LoadError {
         detail: String,
     },
     /// The first connection's TLS handshake failed.
-    #[error("TLS handshake with {addr} failed{detail}{}{}", tls_hint(*insecure), sni_hint(*no_sni, detail))]
+    #[error("TLS handshake with {addr} failed{detail}{}{}", tls_hint(*insecure, detail), sni_hint(*no_sni, detail))]
     Tls {
         /// The address tried.
         addr: SocketAddr,
@@ -107,9 +107,13 @@ fn connect_timeout_line(addr: SocketAddr, timeout: Duration, detail: &str) -> St
 }
 
 /// What to try after a failed handshake: with `-k` the certificate is not the cause (`trace`
-/// says it too).
-pub(crate) fn tls_hint(insecure: bool) -> &'static str {
-    if insecure {
+/// says it too). A certificate for another name is not fixed by `--cacert`, which the line
+/// suggested even to a run that gave it.
+pub(crate) fn tls_hint(insecure: bool, detail: &str) -> &'static str {
+    if !insecure && detail.contains("not valid for name") {
+        "; the certificate is for another name: put a name it holds in the URL (and the \
+         address in --connect-to), or -k"
+    } else if insecure {
         " (ALPN, an alert, or no TLS on that port; -k already accepts any certificate)"
     } else {
         " (its certificate, ALPN, an alert, or no TLS on that port); for a certificate this \

@@ -34,7 +34,7 @@ pub fn connect_failure(
             let said = cause.map_or(String::new(), |c| format!(": {}", one_line(c)));
             return format!(
                 "tls: handshake with {addr} failed{said}{}",
-                tls_hint(attempt.insecure)
+                tls_hint(attempt.insecure, cause.unwrap_or(""))
             );
         }
         // With a cause, TCP connected and a later step (TLS, h2's SETTINGS) stalled.

@@ -338,9 +338,14 @@ fn open_request_log(
             Some(report) => format!("the -o file ({})", report.display()),
             None => "stdout, where the report goes (give the report -o FILE)".to_string(),
         };
+        // `-` is how the user wrote stdout; they never typed /dev/stdout.
+        let named = if path == std::path::Path::new("/dev/stdout") {
+            "-".to_string()
+        } else {
+            path.display().to_string()
+        };
         return Err(usage(format!(
-            "--log-file {} is {what}: give them different files",
-            path.display()
+            "--log-file {named} is {what}: give them different files"
         )));
     }
     if log.is_file() {
