@@ -113,6 +113,9 @@ pub struct LoneSet<F> {
     live: usize,
     /// The list taken from the thread-local one, swapped back empty (keeps both allocations).
     batch: Vec<u32>,
+    /// Not `Send`, whatever its members are: its wakers find its list on the thread that made
+    /// it, and a set moved to another thread would never see their wakes.
+    _here: std::marker::PhantomData<*const ()>,
 }
 
 impl<F: Future<Output = ()>> LoneSet<F> {
@@ -152,6 +155,7 @@ impl<F: Future<Output = ()>> LoneSet<F> {
             members,
             wakers,
             batch: Vec::new(),
+            _here: std::marker::PhantomData,
         }
     }
 
