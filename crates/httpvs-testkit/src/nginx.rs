@@ -67,8 +67,22 @@ impl Nginx {
         }
     }
 
-    /// Starts `nginx` (the binary at `bin`) and waits until its three ports listen.
+    /// Starts `nginx` (the binary at `bin`) and waits until its three ports listen. The ports
+    /// are picked free, then given to nginx; a test running beside may bind one in between
+    /// (its own port 0), and nginx then exits on "Address already in use": it is started again
+    /// on other ports, up to three times.
     pub fn start(bin: &Path, options: &NginxOptions) -> io::Result<Nginx> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match Self::start_once(bin, options) {
+                Err(e) if tries < 3 && e.to_string().contains("Address already in use") => {}
+                result => return result,
+            }
+        }
+    }
+
+    fn start_once(bin: &Path, options: &NginxOptions) -> io::Result<Nginx> {
         let dir = unique_temp_dir()?;
         for sub in ["www", "tmp", "logs"] {
             std::fs::create_dir_all(dir.join(sub))?;
@@ -137,9 +151,14 @@ impl Nginx {
                     self.log()
                 )));
             }
-            let listening = addrs
-                .iter()
-                .all(|a| TcpStream::connect_timeout(a, Duration::from_millis(200)).is_ok());
+            // nginx writes its pid file once it holds every listener: until then a port that
+            // answers may be another process's, which took it first (nginx then exits).
+            let pid = std::fs::read_to_string(self.dir.join("nginx.pid")).unwrap_or_default();
+            let holds_ports = pid.trim() == self.child.id().to_string();
+            let listening = holds_ports
+                && addrs
+                    .iter()
+                    .all(|a| TcpStream::connect_timeout(a, Duration::from_millis(200)).is_ok());
             if listening {
                 return Ok(());
             }
