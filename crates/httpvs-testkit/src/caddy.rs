@@ -34,7 +34,21 @@ impl Caddy {
     }
 
     /// Starts `caddy` (the binary at `bin`) and waits until both its TCP and UDP sockets listen.
+    /// The port is picked free, then given to caddy; a test running beside may bind it in
+    /// between, and caddy then exits on "address already in use": it is started again on
+    /// another port, up to three times.
     pub fn start(bin: &Path) -> io::Result<Caddy> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match Self::start_once(bin) {
+                Err(e) if tries < 3 && e.to_string().contains("address already in use") => {}
+                result => return result,
+            }
+        }
+    }
+
+    fn start_once(bin: &Path) -> io::Result<Caddy> {
         let dir = unique_temp_dir("caddy")?;
         let port = free_tcp_and_udp_port()?;
         std::fs::write(dir.join("Caddyfile"), caddyfile(&dir, port))?;
