@@ -136,7 +136,7 @@ pub fn run_with_protocol<F: ProtocolFactory>(
                 origin,
                 measure_start,
                 rate,
-                (index, workers),
+                (plan.lanes(index), u64::from(config.connections)),
                 requests,
                 deadline,
             ),

@@ -161,7 +161,8 @@ pub fn run_worker<F: ProtocolFactory>(
         let last = ctx.recorder.borrow_mut().take_interval();
         let _ = tx.send(WorkerMsg::Interval { stats: last });
         let _ = tx.send(WorkerMsg::Finished);
-        let stats = std::mem::take(&mut ctx.recorder.borrow_mut().total);
+        let mut stats = std::mem::take(&mut ctx.recorder.borrow_mut().total);
+        stats.next_due = ctx.schedule.borrow().next_due();
         // The log's last rows go out before the run's report reads its outcome.
         drop(ctx.log.borrow_mut().take());
         Ok(WorkerResult { stats, finished_at })

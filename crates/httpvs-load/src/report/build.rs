@@ -98,6 +98,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
                 config,
                 r.started,
                 facts.interrupted.then_some(facts.duration),
+                stats.next_due,
             );
             ScheduleLag {
                 late_sends: stats.late_sends,
@@ -357,7 +358,14 @@ fn connections(config: &LoadConfig, stats: &WorkerStats, probes: u64) -> Connect
 /// send k is due at k / rate from the origin, measured from the warm-up's end, and sent only
 /// before the deadline. A `-n` run sends all of its requests, however late. An interrupted run
 /// (`interrupted_after` its measured part began) counts the sends due before the interrupt.
-fn unsent(config: &LoadConfig, started: u64, interrupted_after: Option<Duration>) -> (u64, u64) {
+/// The oldest is the earliest of the workers' next sends (`next_due`): workers fall behind by
+/// different amounts, and unsent ÷ rate is only their average.
+fn unsent(
+    config: &LoadConfig,
+    started: u64,
+    interrupted_after: Option<Duration>,
+    next_due: Option<Duration>,
+) -> (u64, u64) {
     let (Some(rate), StopAfter::Duration(d)) = (config.rate, config.stop) else {
         return (0, 0);
     };
@@ -369,7 +377,13 @@ fn unsent(config: &LoadConfig, started: u64, interrupted_after: Option<Duration>
     if unsent == 0 {
         return (0, 0);
     }
-    let oldest = limit.saturating_sub(schedule::due_offset(first + started, rate).unwrap_or(limit));
+    let even = schedule::due_offset(first + started, rate).unwrap_or(limit);
+    // A worker still in the warm-up's sends is behind by the measured part, no more.
+    let first_due = schedule::due_offset(first, rate).unwrap_or(limit);
+    let due = next_due
+        .filter(|due| *due < limit)
+        .map_or(even, |due| due.max(first_due));
+    let oldest = limit.saturating_sub(due);
     (unsent, oldest.as_micros() as u64)
 }
 
@@ -456,21 +470,25 @@ mod tests {
             .unwrap()
             .rate(200.0)
             .duration(std::time::Duration::from_secs(4));
-        assert_eq!(unsent(&open, 466, None), (334, 1_670_000));
-        assert_eq!(unsent(&open, 800, None), (0, 0));
+        assert_eq!(unsent(&open, 466, None, None), (334, 1_670_000));
+        // The workers fell behind unevenly: one's next send was due at 0.61 s, 3.39 s before
+        // the end, though unsent ÷ rate is 1.67 s.
+        let lagging = Some(std::time::Duration::from_millis(610));
+        assert_eq!(unsent(&open, 466, None, lagging), (334, 3_390_000));
+        assert_eq!(unsent(&open, 800, None, None), (0, 0));
         let second = Some(std::time::Duration::from_secs(1));
-        assert_eq!(unsent(&open, 466, second), (0, 0));
-        assert_eq!(unsent(&open, 150, second), (50, 250_000));
+        assert_eq!(unsent(&open, 466, second, None), (0, 0));
+        assert_eq!(unsent(&open, 150, second, None), (50, 250_000));
         let n = open.clone().requests(800);
-        assert_eq!(unsent(&n, 466, None), (0, 0));
+        assert_eq!(unsent(&n, 466, None, None), (0, 0));
         // A warm-up of 1/3 s: sends 67 (at 0.335 s) through 866 (4.33 s) are measured.
         let mut warm = open.clone();
         warm.warmup = std::time::Duration::from_secs_f64(1.0 / 3.0);
-        assert_eq!(unsent(&warm, 800, None), (0, 0));
-        assert_eq!(unsent(&warm, 799, None).0, 1);
+        assert_eq!(unsent(&warm, 800, None, None), (0, 0));
+        assert_eq!(unsent(&warm, 799, None, None).0, 1);
         let closed = LoadConfig::new("http://127.0.0.1:1/")
             .unwrap()
             .duration(std::time::Duration::from_secs(4));
-        assert_eq!(unsent(&closed, 466, None), (0, 0));
+        assert_eq!(unsent(&closed, 466, None, None), (0, 0));
     }
 }

@@ -23,12 +23,16 @@ pub struct Ticket {
 enum Arrivals {
     /// Closed model: a ticket whenever a stream is free; `remaining` measured tickets if `-n`.
     Closed { remaining: Option<u64> },
-    /// Open model: global send k is at `origin + k / rate`; this worker owns k = offset + j·stride.
+    /// Open model: global send k is at `origin + k / rate`. The sends go round the run's
+    /// connections as lanes (send k is lane k mod `lanes`, as wrk2 gives each connection its
+    /// share), and this worker owns the lanes of its connections, `own.0..own.1`: its share
+    /// of the rate follows its connections, so a worker with fewer does not fall behind.
     Open {
         origin: Instant,
         rate: f64,
         next_k: u64,
-        stride: u64,
+        lanes: u64,
+        own: (u64, u64),
         /// First global index that counts (after the warmup).
         first_measured_k: u64,
         /// One past the last global index to send if `-n`.
@@ -60,13 +64,14 @@ impl WorkerSchedule {
         }
     }
 
-    /// Open model for worker `index` of `workers`: `rate` requests/s in total from `origin`
-    /// (the start of the warmup); `requests` measured sends in total if `-n`.
+    /// Open model for the worker that owns lanes `own.0..own.1` of `lanes` (the run's
+    /// connections, numbered over the workers in order): `rate` requests/s in total from
+    /// `origin` (the start of the warmup); `requests` measured sends in total if `-n`.
     pub fn open(
         origin: Instant,
         measure_start: Instant,
         rate: f64,
-        (index, workers): (usize, usize),
+        (own, lanes): ((u64, u64), u64),
         requests: Option<u64>,
         deadline: Option<Instant>,
     ) -> WorkerSchedule {
@@ -78,13 +83,31 @@ impl WorkerSchedule {
             arrivals: Arrivals::Open {
                 origin,
                 rate,
-                next_k: index as u64,
-                stride: workers.max(1) as u64,
+                next_k: own.0,
+                lanes: lanes.max(1),
+                own,
                 first_measured_k,
                 end_k: requests.map(|n| first_measured_k + n),
             },
             measure_start,
             deadline,
+        }
+    }
+
+    /// Open model: when the next send this worker would release is due, after the origin
+    /// (`None` in the closed model, or when it has none left).
+    pub fn next_due(&self) -> Option<Duration> {
+        match &self.arrivals {
+            Arrivals::Open {
+                rate,
+                next_k,
+                own,
+                end_k,
+                ..
+            } if own.0 < own.1 && end_k.is_none_or(|end| *next_k < end) => {
+                due_offset(*next_k, *rate)
+            }
+            _ => None,
         }
     }
 
@@ -119,12 +142,13 @@ impl WorkerSchedule {
                 origin,
                 rate,
                 next_k,
-                stride,
+                lanes,
+                own,
                 first_measured_k,
                 end_k,
             } => {
                 let k = *next_k;
-                if end_k.is_some_and(|end| k >= end) {
+                if own.0 >= own.1 || end_k.is_some_and(|end| k >= end) {
                     return None;
                 }
                 // Past what an Instant can hold is past any deadline: the schedule ends there.
@@ -134,7 +158,12 @@ impl WorkerSchedule {
                 if self.deadline.is_some_and(|d| at >= d || now >= d) {
                     return None;
                 }
-                *next_k += *stride;
+                // The next of this worker's lanes, or its first one a round later.
+                *next_k = if k % *lanes + 1 < own.1 {
+                    k + 1
+                } else {
+                    k + 1 + (*lanes - (own.1 - own.0))
+                };
                 Some(Ticket {
                     intended: Some(at),
                     measured: k >= *first_measured_k,
@@ -200,7 +229,7 @@ mod tests {
         let rate = 100.0;
         let mut all = Vec::new();
         for w in 0..3 {
-            let mut s = WorkerSchedule::open(t0, t0, rate, (w, 3), Some(10), None);
+            let mut s = WorkerSchedule::open(t0, t0, rate, ((w, w + 1), 3), Some(10), None);
             while let Some(t) = s.next(t0) {
                 all.push(t.intended.unwrap());
             }
@@ -218,10 +247,27 @@ mod tests {
         let t0 = Instant::now();
         let start = t0 + Duration::from_millis(50);
         let end = start + Duration::from_millis(100);
-        let mut s = WorkerSchedule::open(t0, start, 100.0, (0, 1), None, Some(end));
+        let mut s = WorkerSchedule::open(t0, start, 100.0, ((0, 1), 1), None, Some(end));
         let tickets: Vec<Ticket> = std::iter::from_fn(|| s.next(t0)).collect();
         assert_eq!(tickets.iter().filter(|t| !t.measured).count(), 5);
         assert_eq!(tickets.iter().filter(|t| t.measured).count(), 10);
+    }
+
+    /// A worker's share of the rate follows its connections: with 3 connections on 2 workers,
+    /// the worker with 2 sends two thirds (it sent half, and the one-connection worker fell
+    /// behind while the others idled).
+    #[test]
+    fn open_model_shares_follow_connections() {
+        let t0 = Instant::now();
+        let plan = RunPlan::new(3, 2, None);
+        let counts: Vec<usize> = (0..2)
+            .map(|w| {
+                let mut s =
+                    WorkerSchedule::open(t0, t0, 100.0, (plan.lanes(w), 3), Some(300), None);
+                std::iter::from_fn(|| s.next(t0)).count()
+            })
+            .collect();
+        assert_eq!(counts, vec![200, 100]);
     }
 
     /// Property: for any worker count, rate and -n, the workers' open-model tickets together
@@ -233,11 +279,15 @@ mod tests {
         let t0 = Instant::now();
         for _ in 0..200 {
             let workers = rng.random_range(1..=8);
+            let connections = rng.random_range(workers..=40) as u32;
             let rate = rng.random_range(1.0..50_000.0);
             let n = rng.random_range(1..500u64);
             let mut offsets: Vec<Duration> = Vec::new();
+            let plan = RunPlan::new(connections, workers, None);
             for w in 0..workers {
-                let mut s = WorkerSchedule::open(t0, t0, rate, (w, workers), Some(n), None);
+                let own = plan.lanes(w);
+                let lanes = u64::from(connections);
+                let mut s = WorkerSchedule::open(t0, t0, rate, (own, lanes), Some(n), None);
                 while let Some(t) = s.next(t0) {
                     assert!(t.measured);
                     offsets.push(t.intended.unwrap() - t0);

@@ -39,6 +39,13 @@ impl RunPlan {
             requests,
         }
     }
+
+    /// The open model's lanes of worker `index`: its connections' numbers over the run,
+    /// `start..end` (see `WorkerSchedule::open`).
+    pub fn lanes(&self, index: usize) -> (u64, u64) {
+        let start: u64 = self.connections[..index].iter().sum();
+        (start, start + self.connections[index])
+    }
 }
 
 #[cfg(test)]

@@ -49,6 +49,9 @@ pub struct WorkerStats {
     pub late_sends: u64,
     /// Open model: when the last measured send went, from the start of the measured part.
     pub last_send: Duration,
+    /// Open model: when this worker's next send was due, from the schedule's origin, had the
+    /// run gone on (its oldest unsent; the earliest over workers once merged).
+    pub next_due: Option<Duration>,
     /// Responses by status.
     pub status: StatusCounts,
     /// Failures by kind.
@@ -226,6 +229,10 @@ impl WorkerStats {
         self.send_lag.merge(&o.send_lag);
         self.late_sends += o.late_sends;
         self.last_send = self.last_send.max(o.last_send);
+        self.next_due = match (self.next_due, o.next_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         self.status.merge(&o.status);
         self.errors.merge(&o.errors);
         self.connections.merge(&o.connections);
