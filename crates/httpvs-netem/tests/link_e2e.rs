@@ -76,9 +76,12 @@ fn delay_50ms_each_way_reads_as_100ms_of_tcp_connect() {
     let mut sorted = times.clone();
     sorted.sort();
     let median = sorted[sorted.len() / 2];
+    // Never under the delay; over it by at most the relay's wake-ups on a loaded machine (a
+    // quiet one reads 100.3 ms; with a parallel build beside it, 104-151 ms were seen). A delay
+    // applied twice, or per packet of the handshake, still reads 150 ms or more.
     assert!(
-        median >= Duration::from_millis(100) && median <= Duration::from_millis(101),
-        "median connect {median:?}, want 100 ms ± 1 ms (all: {times:?})"
+        median >= Duration::from_millis(100) && median < Duration::from_millis(125),
+        "median connect {median:?}, want 100 ms (+ under 25 ms) (all: {times:?})"
     );
     let c = link.stop();
     assert!(c.up.packets_in >= 5 && c.down.packets_in >= 5, "{c}");
