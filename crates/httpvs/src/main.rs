@@ -1,5 +1,22 @@
 //! The `httpvs` binary: parses flags once, hands validated configs to the libraries, maps errors to one line and an exit code.
 
+/// `eprintln!` that never panics: a closed stderr (`2>&1 | head -1`) must not end a run
+/// before its results are written; a line it cannot print is dropped.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that never panics (see [`say!`]).
+macro_rules! say_raw {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod cli;
 
 use clap::Parser;
@@ -18,7 +35,7 @@ fn main() -> ExitCode {
     match cli::run(args) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("httpvs: {}", cli::one_line(&err));
+            say!("httpvs: {}", cli::one_line(&err));
             ExitCode::from(cli::exit_code(&err))
         }
     }

@@ -63,3 +63,19 @@ fn a_closed_stdout_is_a_quiet_success() {
     assert!(out.status.success(), "{:?}: {stderr}", out.status);
     assert!(stderr.is_empty(), "{stderr}");
 }
+
+/// A closed stderr (`2>&1 | head -1` once `head` is gone) drops the lines that go there; it
+/// does not panic. `eprintln!` did, with exit 101, and `compare` then wrote none of its files.
+#[test]
+fn a_closed_stderr_drops_its_lines_and_the_command_goes_on() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    // Nothing listens on port 9: the one-line error goes to the closed stderr.
+    let out = httpvs()
+        .args(["load", "http://127.0.0.1:9/", "-n", "1", "--no-progress"])
+        .stdout(Stdio::piped())
+        .stderr(writer)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+}

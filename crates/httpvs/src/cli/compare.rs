@@ -168,7 +168,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if args.url.is_none() {
                 // Allowed (contention may be what you measure), but never by accident.
                 if let Some(line) = config.pinning.overlap_warning() {
-                    eprintln!("httpvs: warning: {line}");
+                    say!("httpvs: warning: {line}");
                 }
             }
             let mut progress = Lines::default();
@@ -409,7 +409,7 @@ struct Lines {
 impl Progress for Lines {
     fn cell_started(&mut self, index: usize, total: usize, spec: &CellSpec<'_>) {
         let start = *self.started.get_or_insert_with(std::time::Instant::now);
-        eprint!(
+        say_raw!(
             "[{index:>3}/{total}] {:>4.0}s  {} / {} / {} {} ... ",
             start.elapsed().as_secs_f64(),
             spec.condition.name,
@@ -422,8 +422,8 @@ impl Progress for Lines {
     fn cell_finished(&mut self, cell: &httpvs_compare::results::CellResult) {
         let row = cell.row();
         match &row.failure {
-            Some(f) => eprintln!("did not run: {f}"),
-            None => eprintln!(
+            Some(f) => say!("did not run: {f}"),
+            None => say!(
                 "{} req/s, p99 {}",
                 render::format::thousands(row.rps.median),
                 render::format::millis(row.p99_ms)
@@ -432,7 +432,7 @@ impl Progress for Lines {
     }
 
     fn note(&mut self, line: &str) {
-        eprintln!("{line}");
+        say!("{line}");
     }
 }
 

@@ -200,7 +200,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     check_fd_limit(config.connections, config.streams, config.keepalive)?;
     if let Some(spec) = &args.net {
         for note in httpvs_netem::Impairment::unitless(spec) {
-            eprintln!("httpvs: note: --net {note}");
+            say!("httpvs: note: --net {note}");
         }
     }
     let rules = match &args.fail_on {
@@ -277,7 +277,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let log_failed = match &report.request_log {
         Some(log) => match &log.error {
             Some(why) => {
-                eprintln!(
+                say!(
                     "httpvs: --log-file: writing failed after {} rows: {why}",
                     log.rows
                 );
@@ -299,7 +299,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         .map(|t| t.rule.as_str())
         .collect();
     if !breached.is_empty() {
-        eprintln!("httpvs: --fail-on breached: {}", breached.join(", "));
+        say!("httpvs: --fail-on breached: {}", breached.join(", "));
         return Ok(ExitCode::from(1));
     }
     if report.interrupted {

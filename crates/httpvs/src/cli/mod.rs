@@ -112,7 +112,7 @@ pub fn usage_error(err: clap::Error) -> ExitCode {
         }
         _ => {
             let line = plain_value_reason(&clap_one_line(&err.to_string()));
-            eprintln!("httpvs: {line} (see --help)");
+            say!("httpvs: {line} (see --help)");
             ExitCode::from(2)
         }
     }

@@ -75,7 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .map(Impairment::unitless)
                 .unwrap_or_default()
             {
-                eprintln!("httpvs netem: note: {flag} {note}");
+                say!("httpvs netem: note: {flag} {note}");
             }
         }
     }
@@ -136,14 +136,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
     };
     if !args.quiet {
-        eprintln!("httpvs netem: up: {up} | down: {down} | {seeds}");
+        say!("httpvs netem: up: {up} | down: {down} | {seeds}");
         let via = if httpvs_netem::rootless::is_inside() {
             "rootless: a forwarder at the link's far end carries it on, so the server sees 127.0.0.1"
                 .to_string()
         } else {
             format!("client address {}", link.addresses().client)
         };
-        eprintln!(
+        say!(
             "httpvs netem: 127.0.0.1:PORT reaches this host's 127.0.0.1:PORT through the link ({via}){}",
             ipv6_note(&link)
         );
@@ -155,7 +155,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // after us: it ends with the command, as a service manager ends a unit's processes.
     let left = link.end_client_processes(std::time::Duration::from_secs(1));
     if left > 0 && !args.quiet {
-        eprintln!(
+        say!(
             "httpvs netem: ended {left} process{} the command left running behind the link (SIGTERM, then SIGKILL after 1 s)",
             if left == 1 { "" } else { "es" }
         );
@@ -166,7 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     link.drain(std::time::Duration::from_secs(2), &CUT_DRAIN);
     let counters = link.stop();
     if !args.quiet {
-        eprintln!(
+        say!(
             "httpvs netem: {:.2} s, {seeds} ({repeat} {} the same choices)",
             elapsed.as_secs_f64(),
             if repeat.starts_with("--seed") {
@@ -175,7 +175,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "repeat"
             }
         );
-        eprint!("{counters}");
+        say_raw!("{counters}");
     }
     Ok(ExitCode::from(exit_code(status)))
 }

@@ -91,7 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if config.limits.max_connections > room {
             // Said only of a limit you gave; the default just fits what the machine allows.
             if args.max_connections.is_some() {
-                eprintln!(
+                say!(
                     "httpvs serve: --max-connections {} lowered to {room}: this process may open {files} files (ulimit -n)",
                     config.limits.max_connections
                 );
@@ -130,7 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if first.elapsed() < SAME_STOP {
             continue;
         }
-        eprintln!("httpvs serve: second signal: stopped without waiting for the grace");
+        say!("httpvs serve: second signal: stopped without waiting for the grace");
         std::process::exit(i32::from(super::common::INTERRUPTED));
     });
     let totals = server.shutdown(grace);
