@@ -303,6 +303,15 @@ impl Target {
             for c in &mut plan.conditions {
                 c.payloads = None;
             }
+        } else {
+            // A plan's payloads against a user's server: `size` is the embedded server's (its
+            // `size=` query), and a payload at `/` goes to the URL's own path and query.
+            for p in &mut plan.payloads {
+                p.size = None;
+                if p.path == "/" {
+                    p.path = path.clone();
+                }
+            }
         }
         let (variants, skipped) = probe::probe(&endpoints, &path, &plan.protocols);
         if variants.is_empty() {

@@ -66,6 +66,29 @@ fn cleartext_url_runs_h1_and_h2c_and_says_why_tls_is_skipped() {
     server.shutdown(std::time::Duration::from_secs(1));
 }
 
+/// A plan of one's own against a URL: a payload at `/` asks for the URL's path and query, and
+/// the embedded server's `size` is not sent. They went to `/?size=100`, the URL's path lost.
+#[test]
+fn a_custom_plan_against_a_url_keeps_its_path_and_sends_no_size() {
+    let mut serve = ServeConfig::loopback_ephemeral();
+    serve.https = None;
+    serve.h3 = None;
+    let server = httpvs_server::start(serve).unwrap();
+    let url = format!("http://{}/?size=10", server.http_addr().unwrap());
+    let mut config = config(url, false);
+    config.custom_plan = true;
+    config.plan.protocols = vec![Variant::H1];
+    config.plan.payloads[0].size = "100".parse().ok();
+    let results = session::run(&config, &mut Silent).unwrap();
+    assert_eq!(results.plan.payloads[0].path, "/?size=10");
+    assert_eq!(results.plan.payloads[0].size, None);
+    let run = &results.cells[0].runs[0];
+    assert!(run.summary.succeeded > 0);
+    let asked = run.report["target"]["url"].as_str().unwrap_or("");
+    assert!(asked.ends_with("/?size=10"), "{asked}");
+    server.shutdown(std::time::Duration::from_secs(1));
+}
+
 #[test]
 fn tls_url_without_quic_skips_h3_after_a_trial() {
     let mut serve = ServeConfig::loopback_ephemeral();
