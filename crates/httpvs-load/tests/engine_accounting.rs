@@ -79,7 +79,7 @@ impl Connection for FakeConn {
             return Err(SendError::Retry(RetryReason::Refused));
         }
         if self.b.goaway_after > 0 && n > self.b.goaway_after {
-            return Err(SendError::Retry(RetryReason::Goaway));
+            return Err(SendError::Retry(RetryReason::Goaway(0)));
         }
         let global = self.counters.requests.fetch_add(1, Ordering::Relaxed) + 1;
         if global == 1 {

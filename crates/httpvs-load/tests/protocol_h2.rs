@@ -116,7 +116,7 @@ async fn goaway_after_keepalive_requests_retries_the_rest() {
                         assert_eq!(resp.status, 200);
                         done += 1;
                     }
-                    Err(SendError::Retry(RetryReason::Goaway | RetryReason::Refused)) => {
+                    Err(SendError::Retry(RetryReason::Goaway(_) | RetryReason::Refused)) => {
                         retried += 1
                     }
                     Err(e) => panic!("unexpected {e:?} after {done}"),

@@ -196,6 +196,6 @@ async fn another_reset_code_is_a_typed_h3_failure() {
 async fn goaway_on_the_control_stream_stops_new_requests() {
     // GOAWAY(0): the server will process no request stream; ours (id 0) is at the limit.
     let (result, cause) = one_request(Answer::Reset(0x10b), Some(0)).await;
-    assert_eq!(result, Err(SendError::Retry(RetryReason::Goaway)));
+    assert_eq!(result, Err(SendError::Retry(RetryReason::Goaway(0))));
     assert_eq!(cause, CloseCause::Goaway);
 }

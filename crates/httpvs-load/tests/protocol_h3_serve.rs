@@ -167,7 +167,7 @@ async fn close_1_is_a_goaway_after_the_response() {
         until_goaway(&conn).await;
         assert_eq!(conn.close_cause(), CloseCause::Goaway);
         let after = conn.send(&client.get("/"), std::time::Instant::now()).await;
-        assert_eq!(after.err(), Some(SendError::Retry(RetryReason::Goaway)));
+        assert_eq!(after.err(), Some(SendError::Retry(RetryReason::Goaway(0))));
     })
     .await;
 }

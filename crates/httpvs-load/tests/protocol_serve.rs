@@ -156,7 +156,7 @@ async fn h2_close_query_sends_goaway() {
     let next = conn
         .send(&get(&target, "/"), std::time::Instant::now())
         .await;
-    assert_eq!(next.err(), Some(SendError::Retry(RetryReason::Goaway)));
+    assert_eq!(next.err(), Some(SendError::Retry(RetryReason::Goaway(0))));
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -392,7 +392,7 @@ fn log_row<P: Protocol>(
 /// The failure a request gets when the server keeps refusing to process it.
 fn retry_exhausted(reason: RetryReason) -> ErrorKind {
     match reason {
-        RetryReason::Goaway => ErrorKind::Goaway(0),
+        RetryReason::Goaway(code) => ErrorKind::Goaway(code),
         RetryReason::Refused => ErrorKind::StreamReset(0x7),
         RetryReason::ConnectionClosed => ErrorKind::ConnectionClosed,
     }

@@ -66,7 +66,7 @@ impl RetryCounts {
     /// Counts one retry.
     pub fn count(&mut self, reason: RetryReason) {
         match reason {
-            RetryReason::Goaway => self.goaway += 1,
+            RetryReason::Goaway(_) => self.goaway += 1,
             RetryReason::Refused => self.refused += 1,
             RetryReason::ConnectionClosed => self.connection_closed += 1,
         }

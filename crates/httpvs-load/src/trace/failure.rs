@@ -62,7 +62,7 @@ pub fn send_failure(e: SendError, cause: Option<&str>) -> String {
         SendError::Failed(kind) => with_cause(format!("{kind}: {}", meaning(kind)), cause),
         SendError::Retry(reason) => {
             let why = match reason {
-                RetryReason::Goaway => "above the GOAWAY's last stream id",
+                RetryReason::Goaway(_) => "above the GOAWAY's last stream id",
                 RetryReason::Refused => "refused (REFUSED_STREAM / H3_REQUEST_REJECTED)",
                 RetryReason::ConnectionClosed => "the connection closed before its response",
             };

@@ -364,7 +364,7 @@ impl Session<'_> {
             let result = conn.send(&self.request, Instant::now()).await;
             return result.map_err(|e| {
                 let events = self.recorder.events();
-                if e == SendError::Retry(RetryReason::Goaway) {
+                if matches!(e, SendError::Retry(RetryReason::Goaway(_))) {
                     if let Some(last) = failure::h2_unsent_under_goaway(&events) {
                         return failure::not_sent_after_goaway(&format!("last stream id {last}"));
                     }
@@ -389,7 +389,7 @@ impl Session<'_> {
             result = &mut send => result,
         };
         result.map_err(|e| {
-            if e == SendError::Retry(RetryReason::Goaway) {
+            if matches!(e, SendError::Retry(RetryReason::Goaway(_))) {
                 // h3's GOAWAY names the first stream it will not process, not the last it will.
                 return "not processed by the server: its stream is at or past the GOAWAY's stream \
                         id (load retries such requests on a new connection)"

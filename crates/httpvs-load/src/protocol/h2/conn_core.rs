@@ -184,7 +184,9 @@ impl ConnCore {
         for slot in self.streams.open_slots() {
             let id = self.streams.get_mut(slot).map_or(0, |s| s.id);
             let outcome = match self.goaway {
-                Some((last, _)) if id > last => SendError::Retry(RetryReason::Goaway),
+                Some((last, code)) if id > last => {
+                    SendError::Retry(RetryReason::Goaway(u64::from(code)))
+                }
                 Some((_, code)) => SendError::Failed(ErrorKind::Goaway(u64::from(code))),
                 None => SendError::Failed(error.unwrap_or(ErrorKind::ConnectionClosed)),
             };
@@ -525,8 +527,10 @@ impl ConnCore {
         self.goaway = Some((last, error));
         for slot in self.streams.open_slots() {
             if self.streams.get_mut(slot).is_some_and(|s| s.id > last) {
-                self.streams
-                    .finish(slot, Err(SendError::Retry(RetryReason::Goaway)));
+                self.streams.finish(
+                    slot,
+                    Err(SendError::Retry(RetryReason::Goaway(u64::from(error)))),
+                );
             }
         }
         self.wake_waiters();

@@ -94,7 +94,12 @@ impl ReferenceConnection {
     /// An error before the request got a stream: the server never saw it.
     fn unsent(&self, e: &h2::Error) -> SendError {
         if (e.is_go_away() && e.is_remote()) || self.state.goaway().is_some() {
-            SendError::Retry(RetryReason::Goaway)
+            let code = self
+                .state
+                .goaway()
+                .map(|(_, code)| code)
+                .or_else(|| e.reason().map(u32::from));
+            SendError::Retry(RetryReason::Goaway(code.map_or(0, u64::from)))
         } else if e.is_io() || self.state.end().is_some() {
             SendError::Retry(RetryReason::ConnectionClosed)
         } else {
@@ -125,7 +130,7 @@ pub fn stream_error(e: &h2::Error, stream_id: u32, goaway: Option<(u32, u32)>) -
         // Streams above the last id were never processed (RFC 9113 §6.8): safe to resend.
         return match goaway {
             Some((last, _)) if stream_id <= last => SendError::Failed(ErrorKind::Goaway(code)),
-            _ => SendError::Retry(RetryReason::Goaway),
+            _ => SendError::Retry(RetryReason::Goaway(code)),
         };
     }
     SendError::Failed(ErrorKind::Protocol)

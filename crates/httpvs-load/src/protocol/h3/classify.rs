@@ -178,9 +178,9 @@ fn reset_failure(code: u64) -> StreamFailure {
 /// is at or above the server's GOAWAY id and whether the server refused our 0-RTT data.
 pub fn send_error(failure: StreamFailure, beyond_goaway: bool, early_rejected: bool) -> SendError {
     match failure {
-        StreamFailure::NotSent => SendError::Retry(RetryReason::Goaway),
+        StreamFailure::NotSent => SendError::Retry(RetryReason::Goaway(0)),
         // RFC 9114 §5.2: requests on streams at or above the GOAWAY id were not processed.
-        _ if beyond_goaway => SendError::Retry(RetryReason::Goaway),
+        _ if beyond_goaway => SendError::Retry(RetryReason::Goaway(0)),
         StreamFailure::Rejected => SendError::Retry(RetryReason::Refused),
         // 0-RTT refused: the server discarded the early request unprocessed.
         StreamFailure::ZeroRttRejected => SendError::Retry(RetryReason::Refused),

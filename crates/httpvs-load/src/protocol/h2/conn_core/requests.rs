@@ -71,8 +71,8 @@ impl ConnCore {
 
     /// Why a new request may not be sent here, as the retry the engine should make.
     fn refusal(&self) -> Option<SendError> {
-        if self.goaway.is_some() {
-            Some(SendError::Retry(RetryReason::Goaway))
+        if let Some((_, code)) = self.goaway {
+            Some(SendError::Retry(RetryReason::Goaway(u64::from(code))))
         } else if let Some(ConnEnd {
             error: Some(ErrorKind::Protocol),
             ..

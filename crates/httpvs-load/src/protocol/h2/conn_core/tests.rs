@@ -160,18 +160,44 @@ fn goaway_retries_streams_above_the_last_id_and_fails_the_rest_at_the_end() {
     .unwrap();
     assert_eq!(
         error_of(&mut core, s3),
-        Some(SendError::Retry(RetryReason::Goaway))
+        Some(SendError::Retry(RetryReason::Goaway(0)))
     );
     assert!(!core.accepts_requests());
     assert_eq!(core.close_cause(), CloseCause::Goaway);
     assert_eq!(
         open(&mut core),
-        Poll::Ready(Err(SendError::Retry(RetryReason::Goaway)))
+        Poll::Ready(Err(SendError::Retry(RetryReason::Goaway(0))))
     );
     core.end(CloseCause::Fin, None);
     assert_eq!(
         error_of(&mut core, s1),
         Some(SendError::Failed(ErrorKind::Goaway(0)))
+    );
+}
+
+/// A GOAWAY's error code goes with the retries it causes: when they run out, the request fails
+/// as `goaway(INTERNAL_ERROR)`, not `goaway(NO_ERROR)` whatever the server said.
+#[test]
+fn streams_above_a_goaway_retry_with_its_code() {
+    let mut core = ready_core();
+    let Poll::Ready(Ok(_s1)) = open(&mut core) else {
+        panic!()
+    };
+    let Poll::Ready(Ok(s3)) = open(&mut core) else {
+        panic!()
+    };
+    feed(
+        &mut core,
+        frame(kind::GOAWAY, 0, 0, &[0, 0, 0, 1, 0, 0, 0, 2]),
+    )
+    .unwrap();
+    assert_eq!(
+        error_of(&mut core, s3),
+        Some(SendError::Retry(RetryReason::Goaway(2)))
+    );
+    assert_eq!(
+        open(&mut core),
+        Poll::Ready(Err(SendError::Retry(RetryReason::Goaway(2))))
     );
 }
 
