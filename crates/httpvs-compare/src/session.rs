@@ -368,11 +368,14 @@ fn nothing_answered(url: &str, skipped: &[crate::results::Skipped]) -> String {
         .into_iter()
         .map(|(cause, names)| format!("{}: {cause}", names.join(", ")))
         .collect();
+    let need = |names: &[&str]| if names.len() == 1 { "needs" } else { "need" };
     if !need_http.is_empty() {
-        parts.push(format!("{} need an http:// URL", need_http.join(", ")));
+        let verb = need(&need_http);
+        parts.push(format!("{} {verb} an http:// URL", need_http.join(", ")));
     }
     if !need_https.is_empty() {
-        parts.push(format!("{} need an https:// URL", need_https.join(", ")));
+        let verb = need(&need_https);
+        parts.push(format!("{} {verb} an https:// URL", need_https.join(", ")));
     }
     format!("{url} answered none of the protocols: {}", parts.join("; "))
 }

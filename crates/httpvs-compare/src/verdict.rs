@@ -486,14 +486,19 @@ fn explain_slow(row: &Row, base: Option<&Row>, lossy: bool) -> Option<String> {
     Some(why.into())
 }
 
-/// `3.1x`, `0.62x`.
+/// `3.1x`, `0.62x`, `0.003x`: a ratio below 0.01 keeps one significant digit (it read
+/// `0.00x`, as if the row had not run), and one below 0.001 reads `<0.001x`.
 pub fn format_ratio(r: f64) -> String {
     if r >= 10.0 {
         format!("{r:.0}x")
     } else if r >= 1.0 {
         format!("{r:.1}x")
-    } else {
+    } else if r >= 0.01 {
         format!("{r:.2}x")
+    } else if r >= 0.001 {
+        format!("{r:.3}x")
+    } else {
+        "<0.001x".to_string()
     }
 }
 

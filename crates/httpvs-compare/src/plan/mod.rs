@@ -351,6 +351,31 @@ impl Plan {
                 }
             }
         }
+        // Zero would start no server, or a server that takes no stream: each row would then
+        // "not run", past the point where a bad plan is one line.
+        if self.server.threads == Some(0) {
+            return err("server.threads".into(), "must be at least 1".into());
+        }
+        if self.server.max_streams == Some(0) {
+            return err("server.max_streams".into(), "must be at least 1".into());
+        }
+        if self.server.max_requests_per_conn == Some(0) {
+            return err(
+                "server.max_requests_per_conn".into(),
+                "must be at least 1".into(),
+            );
+        }
+        if self.client.threads == Some(0) {
+            return err("client.threads".into(), "must be at least 1".into());
+        }
+        if let Some((i, _)) = self
+            .conditions
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.name.trim().is_empty())
+        {
+            return err(format!("conditions[{i}].name"), "is empty".into());
+        }
         if !(1..=100).contains(&self.repeats) {
             return err("repeats".into(), "must be 1..=100".into());
         }

@@ -61,6 +61,18 @@ fn bad_values_name_their_field_and_line() {
     assert!(!e.contains('\n'));
 }
 
+/// Zeros that would start no server (or one that takes no stream) are plan errors, named by
+/// field, not a failure once the run starts; so is a condition with no name.
+#[test]
+fn zero_server_settings_and_empty_names_are_refused() {
+    let e = error_of(&format!("{MINIMAL}[server]\nthreads = 0\n"));
+    assert!(e.contains("server.threads: must be at least 1"), "{e}");
+    let e = error_of(&format!("{MINIMAL}[server]\nmax_streams = 0\n"));
+    assert!(e.contains("server.max_streams: must be at least 1"), "{e}");
+    let e = error_of(&MINIMAL.replace("name = \"clean\"", "name = \"\""));
+    assert!(e.contains("conditions[0].name: is empty"), "{e}");
+}
+
 #[test]
 fn unknown_and_missing_fields_are_named() {
     let e = error_of(&format!("repeets = 2\n{MINIMAL}"));

@@ -553,3 +553,12 @@ fn a_thin_row_names_the_warm_up_requests_still_in_flight() {
         "completed 43 of 60 started in 0.6 s, and 47 started in the warm-up were still in flight"
     );
 }
+
+/// A row at 290 req/s against 140,420 is 0.002x, not `0.00x`.
+#[test]
+fn tiny_ratios_keep_a_digit() {
+    assert_eq!(format_ratio(290.0 / 140_420.0), "0.002x");
+    assert_eq!(format_ratio(0.0004), "<0.001x");
+    assert_eq!(format_ratio(0.62), "0.62x");
+    assert_eq!(format_ratio(3.14), "3.1x");
+}

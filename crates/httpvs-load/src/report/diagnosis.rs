@@ -34,8 +34,17 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
     } else {
         "with FIN"
     };
+    // The client's own `-H 'Connection: close'` asks the server to close after each answer.
+    let asked_to_close = config.headers.iter().any(|(name, value)| {
+        name == http::header::CONNECTION
+            && value
+                .to_str()
+                .is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")))
+    });
     let hint = if stats.requests.succeeded == 0 {
         "it answered none of them (see errors)"
+    } else if asked_to_close && c.closed_connection_close >= closed / 2 {
+        "as this run's -H 'Connection: close' asks"
     } else if c.closed_reset >= closed / 2 {
         "check the server's error log and its connection limits"
     } else if every < 0.5 {
@@ -117,6 +126,30 @@ mod tests {
         );
         stats.connections.opened = 8;
         assert_eq!(churn_diagnosis(&config, &stats), None);
+    }
+
+    /// The run's own `-H 'Connection: close'` is named as the cause, not the server's
+    /// keep-alive (the note asked "is keep-alive off there?").
+    #[test]
+    fn a_close_the_run_asked_for_is_said_to_be_asked() {
+        let mut config = crate::LoadConfig::new("http://127.0.0.1:1/")
+            .unwrap()
+            .shape(1, 1);
+        config.headers.push((
+            http::header::CONNECTION,
+            http::HeaderValue::from_static("close"),
+        ));
+        let mut stats = WorkerStats::default();
+        stats.connections.opened = 20;
+        for _ in 0..20 {
+            stats.connections.retire(CloseCause::ConnectionClose, 1);
+        }
+        stats.requests.succeeded = 20;
+        let d = churn_diagnosis(&config, &stats).unwrap();
+        assert!(
+            d.ends_with("as this run's -H 'Connection: close' asks"),
+            "{d}"
+        );
     }
 
     /// nginx reloaded three times under load: closes at 5,184 to 17,821 requests are not a

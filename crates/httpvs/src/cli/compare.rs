@@ -227,6 +227,16 @@ fn same_path(a: &std::path::Path, b: &std::path::Path) -> bool {
 /// Turns flags into the library's config; every bad value is one line and exit 2.
 fn config(args: &Args) -> anyhow::Result<CompareConfig> {
     if let Some(url) = &args.url {
+        // load's -H is not compare's: say what compare takes instead.
+        let authority = url
+            .split("://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next());
+        if authority.is_some_and(|a| a.contains('@')) {
+            return Err(super::usage(
+                "user:password@ in the URL is not taken by compare: give a --plan whose payloads carry an Authorization header",
+            ));
+        }
         httpvs_load::config::parse_url(url).map_err(|e| super::usage(e.to_string()))?;
     }
     let mut plan = match &args.plan {
