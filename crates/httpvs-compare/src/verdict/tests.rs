@@ -560,5 +560,5 @@ fn tiny_ratios_keep_a_digit() {
     assert_eq!(format_ratio(290.0 / 140_420.0), "0.002x");
     assert_eq!(format_ratio(0.0004), "<0.001x");
     assert_eq!(format_ratio(0.62), "0.62x");
-    assert_eq!(format_ratio(3.14), "3.1x");
+    assert_eq!(format_ratio(3.21), "3.2x");
 }
