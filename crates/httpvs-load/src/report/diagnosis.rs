@@ -108,17 +108,24 @@ mod tests {
         assert_eq!(group(1_000_000), "1,000,000");
     }
 
+    /// A run whose `n` connections the server closed by `cause`, each after `every` requests
+    /// that all succeeded.
+    fn closed_every(n: u64, cause: CloseCause, every: u64) -> WorkerStats {
+        let mut stats = WorkerStats::default();
+        stats.connections.opened = n;
+        for _ in 0..n {
+            stats.connections.retire(cause, every);
+        }
+        stats.requests.succeeded = n * every;
+        stats
+    }
+
     #[test]
     fn names_the_keepalive_limit() {
         let config = crate::LoadConfig::new("http://127.0.0.1:1/")
             .unwrap()
             .shape(4, 50);
-        let mut stats = WorkerStats::default();
-        stats.connections.opened = 200;
-        for _ in 0..200 {
-            stats.connections.retire(CloseCause::Goaway, 100);
-        }
-        stats.requests.succeeded = 20_000;
+        let mut stats = closed_every(200, CloseCause::Goaway, 100);
         let d = churn_diagnosis(&config, &stats).unwrap();
         assert_eq!(
             d,
@@ -139,12 +146,7 @@ mod tests {
             http::header::CONNECTION,
             http::HeaderValue::from_static("close"),
         ));
-        let mut stats = WorkerStats::default();
-        stats.connections.opened = 20;
-        for _ in 0..20 {
-            stats.connections.retire(CloseCause::ConnectionClose, 1);
-        }
-        stats.requests.succeeded = 20;
+        let stats = closed_every(20, CloseCause::ConnectionClose, 1);
         let d = churn_diagnosis(&config, &stats).unwrap();
         assert!(
             d.ends_with("as this run's -H 'Connection: close' asks"),
