@@ -329,6 +329,22 @@ pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
         }
         return nothing(no_verdict_line(&blocking, rows), not_ranked);
     };
+    // One row left to rank because the others did not run: there is nothing to compare it with.
+    let failed: Vec<String> = rows
+        .iter()
+        .filter(|r| r.failure.is_some())
+        .map(|r| label(r, rows))
+        .collect();
+    if ranked.len() == 1 && !failed.is_empty() && errored.is_empty() && thin.is_empty() {
+        return nothing(
+            format!(
+                "no verdict: only {} ran ({} did not run)",
+                label(best, rows),
+                failed.join(", ")
+            ),
+            not_ranked,
+        );
+    }
     let mut v = ranked_verdict(&ranked, best, rows, baseline, lossy);
     if !errored.is_empty() {
         let each: Vec<String> = errored

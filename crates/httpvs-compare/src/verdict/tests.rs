@@ -562,3 +562,15 @@ fn tiny_ratios_keep_a_digit() {
     assert_eq!(format_ratio(0.62), "0.62x");
     assert_eq!(format_ratio(3.21), "3.2x");
 }
+
+/// The other protocol did not run (the server went away): the one row that did is not called
+/// fastest, since there was nothing to compare it with.
+#[test]
+fn a_lone_row_beside_rows_that_did_not_run_is_no_winner() {
+    let mut gone = row(Variant::H2c, [0.0, 0.0, 0.0]);
+    gone.failure = Some("connection refused".into());
+    let rows = [row(Variant::H1, [100.0, 100.0, 100.0]), gone];
+    let v = verdict(&rows, Variant::H1, false);
+    assert_eq!(v.fastest, None);
+    assert_eq!(v.line, "no verdict: only h1 ran (h2c did not run)");
+}
