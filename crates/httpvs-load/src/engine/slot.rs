@@ -8,7 +8,7 @@
 use super::context::WorkerCtx;
 use super::request_timer::RequestDeadlines;
 use crate::error::ErrorKind;
-use crate::protocol::{ConnectInfo, Connection, Protocol, WireBytes};
+use crate::protocol::{CloseCause, ConnectInfo, Connection, Protocol, WireBytes};
 use std::cell::Cell;
 use std::cell::RefCell;
 use std::future::poll_fn;
@@ -135,6 +135,9 @@ impl<P: Protocol> Drop for LiveConn<P> {
         let mut rec = self.ctx.recorder.borrow_mut();
         rec.total.wire.add_wire(&wire);
         rec.total.connections.retire(cause, self.requests.get());
+        if cause == CloseCause::Goaway && self.conn.goaway_error().is_some() {
+            rec.total.connections.closed_goaway_error += 1;
+        }
         if let Some(q) = quic {
             rec.total.quic.add(&q);
         }

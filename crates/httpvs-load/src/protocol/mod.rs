@@ -258,6 +258,11 @@ pub trait Connection: 'static {
     fn quic_stats(&self) -> Option<QuicStats> {
         None
     }
+    /// The error code of the server's GOAWAY when it was not NO_ERROR (h2; h3's GOAWAY has no
+    /// code): such a close is the server failing, not a keep-alive limit.
+    fn goaway_error(&self) -> Option<u64> {
+        None
+    }
     /// On a fresh connection about to be closed (the engine's probe): the server's limit on
     /// concurrent request streams when it is at most `want`, for protocols that learn it only by
     /// trying (h3: quinn does not expose the peer's transport parameters). `None` when unknown

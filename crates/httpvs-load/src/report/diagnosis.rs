@@ -43,6 +43,13 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
     });
     let hint = if stats.requests.succeeded == 0 {
         "it answered none of them (see errors)"
+    } else if c.closed_goaway_error >= closed / 2 && c.closed_goaway >= closed / 2 {
+        // Not a limit: the server ended them with an error code (`trace` shows which).
+        return Some(format!(
+            "the server closed connections {} times with GOAWAY, {} of them with an error code, not NO_ERROR: it is failing, not reaching a limit per connection (httpvs trace shows the code)",
+            group(closed),
+            group(c.closed_goaway_error)
+        ));
     } else if asked_to_close && c.closed_connection_close >= closed / 2 {
         "as this run's -H 'Connection: close' asks"
     } else if c.closed_reset >= closed / 2 {
@@ -133,6 +140,20 @@ mod tests {
         );
         stats.connections.opened = 8;
         assert_eq!(churn_diagnosis(&config, &stats), None);
+    }
+
+    /// GOAWAYs with an error code every few requests are the server failing, not its
+    /// keep-alive limit (the note pointed at nginx's keepalive_requests).
+    #[test]
+    fn goaways_with_an_error_code_are_not_called_a_limit() {
+        let config = crate::LoadConfig::new("http://127.0.0.1:1/")
+            .unwrap()
+            .shape(2, 4);
+        let mut stats = closed_every(19, CloseCause::Goaway, 5);
+        stats.connections.closed_goaway_error = 19;
+        let d = churn_diagnosis(&config, &stats).unwrap();
+        assert!(d.contains("19 of them with an error code"), "{d}");
+        assert!(!d.contains("keepalive_requests"), "{d}");
     }
 
     /// The run's own `-H 'Connection: close'` is named as the cause, not the server's

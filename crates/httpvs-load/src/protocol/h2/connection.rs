@@ -104,6 +104,10 @@ impl crate::protocol::Connection for Http2Connection {
         lock(&self.core).close_cause()
     }
 
+    fn goaway_error(&self) -> Option<u64> {
+        lock(&self.core).goaway_error()
+    }
+
     fn wire(&self) -> WireBytes {
         self.counter.snapshot()
     }

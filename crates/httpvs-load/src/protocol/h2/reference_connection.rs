@@ -168,6 +168,13 @@ impl crate::protocol::Connection for ReferenceConnection {
         self.state.close_cause()
     }
 
+    fn goaway_error(&self) -> Option<u64> {
+        self.state
+            .goaway()
+            .map(|(_, code)| u64::from(code))
+            .filter(|code| *code != 0)
+    }
+
     fn wire(&self) -> WireBytes {
         self.counter.snapshot()
     }

@@ -142,6 +142,13 @@ impl ConnCore {
         self.refusal().is_none()
     }
 
+    /// The server's GOAWAY error code, when it sent one that was not NO_ERROR.
+    pub fn goaway_error(&self) -> Option<u64> {
+        self.goaway
+            .map(|(_, code)| u64::from(code))
+            .filter(|code| *code != 0)
+    }
+
     /// Why the connection stopped accepting requests.
     pub fn close_cause(&self) -> CloseCause {
         if self.local_close {

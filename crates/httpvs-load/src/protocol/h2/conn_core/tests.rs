@@ -195,6 +195,8 @@ fn streams_above_a_goaway_retry_with_its_code() {
         error_of(&mut core, s3),
         Some(SendError::Retry(RetryReason::Goaway(2)))
     );
+    // The connection's close is counted as a GOAWAY with an error code.
+    assert_eq!(core.goaway_error(), Some(2));
     assert_eq!(
         open(&mut core),
         Poll::Ready(Err(SendError::Retry(RetryReason::Goaway(2))))
