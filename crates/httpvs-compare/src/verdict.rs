@@ -153,6 +153,11 @@ pub fn ties(a: &Row, b: &Row) -> bool {
     top > 0.0 && diff / top <= SINGLE_RUN_TIE
 }
 
+/// Whether two rows' min-max ranges of req/s meet.
+fn overlap(a: &Row, b: &Row) -> bool {
+    a.rps.min <= b.rps.max && b.rps.min <= a.rps.max
+}
+
 /// One round of a row's requests in flight over its measured period (in flight ÷ seconds): a
 /// closed loop's req/s moves in steps of about this, so a smaller difference is no difference.
 pub fn round_rps(row: &Row) -> f64 {
@@ -445,12 +450,15 @@ fn ranked_verdict(
             "tie: {}{}",
             names.join(" ≈ "),
             parenthesised(&[
-                // A single run has no spread: the rule that made the tie follows.
+                // A single run has no spread: the rule that made the tie follows. Repeats
+                // whose ranges do not meet tie only by the one-round rule: say that one.
                 Some(
                     if best.runs <= 1 {
                         "too close to call"
-                    } else {
+                    } else if compared.iter().all(|r| overlap(best, r)) {
                         "inside the spread"
+                    } else {
+                        "within one round of requests in flight"
                     }
                     .into()
                 ),

@@ -574,3 +574,24 @@ fn a_lone_row_beside_rows_that_did_not_run_is_no_winner() {
     assert_eq!(v.fastest, None);
     assert_eq!(v.line, "no verdict: only h1 ran (h2c did not run)");
 }
+
+/// Repeats whose ranges do not meet, tied by the one-round rule (1105 - 1010 = 95 req/s, under
+/// 64 in flight / 0.6 s), say so: they read "inside the spread".
+#[test]
+fn a_tie_by_one_round_says_so() {
+    let mut h1 = row(Variant::H1, [1000.0, 1010.0, 1020.0]);
+    let mut h2c = row(Variant::H2c, [1100.0, 1105.0, 1110.0]);
+    for r in [&mut h1, &mut h2c] {
+        r.shape.connections = 64;
+        r.fewest_connections = 64;
+        r.connections = 64.0;
+        r.seconds = 0.6;
+    }
+    let v = verdict(&[h1, h2c], Variant::H1, false);
+    assert!(
+        v.line
+            .starts_with("tie: h2c ≈ h1 (within one round of requests in flight;"),
+        "{}",
+        v.line
+    );
+}
