@@ -37,7 +37,7 @@ use crate::error::ErrorKind;
 use crate::protocol::window::ReceiveWindows;
 use crate::protocol::{ConnectInfo, ConnectOptions, Protocol, Target};
 use quinn::crypto::rustls::{HandshakeData, QuicClientConfig};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -112,7 +112,7 @@ pub struct Http3 {
     /// The last connect attempt was refused (ICMP port-unreachable): the next one probes for
     /// that at once instead of after [`REFUSED_PROBE_AFTER`], so a `-n` run against a server
     /// that went down fails its requests at the pace of TCP's refusals, not four a second.
-    refused_last: std::cell::Cell<bool>,
+    refused_last: Cell<bool>,
 }
 
 impl Http3 {
@@ -155,7 +155,7 @@ impl Http3 {
             trace: None,
             engine: H3Engine::Owned,
             last_failure: RefCell::new(None),
-            refused_last: std::cell::Cell::new(false),
+            refused_last: Cell::new(false),
         })
     }
 

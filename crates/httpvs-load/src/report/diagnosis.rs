@@ -36,10 +36,7 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
     };
     // The client's own `-H 'Connection: close'` asks the server to close after each answer.
     let asked_to_close = config.headers.iter().any(|(name, value)| {
-        name == http::header::CONNECTION
-            && value
-                .to_str()
-                .is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")))
+        name == http::header::CONNECTION && crate::protocol::h1::names_close(value.as_bytes())
     });
     let hint = if stats.requests.succeeded == 0 {
         "it answered none of them (see errors)"
@@ -115,6 +112,13 @@ mod tests {
         assert_eq!(group(1_000_000), "1,000,000");
     }
 
+    /// A config of `connections` x `streams` to a target nothing needs to answer.
+    fn shaped(connections: u32, streams: u32) -> crate::LoadConfig {
+        crate::LoadConfig::new("http://127.0.0.1:1/")
+            .unwrap()
+            .shape(connections, streams)
+    }
+
     /// A run whose `n` connections the server closed by `cause`, each after `every` requests
     /// that all succeeded.
     fn closed_every(n: u64, cause: CloseCause, every: u64) -> WorkerStats {
@@ -129,9 +133,7 @@ mod tests {
 
     #[test]
     fn names_the_keepalive_limit() {
-        let config = crate::LoadConfig::new("http://127.0.0.1:1/")
-            .unwrap()
-            .shape(4, 50);
+        let config = shaped(4, 50);
         let mut stats = closed_every(200, CloseCause::Goaway, 100);
         let d = churn_diagnosis(&config, &stats).unwrap();
         assert_eq!(
@@ -146,9 +148,7 @@ mod tests {
     /// keep-alive limit (the note pointed at nginx's keepalive_requests).
     #[test]
     fn goaways_with_an_error_code_are_not_called_a_limit() {
-        let config = crate::LoadConfig::new("http://127.0.0.1:1/")
-            .unwrap()
-            .shape(2, 4);
+        let config = shaped(2, 4);
         let mut stats = closed_every(19, CloseCause::Goaway, 5);
         stats.connections.closed_goaway_error = 19;
         let d = churn_diagnosis(&config, &stats).unwrap();
@@ -160,9 +160,7 @@ mod tests {
     /// keep-alive (the note asked "is keep-alive off there?").
     #[test]
     fn a_close_the_run_asked_for_is_said_to_be_asked() {
-        let mut config = crate::LoadConfig::new("http://127.0.0.1:1/")
-            .unwrap()
-            .shape(1, 1);
+        let mut config = shaped(1, 1);
         config.headers.push((
             http::header::CONNECTION,
             http::HeaderValue::from_static("close"),
@@ -179,9 +177,7 @@ mod tests {
     /// keepalive_requests limit, and the note no longer points there.
     #[test]
     fn closes_far_apart_are_not_called_a_limit() {
-        let config = crate::LoadConfig::new("http://127.0.0.1:1/")
-            .unwrap()
-            .shape(4, 1);
+        let config = shaped(4, 1);
         let mut stats = WorkerStats::default();
         stats.connections.opened = 16;
         for n in [5_184, 17_821, 9_000, 7_707] {

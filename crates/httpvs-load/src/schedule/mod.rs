@@ -104,9 +104,7 @@ impl WorkerSchedule {
                 own,
                 end_k,
                 ..
-            } if own.0 < own.1 && end_k.is_none_or(|end| *next_k < end) => {
-                due_offset(*next_k, *rate)
-            }
+            } if has_next(*own, *next_k, *end_k) => due_offset(*next_k, *rate),
             _ => None,
         }
     }
@@ -148,7 +146,7 @@ impl WorkerSchedule {
                 end_k,
             } => {
                 let k = *next_k;
-                if own.0 >= own.1 || end_k.is_some_and(|end| k >= end) {
+                if !has_next(*own, k, *end_k) {
                     return None;
                 }
                 // Past what an Instant can hold is past any deadline: the schedule ends there.
@@ -171,6 +169,12 @@ impl WorkerSchedule {
             }
         }
     }
+}
+
+/// Whether an open-model worker owning lanes `own` has send `next_k` to release (it owns a
+/// lane, and a `-n` run has not reached its end).
+fn has_next(own: (u64, u64), next_k: u64, end_k: Option<u64>) -> bool {
+    own.0 < own.1 && end_k.is_none_or(|end| next_k < end)
 }
 
 /// When open-model send `k` is due, after the schedule's origin (`None`: past any clock).

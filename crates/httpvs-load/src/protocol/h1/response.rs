@@ -182,6 +182,11 @@ fn parse_content_length(value: &[u8]) -> Result<u64, ErrorKind> {
         .ok_or(ErrorKind::Protocol)
 }
 
+/// Whether a `Connection` value names `close` among its tokens (either side's header).
+pub fn names_close(value: &[u8]) -> bool {
+    tokens(value).any(|t| t.eq_ignore_ascii_case(b"close"))
+}
+
 fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
     value
         .split(|&b| b == b',')

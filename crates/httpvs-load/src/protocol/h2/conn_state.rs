@@ -50,6 +50,11 @@ impl ConnState {
             .fetch_min(last_stream, Ordering::Relaxed);
     }
 
+    /// The server's GOAWAY error code, when it sent one that was not NO_ERROR.
+    pub fn goaway_error(&self) -> Option<u64> {
+        goaway_error(self.goaway())
+    }
+
     /// The last stream id of the server's GOAWAY, and its error code.
     pub fn goaway(&self) -> Option<(u32, u32)> {
         let last = self.goaway_last_stream.load(Ordering::Relaxed);
@@ -112,4 +117,12 @@ pub fn connection_error_kind(e: &h2::Error) -> ErrorKind {
         }
         _ => ErrorKind::Protocol,
     }
+}
+
+/// The error code of a GOAWAY (last stream id, code) when it is not NO_ERROR: both h2 engines
+/// count such a close as the server failing.
+pub fn goaway_error(goaway: Option<(u32, u32)>) -> Option<u64> {
+    goaway
+        .map(|(_, code)| u64::from(code))
+        .filter(|code| *code != 0)
 }

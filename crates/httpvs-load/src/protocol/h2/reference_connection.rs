@@ -169,10 +169,7 @@ impl crate::protocol::Connection for ReferenceConnection {
     }
 
     fn goaway_error(&self) -> Option<u64> {
-        self.state
-            .goaway()
-            .map(|(_, code)| u64::from(code))
-            .filter(|code| *code != 0)
+        self.state.goaway_error()
     }
 
     fn wire(&self) -> WireBytes {

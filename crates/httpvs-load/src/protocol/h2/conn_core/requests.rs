@@ -144,9 +144,7 @@ impl ConnCore {
 
     /// The server's GOAWAY error code, when it sent one that was not NO_ERROR.
     pub fn goaway_error(&self) -> Option<u64> {
-        self.goaway
-            .map(|(_, code)| u64::from(code))
-            .filter(|code| *code != 0)
+        super::super::conn_state::goaway_error(self.goaway)
     }
 
     /// Why the connection stopped accepting requests.
