@@ -404,6 +404,37 @@ fn open_model_series_counts_preopened_connections_from_the_start() {
     assert_eq!(json["connections"]["opened"], 50);
 }
 
+/// The per-second series splits on the run's seconds, not when a worker's ticker runs: at 4
+/// req/s for 2 s the request sent at 1.000 s ends after it and counts in the second second
+/// (the ticker, a millisecond late, read 5 then 3).
+#[test]
+fn per_second_series_splits_on_the_runs_seconds() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let out = httpvs(&[
+        &url,
+        "--rate",
+        "4",
+        "-z",
+        "2s",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--json",
+        "--no-progress",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rates: Vec<f64> = json["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["requests_per_s"].as_f64().unwrap())
+        .collect();
+    assert_eq!(rates, [4.0, 4.0], "{}", json["series"]);
+}
+
 /// `--percentiles` adds to the listed percentiles (as Fortio's -p), and a `--fail-on` rule's
 /// percentile is listed and judged itself (p98 was judged on the p99 above it).
 #[test]

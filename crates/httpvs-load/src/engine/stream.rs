@@ -53,7 +53,7 @@ impl<'a> InFlight<'a> {
         let recorder = &ctx.recorder;
         if ticket.measured {
             let mut rec = recorder.borrow_mut();
-            rec.started();
+            rec.started(now);
             if let Some(at) = ticket.intended {
                 let into_run = now.saturating_duration_since(ctx.shared.measure_start);
                 rec.send_lag(now.saturating_duration_since(at), into_run);
@@ -72,10 +72,10 @@ impl<'a> InFlight<'a> {
         }
     }
 
-    fn fail(&mut self, kind: ErrorKind) {
+    fn fail(&mut self, kind: ErrorKind, at: Instant) {
         self.resolved = true;
         if self.measured {
-            self.recorder.borrow_mut().failed(kind);
+            self.recorder.borrow_mut().failed(at, kind);
         }
     }
 }
@@ -169,8 +169,8 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
                     None => match slot.connection(req.measured).await {
                         Ok(live) => (live, Instant::now()),
                         Err(kind) => {
-                            req.fail(kind);
                             let end = Instant::now();
+                            req.fail(kind, end);
                             log_row(&slot.ctx, &req, (end, end), 0, Err(kind));
                             break end;
                         }
@@ -335,7 +335,7 @@ fn settle<P: Protocol>(
                         .then(|| end - req.first_send.unwrap_or(send_start)),
                     exchange,
                 };
-                ctx.recorder.borrow_mut().succeeded(timings, &info);
+                ctx.recorder.borrow_mut().succeeded(end, timings, &info);
                 log_row(ctx, req, (send_start, end), number, Ok(info.status));
             }
             Attempt::Done
@@ -344,7 +344,7 @@ fn settle<P: Protocol>(
             req.retries += u8::from(refused_without_progress);
             if req.retries > MAX_RETRIES {
                 let kind = retry_exhausted(reason);
-                req.fail(kind);
+                req.fail(kind, end);
                 log_row(ctx, req, (send_start, end), number, Err(kind));
                 return Attempt::Done;
             }
@@ -354,7 +354,7 @@ fn settle<P: Protocol>(
             Attempt::Retry
         }
         Err(SendError::Failed(kind)) => {
-            req.fail(kind);
+            req.fail(kind, end);
             log_row(ctx, req, (send_start, end), number, Err(kind));
             Attempt::Done
         }

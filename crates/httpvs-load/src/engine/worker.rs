@@ -119,6 +119,7 @@ pub fn run_worker<F: ProtocolFactory>(
             log: RefCell::new(shared.request_log.clone().map(WorkerLog::new)),
             pacer: pacer.clone(),
         });
+        ctx.recorder.borrow_mut().start_clock(shared.origin);
         if shared.stopping() {
             ctx.interrupt();
         }
@@ -158,7 +159,7 @@ pub fn run_worker<F: ProtocolFactory>(
             slot.release();
         }
         drop(slots);
-        let last = ctx.recorder.borrow_mut().take_interval();
+        let last = ctx.recorder.borrow_mut().take_rest();
         let _ = tx.send(WorkerMsg::Interval { stats: last });
         let _ = tx.send(WorkerMsg::Finished);
         let mut stats = std::mem::take(&mut ctx.recorder.borrow_mut().total);

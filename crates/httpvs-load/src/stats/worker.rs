@@ -6,6 +6,11 @@
 //! connections opened) is recorded once, in the interval, and added to the totals when the
 //! interval is handed over ([`WorkerRecorder::take_interval`]): a request costs one latency
 //! record, not two.
+//!
+//! An interval ends on the run's whole seconds, not when the worker's ticker runs (which can be
+//! late by a timer tick or a busy loop turn): an outcome timed at or past the interval's end
+//! closes it first ([`WorkerRecorder::start_clock`]), so a request sent at 1.000 s that
+//! ended at 1.0003 s counts in the second second, whenever the ticker comes.
 
 use super::counters::{
     ConnectionCounts, ErrorCounts, QuicTotals, RequestCounts, RetryCounts, StatusCounts,
@@ -14,7 +19,8 @@ use super::counters::{
 use super::histogram::LatencyHistogram;
 use crate::error::ErrorKind;
 use crate::protocol::{ConnectInfo, ResponseInfo, RetryReason};
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 /// A send is "late" when it left this long after its intended time (open model).
 pub const LATE_AFTER: Duration = Duration::from_millis(1);
@@ -123,16 +129,46 @@ pub struct WorkerRecorder {
     /// `total.body`, added in one step when the interval is handed over instead of one
     /// histogram record each.
     instant_bodies: u64,
+    /// When the interval being filled ends: the run's next whole second. `None` before the
+    /// run's clock starts (and in tests that hand intervals over by hand).
+    interval_end: Option<Instant>,
+    /// Intervals that ended (an outcome came at or past their end) before the ticker took
+    /// them, oldest first: one, or one a second the ticker is late.
+    ended: VecDeque<IntervalStats>,
 }
 
 impl WorkerRecorder {
-    /// A request left the schedule.
-    pub fn started(&mut self) {
+    /// The run's clock started at `origin`: intervals end on its whole seconds from now on.
+    pub fn start_clock(&mut self, origin: Instant) {
+        self.interval_end = Some(origin + Duration::from_secs(1));
+    }
+
+    /// Something is recorded as of `at`: closes the interval first if `at` is past its end.
+    #[inline]
+    fn at(&mut self, at: Instant) {
+        if self.interval_end.is_some_and(|end| at >= end) {
+            self.close_until(at);
+        }
+    }
+
+    #[cold]
+    fn close_until(&mut self, at: Instant) {
+        while let Some(end) = self.interval_end.filter(|end| at >= *end) {
+            let closed = self.close_interval();
+            self.ended.push_back(closed);
+            self.interval_end = Some(end + Duration::from_secs(1));
+        }
+    }
+
+    /// A request left the schedule at `at`.
+    pub fn started(&mut self, at: Instant) {
+        self.at(at);
         self.interval.requests.started += 1;
     }
 
-    /// A request got its whole response.
-    pub fn succeeded(&mut self, t: RequestTimings, r: &ResponseInfo) {
+    /// A request got its whole response, the last byte at `at`.
+    pub fn succeeded(&mut self, at: Instant, t: RequestTimings, r: &ResponseInfo) {
+        self.at(at);
         self.interval.requests.succeeded += 1;
         self.interval.latency.record(t.latency);
         if let Some(uncorrected) = t.latency_uncorrected {
@@ -150,19 +186,42 @@ impl WorkerRecorder {
         self.interval.body_bytes += r.body_bytes;
     }
 
-    /// A request failed.
-    pub fn failed(&mut self, kind: ErrorKind) {
+    /// A request failed at `at`.
+    pub fn failed(&mut self, at: Instant, kind: ErrorKind) {
+        self.at(at);
         self.interval.requests.failed += 1;
         self.total.errors.count(kind);
     }
 
-    /// A request was still in flight when the run ended.
+    /// A request was still in flight when the run ended (counted in the last interval).
     pub fn cut_off(&mut self) {
         self.interval.requests.cut_off += 1;
     }
 
-    /// Hands over the interval: adds it to the totals and starts an empty one.
+    /// Hands over the ticker's interval: the oldest that ended, else the one being filled,
+    /// which ends now.
     pub fn take_interval(&mut self) -> IntervalStats {
+        if let Some(ended) = self.ended.pop_front() {
+            return ended;
+        }
+        if let Some(end) = &mut self.interval_end {
+            *end += Duration::from_secs(1);
+        }
+        self.close_interval()
+    }
+
+    /// Hands over everything not yet handed over, as the run's last interval.
+    pub fn take_rest(&mut self) -> IntervalStats {
+        let mut rest = IntervalStats::default();
+        for ended in std::mem::take(&mut self.ended) {
+            rest.merge(&ended);
+        }
+        rest.merge(&self.close_interval());
+        rest
+    }
+
+    /// Adds the interval being filled to the totals and starts an empty one.
+    fn close_interval(&mut self) -> IntervalStats {
         let i = &self.interval;
         let t = &mut self.total;
         t.requests.merge(&i.requests);
@@ -189,8 +248,11 @@ impl WorkerRecorder {
         }
     }
 
-    /// A connection opened.
+    /// A connection opened (now: once a connection, so the clock is read here).
     pub fn connection_opened(&mut self, info: &ConnectInfo) {
+        if self.interval_end.is_some() {
+            self.at(Instant::now());
+        }
         self.interval.connections_opened += 1;
         // Zero for QUIC, which has no TCP connect: its row would read 0µs.
         if !info.tcp_connect.is_zero() {
@@ -258,20 +320,21 @@ mod tests {
 
     #[test]
     fn interval_take_resets_and_totals_keep_counting() {
+        let t0 = Instant::now();
         let mut r = WorkerRecorder::default();
         let t = RequestTimings {
             latency: Duration::from_micros(100),
             latency_uncorrected: None,
             exchange: Duration::from_micros(90),
         };
-        r.started();
-        r.succeeded(t, &ok());
-        r.started();
-        r.failed(ErrorKind::Reset);
+        r.started(t0);
+        r.succeeded(t0, t, &ok());
+        r.started(t0);
+        r.failed(t0, ErrorKind::Reset);
         let first = r.take_interval();
         assert_eq!(first.requests.succeeded, 1);
         assert_eq!(first.latency.len(), 1);
-        r.started();
+        r.started(t0);
         r.cut_off();
         assert_eq!(r.interval.requests.cut_off, 1);
         assert!(r.interval.latency.is_empty());
@@ -290,14 +353,16 @@ mod tests {
     fn totals_are_the_sum_of_the_intervals() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let t0 = Instant::now();
         for _ in 0..50 {
             let mut r = WorkerRecorder::default();
             let mut summed = IntervalStats::default();
             for _ in 0..rng.random_range(1..6) {
                 for _ in 0..rng.random_range(0..40) {
-                    r.started();
+                    r.started(t0);
                     match rng.random_range(0..3) {
                         0 => r.succeeded(
+                            t0,
                             RequestTimings {
                                 latency: Duration::from_micros(rng.random_range(1..10_000)),
                                 latency_uncorrected: Some(Duration::from_micros(5)),
@@ -305,7 +370,7 @@ mod tests {
                             },
                             &ok(),
                         ),
-                        1 => r.failed(ErrorKind::Reset),
+                        1 => r.failed(t0, ErrorKind::Reset),
                         _ => r.cut_off(),
                     }
                 }
@@ -324,5 +389,40 @@ mod tests {
             assert_eq!(t.wire.body_received, summed.body_bytes);
             assert_eq!(t.body.len(), t.requests.succeeded);
         }
+    }
+
+    /// An interval ends on the run's second, not when the ticker takes it: an outcome past
+    /// the end closes it, a late ticker takes the closed one, then the next, and seconds with
+    /// nothing in them are empty intervals, not skipped ones.
+    #[test]
+    fn intervals_end_on_the_runs_seconds_however_late_the_ticker() {
+        let origin = Instant::now();
+        let ms = |n| origin + Duration::from_millis(n);
+        let mut r = WorkerRecorder::default();
+        r.start_clock(origin);
+        r.started(ms(0));
+        r.failed(ms(999), ErrorKind::Reset);
+        // The ticker for second 1 is late: a request sent at 1.000 s ended first.
+        r.started(ms(1000));
+        r.failed(ms(1001), ErrorKind::Reset);
+        let first = r.take_interval();
+        assert_eq!((first.requests.started, first.requests.failed), (1, 1));
+        // Second 2 holds the late request; nothing then until 3.5 s, so second 3 is empty.
+        r.started(ms(3500));
+        let second = r.take_interval();
+        assert_eq!((second.requests.started, second.requests.failed), (1, 1));
+        let third = r.take_interval();
+        assert_eq!(third.requests.started, 0);
+        // The ticker on time (nothing past 4 s yet) takes the interval being filled.
+        let fourth = r.take_interval();
+        assert_eq!(fourth.requests.started, 1);
+        r.started(ms(4100));
+        r.failed(ms(5200), ErrorKind::Reset);
+        // The request sent at 3.5 s was in flight at the end.
+        r.cut_off();
+        let rest = r.take_rest();
+        assert_eq!((rest.requests.started, rest.requests.failed), (1, 1));
+        assert!(r.total.requests.identity_holds());
+        assert_eq!(r.total.requests.started, 4);
     }
 }
