@@ -232,3 +232,64 @@ fn a_server_allowing_no_streams_is_refused_up_front() {
         "{err}"
     );
 }
+
+/// An h2c server that answers each connection's first request (200, no body), then sends
+/// GOAWAY(last stream 1, INTERNAL_ERROR) and holds the connection until the client closes it:
+/// a server failing, not one at its keep-alive limit.
+fn goaway_error_server() -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            std::thread::spawn(move || serve_then_goaway_error(tcp));
+        }
+    });
+    addr
+}
+
+fn serve_then_goaway_error(mut tcp: TcpStream) {
+    let _ = tcp.set_read_timeout(Some(Duration::from_secs(10)));
+    if tcp.write_all(&[0u8, 0, 0, 4, 0, 0, 0, 0, 0]).is_err() {
+        return;
+    }
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !saw_headers(&got) {
+        match tcp.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    // HEADERS on stream 1, END_STREAM | END_HEADERS, ":status 200" (static index 8).
+    let answer = [0u8, 0, 1, 1, 5, 0, 0, 0, 1, 0x88];
+    // GOAWAY: last stream 1, INTERNAL_ERROR (2).
+    let goaway = [0u8, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2];
+    if tcp.write_all(&[&answer[..], &goaway[..]].concat()).is_err() {
+        return;
+    }
+    while matches!(tcp.read(&mut buf), Ok(n) if n > 0) {}
+}
+
+/// GOAWAYs that carry an error code are counted apart in the report, as well as in the churn
+/// note: `closed_by_server.goaway_error`, and the text line says so.
+#[test]
+fn goaways_with_an_error_code_are_counted_apart() {
+    let addr = goaway_error_server();
+    let config = LoadConfig::new(&format!("http://{addr}/"))
+        .unwrap()
+        .protocol(ProtocolChoice::Fixed(ProtocolKind::H2c))
+        .shape(1, 1)
+        .threads(1)
+        .requests(6);
+    let r = httpvs_load::run(&config, &mut Quiet).expect("run starts");
+    assert!(r.requests.identity_holds, "{:?}", r.requests);
+    assert_eq!(r.requests.succeeded, 6, "{:?}", r.requests);
+    let closed = &r.connections.closed_by_server;
+    assert!(closed.goaway >= 5, "{:?}", r.connections);
+    assert_eq!(closed.goaway_error, closed.goaway, "{:?}", r.connections);
+    let text = httpvs_load::report::text::render(&r);
+    assert!(
+        text.contains(&format!("GOAWAY {} all with an error code", closed.goaway)),
+        "{text}"
+    );
+}

@@ -333,6 +333,7 @@ fn connections(config: &LoadConfig, stats: &WorkerStats, probes: u64) -> Connect
         reused_requests: c.reused_requests,
         closed_by_server: ClosedByServer {
             goaway: c.closed_goaway,
+            goaway_error: c.closed_goaway_error,
             connection_close: c.closed_connection_close,
             fin: c.closed_fin,
             reset: c.closed_reset,

@@ -347,6 +347,9 @@ pub struct Wire {
 pub struct ClosedByServer {
     /// GOAWAY.
     pub goaway: u64,
+    /// Of `goaway`, those whose GOAWAY carried an error code (the server failing, not a limit).
+    #[serde(default)]
+    pub goaway_error: u64,
     /// `Connection: close`.
     pub connection_close: u64,
     /// FIN (or QUIC close without error).

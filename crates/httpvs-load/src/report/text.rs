@@ -592,9 +592,14 @@ fn connections(out: &mut String, r: &Report) {
     );
     let _ = writeln!(
         out,
-        "  closed by the server {} (GOAWAY {}, Connection: close {}, FIN {}, reset {}); by us {}",
+        "  closed by the server {} (GOAWAY {}{}, Connection: close {}, FIN {}, reset {}); by us {}",
         group(s.total),
         group(s.goaway),
+        match s.goaway_error {
+            0 => String::new(),
+            n if n == s.goaway => " all with an error code".to_string(),
+            n => format!(" of which {} with an error code", group(n)),
+        },
         group(s.connection_close),
         group(s.fin),
         group(s.reset),
