@@ -510,13 +510,12 @@ fn explain_slow(row: &Row, base: Option<&Row>, lossy: bool) -> Option<String> {
     Some(why.into())
 }
 
-/// `3.1x`, `0.62x`, `0.003x`: a ratio below 0.01 keeps one significant digit (it read
+/// `12x`, `4.03x`, `0.62x`, `0.003x`: two decimals under 10, so a 1.05x tie and a 1.03x win
+/// do not read `1.1x` and `1.0x`; a ratio below 0.01 keeps one significant digit (it read
 /// `0.00x`, as if the row had not run), and one below 0.001 reads `<0.001x`.
 pub fn format_ratio(r: f64) -> String {
     if r >= 10.0 {
         format!("{r:.0}x")
-    } else if r >= 1.0 {
-        format!("{r:.1}x")
     } else if r >= 0.01 {
         format!("{r:.2}x")
     } else if r >= 0.001 {

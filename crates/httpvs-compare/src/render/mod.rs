@@ -215,7 +215,7 @@ mod tests {
         let text = text::render(&results);
         assert_eq!(text.matches("verdict ").count(), 4, "{text}");
         assert!(
-            text.contains("verdict clean/small: h3 fastest, 3.0x h1"),
+            text.contains("verdict clean/small: h3 fastest, 3.00x h1"),
             "{text}"
         );
         for v in Variant::ALL {
@@ -245,7 +245,7 @@ mod tests {
         assert_eq!(first["fastest"], "h3");
         let line = first["line"].as_str().unwrap();
         assert!(
-            line.starts_with("h3 fastest, 3.0x h1 (rows differ in requests in flight: 128 vs 64"),
+            line.starts_with("h3 fastest, 3.00x h1 (rows differ in requests in flight: 128 vs 64"),
             "{line}"
         );
         assert_eq!(

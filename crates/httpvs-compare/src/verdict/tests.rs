@@ -47,7 +47,7 @@ fn fastest_with_ratio_and_spread() {
     let v = verdict(&rows, Variant::H1, false);
     assert_eq!(v.fastest, Some(Variant::H2c));
     assert!(
-        v.line.starts_with("h2c fastest, 3.1x h1 (spread ±4%)"),
+        v.line.starts_with("h2c fastest, 3.10x h1 (spread ±4%)"),
         "{}",
         v.line
     );
@@ -67,7 +67,7 @@ fn overlapping_spreads_are_a_tie() {
     assert_eq!(v.tied, vec![Variant::H2]);
     assert!(
         v.line
-            .starts_with("tie: h2c ≈ h2 (inside the spread; by median h2c 1.6x h1; spread ±"),
+            .starts_with("tie: h2c ≈ h2 (inside the spread; by median h2c 1.58x h1; spread ±"),
         "{}",
         v.line
     );
@@ -83,7 +83,7 @@ fn single_runs_tie_within_five_percent() {
     let v = verdict(&rows, Variant::H1, false);
     assert!(
         v.line
-            .starts_with("tie: h2c ≈ h1 (too close to call; by median h2c 1.0x h1; single run"),
+            .starts_with("tie: h2c ≈ h1 (too close to call; by median h2c 1.03x h1; single run"),
         "{}",
         v.line
     );
@@ -160,8 +160,8 @@ fn a_ratio_between_rows_of_different_in_flight_says_so() {
     let v = verdict(&rows, Variant::H1, false);
     assert!(
         v.line.starts_with(
-            "h2c fastest, 1.9x h1 (rows differ in requests in flight: 128 vs 64, \
-             about their in-flight ratio (2.0x); single run"
+            "h2c fastest, 1.86x h1 (rows differ in requests in flight: 128 vs 64, \
+             about their in-flight ratio (2.00x); single run"
         ),
         "{}",
         v.line
@@ -293,7 +293,7 @@ fn a_thin_row_that_could_not_have_won_is_left_out_not_blocking() {
     ];
     let v = verdict(&rows, Variant::H1, true);
     assert_eq!(v.fastest, Some(Variant::H3));
-    assert!(v.line.starts_with("h3 fastest, 4.2x h1 ("), "{}", v.line);
+    assert!(v.line.starts_with("h3 fastest, 4.23x h1 ("), "{}", v.line);
     assert!(
         v.line.ends_with(
             "; not ranked, though below h3 even had all they left in flight completed: \
@@ -321,7 +321,7 @@ fn a_difference_under_one_round_of_requests_in_flight_is_a_tie() {
     let v = verdict(&rows, Variant::H1, false);
     assert_eq!(
         v.line,
-        "tie: h3 ≈ h1 (too close to call; by median h3 1.1x h1; single run: differences under 5% \
+        "tie: h3 ≈ h1 (too close to call; by median h3 1.08x h1; single run: differences under 5% \
          or of at most one round of requests in flight (107 req/s) are ties)"
     );
 }
@@ -350,7 +350,7 @@ fn a_few_missing_connections_of_many_are_flagged_but_ranked() {
     let h2c = run_of((Variant::H2c, 4, 16), 0.6, 1617, 1489, 4);
     let rows = [h1.clone(), h2c];
     let v = verdict(&rows, Variant::H1, true);
-    assert!(v.line.starts_with("h2c fastest, 2.2x h1"), "{}", v.line);
+    assert!(v.line.starts_with("h2c fastest, 2.20x h1"), "{}", v.line);
     let a = anomalies(&h1, &rows, 1, 1);
     assert!(
         a[0].starts_with("h1: opened 61 of 64 connections (the missing ones'")
@@ -415,7 +415,7 @@ fn anomalies_show_cut_offs_queue_drops_and_a_relay_that_could_not_keep_up() {
         a.iter().any(|l| l.starts_with(
             "h2: 18% of its requests (64 of 352) were still in flight when the measured period \
              ended; its B/req counts their partial transfers over completed requests only, so it \
-             may read up to 1.2x high"
+             may read up to 1.22x high"
         )),
         "{a:?}"
     );
@@ -560,7 +560,10 @@ fn tiny_ratios_keep_a_digit() {
     assert_eq!(format_ratio(290.0 / 140_420.0), "0.002x");
     assert_eq!(format_ratio(0.0004), "<0.001x");
     assert_eq!(format_ratio(0.62), "0.62x");
-    assert_eq!(format_ratio(3.21), "3.2x");
+    assert_eq!(format_ratio(3.21), "3.21x");
+    // A 5% tie and a 3% win keep their second decimal.
+    assert_eq!(format_ratio(1.05), "1.05x");
+    assert_eq!(format_ratio(1.03), "1.03x");
 }
 
 /// The other protocol did not run (the server went away): the one row that did is not called
