@@ -419,6 +419,26 @@ fn ranked_verdict(
         .collect();
     let step = ranked.iter().map(|r| round_rps(r)).fold(0.0, f64::max);
     let spread = format_spread(best, step);
+    // A tie of repeats turns on every tied row's range, not only the fastest's: quote each.
+    // (Repeats that all read the same tie by the 5% rule, which `spread` then names.)
+    let tie_rows = || std::iter::once(best).chain(tied.iter().copied());
+    let tie_spread = if !tied.is_empty()
+        && tie_rows().all(|r| r.runs > 1)
+        && tie_rows().any(|r| r.rps.min < r.rps.max)
+    {
+        let each: Vec<String> = tie_rows()
+            .map(|r| {
+                format!(
+                    "{} ±{:.0}%",
+                    label(r, rows),
+                    r.rps.relative_half_range() * 100.0
+                )
+            })
+            .collect();
+        format!("spread {}", each.join(", "))
+    } else {
+        spread.clone()
+    };
     let quoted = base.filter(|b| best.variant != baseline && ratio(best, Some(b)).is_some());
     let vs_base = quoted
         .and_then(|b| ratio(best, Some(b)))
@@ -465,7 +485,7 @@ fn ranked_verdict(
                 base_note,
                 by_median,
                 tied_note,
-                Some(spread)
+                Some(tie_spread)
             ])
         )
     };
