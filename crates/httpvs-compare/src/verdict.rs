@@ -31,8 +31,12 @@ pub struct Verdict {
     pub line: String,
     /// The fastest row's protocol, if any row measured anything.
     pub fastest: Option<Variant>,
-    /// Protocols that tie with the fastest (inside the spread).
+    /// The fastest row's label: its protocol, and its shape when the table has several of it.
+    pub fastest_row: Option<String>,
+    /// Protocols that tie with the fastest (by the spread, the 5% rule or one round in flight).
     pub tied: Vec<Variant>,
+    /// The tied rows' labels, as `fastest_row`.
+    pub tied_rows: Vec<String>,
     /// The requests in flight of the rows the verdict compares, when they differ (else empty).
     pub in_flight: Vec<InFlight>,
     /// Rows too thin to rank, and why (a verdict names no winner when one could have won).
@@ -291,7 +295,9 @@ pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
     let nothing = |line: String, not_ranked: Vec<NotRanked>| Verdict {
         line,
         fastest: None,
+        fastest_row: None,
         tied: vec![],
+        tied_rows: vec![],
         in_flight: vec![],
         not_ranked,
     };
@@ -508,7 +514,9 @@ fn ranked_verdict(
     Verdict {
         line,
         fastest: Some(best.variant),
+        fastest_row: Some(label(best, rows)),
         tied: tied.iter().map(|r| r.variant).collect(),
+        tied_rows: tied.iter().map(|r| label(r, rows)).collect(),
         in_flight: differing_in_flight(&compared, rows),
         not_ranked: vec![],
     }

@@ -597,3 +597,30 @@ fn a_tie_by_one_round_says_so() {
         v.line
     );
 }
+
+/// With several shapes of one protocol, `tied` repeats the protocol; `fastest_row` and
+/// `tied_rows` name the rows, as the line does.
+#[test]
+fn verdict_names_rows_not_only_protocols() {
+    let shaped = |variant, streams, rps| Row {
+        shape: Shape {
+            connections: 4,
+            streams,
+        },
+        // Enough rounds per request in flight to be ranked.
+        started: 100_004,
+        succeeded: 100_000,
+        ..row(variant, rps)
+    };
+    let rows = [
+        row(Variant::H1, [100.0, 101.0, 102.0]),
+        shaped(Variant::H2, 8, [150.0, 160.0, 170.0]),
+        shaped(Variant::H2, 32, [155.0, 158.0, 165.0]),
+    ];
+    let v = verdict(&rows, Variant::H1, false);
+    assert_eq!(v.fastest, Some(Variant::H2), "{}", v.line);
+    assert_eq!(v.fastest_row.as_deref(), Some("h2@4x8"));
+    assert_eq!(v.tied, vec![Variant::H2]);
+    assert_eq!(v.tied_rows, vec!["h2@4x32".to_string()]);
+    assert!(v.line.starts_with("tie: h2@4x8 ≈ h2@4x32"), "{}", v.line);
+}
