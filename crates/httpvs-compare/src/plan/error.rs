@@ -9,6 +9,8 @@ pub struct PlanError {
     pub origin: String,
     /// 1-based line, when known.
     pub line: Option<usize>,
+    /// 1-based column, for syntax errors (`plan.toml:2:14: not valid TOML: ...`).
+    pub column: Option<usize>,
     /// The field, as a path: `conditions[1].netem`, `repeats`.
     pub field: String,
     /// What is wrong with it.
@@ -20,6 +22,9 @@ impl fmt::Display for PlanError {
         write!(f, "{}", self.origin)?;
         if let Some(line) = self.line {
             write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
         }
         if !self.field.is_empty() {
             write!(f, ": {}", self.field)?;
@@ -36,6 +41,7 @@ impl PlanError {
         PlanError {
             origin: origin.to_string(),
             line: None,
+            column: None,
             field: field.into(),
             message: message.into(),
         }
@@ -51,6 +57,30 @@ impl PlanError {
         self
     }
 
+    /// Turns a TOML syntax error (text that is not TOML at all) into one line with the
+    /// position and no field: the key on that line is often not the one at fault (a missing
+    /// `,` in an array shows on the next key's line).
+    pub fn from_toml_syntax(origin: &str, text: &str, err: &toml::de::Error) -> Self {
+        let message = format!("not valid TOML: {}", err.message().trim());
+        let Some(span) = err.span() else {
+            return PlanError::field(origin, "", message);
+        };
+        let offset = span.start.min(text.len());
+        let line = text[..offset].matches('\n').count() + 1;
+        let column = text[..offset]
+            .rsplit('\n')
+            .next()
+            .map_or(0, |l| l.chars().count())
+            + 1;
+        PlanError {
+            origin: origin.to_string(),
+            line: Some(line),
+            column: Some(column),
+            field: String::new(),
+            message,
+        }
+    }
+
     /// Turns a TOML error into one line that names the field under its span.
     pub fn from_toml(origin: &str, text: &str, err: &toml::de::Error) -> Self {
         let message = err.message().trim().to_string();
@@ -62,6 +92,7 @@ impl PlanError {
         PlanError {
             origin: origin.to_string(),
             line: Some(line),
+            column: None,
             field: field_at(text, line),
             message,
         }
@@ -117,6 +148,18 @@ mod tests {
         assert_eq!(field_at(text, 1), "repeats");
         let text = "[server]\nthreads = \"x\"\n";
         assert_eq!(field_at(text, 2), "server.threads");
+    }
+
+    /// A syntax error names its line and column, not the key on that line: a missing comma
+    /// in `protocols` shows on the next line, whose key (`duration`) is not at fault.
+    #[test]
+    fn a_syntax_error_names_a_position_not_a_field() {
+        let text = "protocols = [\"h1\"\nduration = \"1s\"\n";
+        let err = text.parse::<toml::Table>().unwrap_err();
+        let e = PlanError::from_toml_syntax("p.toml", text, &err);
+        let line = e.to_string();
+        assert!(line.starts_with("p.toml:2:1: not valid TOML: "), "{line}");
+        assert!(!line.contains("duration:"), "{line}");
     }
 
     #[test]

@@ -264,7 +264,10 @@ impl Plan {
     pub fn parse(text: &str, origin: &str) -> Result<Plan, PlanError> {
         // Missing keys all at once, without a line: TOML would name one at a time, pinned to
         // whatever key happens to be on line 1.
-        if let Ok(table) = text.parse::<toml::Table>() {
+        let table = text
+            .parse::<toml::Table>()
+            .map_err(|e| PlanError::from_toml_syntax(origin, text, &e))?;
+        {
             let missing: Vec<&str> = REQUIRED_KEYS
                 .iter()
                 .copied()
