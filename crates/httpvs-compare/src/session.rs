@@ -290,29 +290,7 @@ impl Target {
         };
         let endpoints = probe::endpoints(&uri, tls);
         let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
-        if !config.custom_plan {
-            // The default payloads ask the embedded server for sizes; a user's URL is what it is.
-            plan.payloads = vec![Payload {
-                name: "url".into(),
-                path: path.clone(),
-                size: None,
-                method: "GET".into(),
-                body: None,
-                headers: Vec::new(),
-            }];
-            for c in &mut plan.conditions {
-                c.payloads = None;
-            }
-        } else {
-            // A plan's payloads against a user's server: `size` is the embedded server's (its
-            // `size=` query), and a payload at `/` goes to the URL's own path and query.
-            for p in &mut plan.payloads {
-                p.size = None;
-                if p.path == "/" {
-                    p.path = path.clone();
-                }
-            }
-        }
+        aim_at_url(plan, &path, config.custom_plan);
         let (variants, skipped) = probe::probe(&endpoints, &path, &plan.protocols);
         if variants.is_empty() {
             return Err(CompareError::NothingToRun(nothing_answered(url, &skipped)));
@@ -334,6 +312,35 @@ impl Target {
             _ca_file: None,
         };
         Ok((target, variants, skipped))
+    }
+}
+
+/// A plan's payloads made for a user's server at `path` (the URL's path and query): the
+/// built-in plan asks for the URL itself; a custom plan's payloads lose `size` (the embedded
+/// server's `size=` query), and one at `/` goes to `path`. No network: `--print-plan` shows it.
+pub fn aim_at_url(plan: &mut Plan, path: &str, custom_plan: bool) {
+    if !custom_plan {
+        // The default payloads ask the embedded server for sizes; a user's URL is what it is.
+        plan.payloads = vec![Payload {
+            name: "url".into(),
+            path: path.to_string(),
+            size: None,
+            method: "GET".into(),
+            body: None,
+            headers: Vec::new(),
+        }];
+        for c in &mut plan.conditions {
+            c.payloads = None;
+        }
+    } else {
+        // A plan's payloads against a user's server: `size` is the embedded server's (its
+        // `size=` query), and a payload at `/` goes to the URL's own path and query.
+        for p in &mut plan.payloads {
+            p.size = None;
+            if p.path == "/" {
+                p.path = path.to_string();
+            }
+        }
     }
 }
 

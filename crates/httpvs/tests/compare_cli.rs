@@ -385,6 +385,42 @@ fn print_plan_follows_the_other_flags() {
     assert_eq!(text(&out.stdout), plan);
 }
 
+/// With a URL, --print-plan prints the plan aimed at it (what would run after the probe): the
+/// built-in payloads become one request for the URL itself, without the embedded server's
+/// `size=`, and a custom plan's payload at `/` takes the URL's path. Nothing is sent.
+#[test]
+fn print_plan_with_a_url_prints_the_plan_aimed_at_it() {
+    let dir = scratch_dir("compare-print-plan-url");
+    // Port 9 (discard) on loopback: nothing listens, and nothing is sent.
+    let url = "http://127.0.0.1:9/api/items?page=2";
+    let out = httpvs(&dir, &["compare", url, "--print-plan"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let plan = text(&out.stdout);
+    assert!(plan.contains("path = \"/api/items?page=2\""), "{plan}");
+    assert!(!plan.contains("size ="), "{plan}");
+    assert!(plan.contains("compare probes it first"), "{plan}");
+    assert!(
+        plan.contains("that http://127.0.0.1:9/api/items?page=2 answers"),
+        "{plan}"
+    );
+    std::fs::write(dir.join("url.toml"), &plan).unwrap();
+    let out = httpvs(&dir, &["compare", "--plan", "url.toml", "--print-plan"]);
+    assert!(
+        out.status.success(),
+        "the printed plan parses: {}",
+        text(&out.stderr)
+    );
+    std::fs::write(dir.join("tiny.toml"), TINY_PLAN).unwrap();
+    let out = httpvs(
+        &dir,
+        &["compare", url, "--plan", "tiny.toml", "--print-plan"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let plan = text(&out.stdout);
+    assert!(plan.contains("path = \"/api/items?page=2\""), "{plan}");
+    assert!(!plan.contains("size ="), "{plan}");
+}
+
 #[test]
 fn print_plan_prints_the_default_matrix() {
     let dir = scratch_dir("compare-print-plan");

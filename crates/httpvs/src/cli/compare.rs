@@ -117,7 +117,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             || args.repeats.is_some()
             || args.duration.is_some()
             || args.warmup.is_some();
-        if narrowed {
+        if let Some(url) = &args.url {
+            // Against your server: its payloads as they would go; the protocols are probed.
+            let config = config(&args)?;
+            let mut plan = config.plan;
+            let uri =
+                httpvs_load::config::parse_url(url).map_err(|e| super::usage(e.to_string()))?;
+            let path = uri.path_and_query().map_or("/", |p| p.as_str());
+            httpvs_compare::session::aim_at_url(&mut plan, path, config.custom_plan);
+            if !config.custom_plan {
+                let protocols: Vec<String> = plan.protocols.iter().map(|v| v.to_string()).collect();
+                plan.description = httpvs_compare::plan::run_sentence(
+                    &format!("those of {} that {url} answers", protocols.join(", ")),
+                    "its own response",
+                    &plan.conditions,
+                    "",
+                );
+            }
+            let text = plan
+                .to_toml()
+                .map_err(|e| anyhow::anyhow!("cannot print the plan: {e}"))?;
+            println!(
+                "# The plan against {url}: compare probes it first and runs the protocols it answers."
+            );
+            print!("{text}");
+        } else if narrowed {
             // The plan as the other flags make it, which is what would run.
             let plan = config(&args)?.plan;
             let text = plan
