@@ -368,6 +368,31 @@ fn print_plan_follows_the_other_flags() {
         ),
         "{plan}"
     );
+    // --repeats overrides --quick's one repeat, and the sentence says so.
+    let out = httpvs(
+        &dir,
+        &["compare", "--print-plan", "--quick", "--repeats", "3"],
+    );
+    assert!(
+        text(&out.stdout).contains("(--quick: 3 short repeats each)"),
+        "{}",
+        text(&out.stdout)
+    );
+    // A plan file without a name is named by its file, not left blank in the reports' title.
+    std::fs::write(
+        dir.join("unnamed-plan.toml"),
+        TINY_PLAN.replace("name = \"tiny\"\n", ""),
+    )
+    .unwrap();
+    let out = httpvs(
+        &dir,
+        &["compare", "--plan", "unnamed-plan.toml", "--print-plan"],
+    );
+    assert!(
+        text(&out.stdout).starts_with("name = \"unnamed-plan\""),
+        "{}",
+        text(&out.stdout)
+    );
     // h1 is not chosen: the ratios go to h1-tls when it is.
     let args = ["compare", "--print-plan", "--protocols", "h2,h1-tls"];
     let out = httpvs(&dir, &args);

@@ -26,7 +26,7 @@ const REQUIRED_KEYS: [&str; 4] = ["protocols", "payloads", "conditions", "durati
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {
-    /// Short name shown in reports.
+    /// Short name shown in reports (a plan file without one is named by its file stem).
     #[serde(default)]
     pub name: String,
     /// What the plan shows, one or two sentences.
@@ -252,7 +252,14 @@ impl Plan {
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path)
             .map_err(|e| PlanError::field(&origin, "", format!("cannot read: {e}")))?;
-        Plan::parse(&text, &origin)
+        let mut plan = Plan::parse(&text, &origin)?;
+        if plan.name.trim().is_empty() {
+            // The reports' title would read "httpvs compare: " with nothing after it.
+            plan.name = path
+                .file_stem()
+                .map_or_else(|| "plan".into(), |s| s.to_string_lossy().into_owned());
+        }
+        Ok(plan)
     }
 
     /// The plan as a plan file (`--print-plan` after other flags narrowed it).

@@ -312,12 +312,12 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
         }
         plan.conditions.retain(|c| names.contains(&c.name.as_str()));
     }
+    if let Some(n) = args.repeats {
+        plan.repeats = n;
+    }
     if args.quick || args.protocols.is_some() || args.conditions.is_some() {
         // The plan's own sentence would name what no longer runs (the reports show it).
         plan.description = narrowed_description(&plan, args.quick);
-    }
-    if let Some(n) = args.repeats {
-        plan.repeats = n;
     }
     if let Some(d) = &args.duration {
         plan.duration = d
@@ -376,10 +376,10 @@ fn narrowed_description(plan: &Plan, quick: bool) -> String {
         &protocols.join(", "),
         &format!("{} responses", payloads.join(", ")),
         &plan.conditions,
-        if quick {
-            " (--quick: one short repeat each)"
-        } else {
-            ""
+        &match (quick, plan.repeats) {
+            (false, _) => String::new(),
+            (true, 1) => " (--quick: one short repeat each)".into(),
+            (true, n) => format!(" (--quick: {n} short repeats each)"),
         },
     )
 }
