@@ -224,6 +224,10 @@ fn bad_flags_get_one_line() {
             "httpvs: --protocols: 'h1' is listed twice",
         ),
         (
+            vec!["compare", "--conditions", "clean,wan,clean"],
+            "httpvs: --conditions: 'clean' is listed twice",
+        ),
+        (
             vec!["compare", "--from", "nothing.json"],
             "cannot read nothing.json",
         ),

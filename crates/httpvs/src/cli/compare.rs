@@ -39,7 +39,7 @@ pub struct Args {
     /// Only these protocols: h1,h1-close,h1-tls,h2c,h2,h3.
     #[arg(long, value_name = "LIST")]
     protocols: Option<String>,
-    /// Only these conditions of the plan, by name: clean,wan.
+    /// Only these conditions of the plan, by name, in this order: clean,wan.
     #[arg(long, value_name = "LIST")]
     conditions: Option<String>,
     /// Repeats per cell (overrides the plan).
@@ -310,7 +310,23 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
                 known.join(", ")
             )));
         }
-        plan.conditions.retain(|c| names.contains(&c.name.as_str()));
+        if let Some((_, twice)) = names
+            .iter()
+            .enumerate()
+            .find(|(i, n)| names[..*i].contains(n))
+        {
+            return Err(super::usage(format!(
+                "--conditions: '{twice}' is listed twice"
+            )));
+        }
+        // In the order given, as --protocols orders the rows.
+        let mut chosen = Vec::with_capacity(names.len());
+        for name in &names {
+            if let Some(c) = plan.conditions.iter().find(|c| c.name == *name) {
+                chosen.push(c.clone());
+            }
+        }
+        plan.conditions = chosen;
     }
     if let Some(n) = args.repeats {
         plan.repeats = n;
