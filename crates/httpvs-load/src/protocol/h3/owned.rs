@@ -17,6 +17,7 @@ use crate::protocol::{
     CloseCause, Connection, QuicStats, RequestSpec, ResponseInfo, SendError, WireBytes,
 };
 use bytes::Bytes;
+use futures_util::FutureExt;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -29,6 +30,14 @@ const CONTROL_PREFACE: [u8; 3] = [STREAM_TYPE_CONTROL as u8, FRAME_SETTINGS as u
 /// Chunks taken from quinn per read: a response that came in a few STREAM frames is read, FIN
 /// included, in one call.
 const READ_CHUNKS: usize = 4;
+
+/// A reserved HTTP/3 frame (type 0x21 = 0x1f * 0 + 0x21, no payload; RFC 9114 7.2.8: a
+/// receiver ignores it), written on our control stream when a request waits for stream
+/// credit: the packet carries our pending ACK of the server's responses, which is what frees
+/// their streams on the server (quinn frees a stream once its response is acknowledged), where
+/// quinn alone would wait up to its 25 ms ACK delay with nothing else to send (QUIC's
+/// STREAMS_BLOCKED, which would carry it, quinn does not send).
+const NUDGE: [u8; 2] = [0x21, 0];
 
 /// H3_CLOSED_CRITICAL_STREAM: the server's control stream ended.
 const H3_CLOSED_CRITICAL_STREAM: u64 = 0x104;
@@ -46,6 +55,9 @@ struct ConnState {
     early: AtomicBool,
     /// 0-RTT was attempted and the server refused it.
     early_rejected: AtomicBool,
+    /// A request waits for stream credit: the background task writes [`NUDGE`] (several
+    /// waits before it runs write once).
+    nudge: tokio::sync::Notify,
 }
 
 impl ConnState {
@@ -87,6 +99,7 @@ impl OwnedConnection {
             closed_locally: AtomicBool::new(false),
             early: AtomicBool::new(zero_rtt.is_some()),
             early_rejected: AtomicBool::new(false),
+            nudge: tokio::sync::Notify::new(),
         });
         let background = tokio::spawn(watch_connection(
             quic.clone(),
@@ -270,9 +283,11 @@ async fn open_control_stream(quic: &quinn::Connection) -> Result<quinn::SendStre
 async fn watch_connection(
     quic: quinn::Connection,
     state: Arc<ConnState>,
-    mut control: quinn::SendStream,
+    control: quinn::SendStream,
     zero_rtt: Option<quinn::ZeroRttAccepted>,
 ) {
+    // Shared by the 0-RTT branch (which may open it again) and the nudges.
+    let control = tokio::sync::Mutex::new(control);
     let early = async {
         let accepted = match zero_rtt {
             Some(accepted) => accepted.await,
@@ -285,7 +300,7 @@ async fn watch_connection(
         }
         // Streams opened in refused 0-RTT are gone, ours included: open the control stream again.
         match open_control_stream(&quic).await {
-            Ok(reopened) => control = reopened,
+            Ok(reopened) => *control.lock().await = reopened,
             Err(_) => std::future::pending().await,
         }
         std::future::pending::<()>().await
@@ -306,6 +321,18 @@ async fn watch_connection(
     tokio::select! {
         () = early => {}
         () = accept => {}
+        () = nudge(&state, &control) => {}
+    }
+}
+
+/// Writes [`NUDGE`] on our control stream each time a request waits for stream credit.
+async fn nudge(state: &ConnState, control: &tokio::sync::Mutex<quinn::SendStream>) {
+    loop {
+        state.nudge.notified().await;
+        if control.lock().await.write_all(&NUDGE).await.is_err() {
+            // The connection is ending; the accept branch sees why.
+            return std::future::pending().await;
+        }
     }
 }
 
@@ -343,7 +370,15 @@ impl Connection for OwnedConnection {
         if self.state.early.load(Ordering::Acquire) {
             self.early_requests.set(self.early_requests.get() + 1);
         }
-        let (send, mut recv) = self.quic.open_bi().await.map_err(|e| {
+        let opened = match self.quic.open_bi().now_or_never() {
+            Some(opened) => opened,
+            None => {
+                // Out of stream credit: send our ACK now, so the server frees streams.
+                self.state.nudge.notify_one();
+                self.quic.open_bi().await
+            }
+        };
+        let (send, mut recv) = opened.map_err(|e| {
             let kind = classify::connection_failure(&e);
             self.failure(StreamFailure::Connection(kind), None)
         })?;
