@@ -412,7 +412,11 @@ fn ranked_verdict(
         baseline_row(rows, baseline).filter(|b| ranked.iter().any(|r| std::ptr::eq(*r, *b)));
     let saturated = listed.filter(|b| b.client_cpu_max.is_some_and(|c| c >= SATURATED_CPU));
     let base = listed.filter(|_| saturated.is_none());
-    let base_note = saturated.filter(|_| best.variant != baseline).map(|b| {
+    // The baseline is a row, not a protocol: another shape of its protocol (`h1@64` against
+    // `h1@8`) is compared with it like any other row.
+    let is_base = |r: &Row| listed.is_some_and(|b| std::ptr::eq(r, b));
+    let base_label = listed.map_or_else(|| baseline.to_string(), |b| label(b, rows));
+    let base_note = saturated.filter(|_| !is_base(best)).map(|b| {
         format!(
             "no ratio to {}: its client was saturated, so its req/s is the client's limit",
             label(b, rows)
@@ -445,10 +449,10 @@ fn ranked_verdict(
     } else {
         spread.clone()
     };
-    let quoted = base.filter(|b| best.variant != baseline && ratio(best, Some(b)).is_some());
+    let quoted = base.filter(|b| !is_base(best) && ratio(best, Some(b)).is_some());
     let vs_base = quoted
         .and_then(|b| ratio(best, Some(b)))
-        .map(|r| format!("{} {baseline}", format_ratio(r)));
+        .map(|r| format!("{} {base_label}", format_ratio(r)));
     let best_note = quoted.and_then(|b| in_flight_note(best, b));
     let mut compared: Vec<&Row> = std::iter::once(best).chain(tied.iter().copied()).collect();
     let mut line = if tied.is_empty() {
@@ -499,9 +503,12 @@ fn ranked_verdict(
         compared.push(b);
     }
     if let Some(worst) = ranked.last().filter(|w| ranked.len() > 2 && !ties(best, w)) {
-        if let Some(r) = ratio(worst, base).filter(|_| worst.variant != baseline) {
+        // A slowest row that ties with the baseline is not slower than it by the rules the
+        // line quotes: no `slowest h2 0.99x h1-tls`.
+        let apart = base.is_some_and(|b| !ties(worst, b));
+        if let Some(r) = ratio(worst, base).filter(|_| !is_base(worst) && apart) {
             line.push_str(&format!(
-                "; slowest {} {} {baseline}",
+                "; slowest {} {} {base_label}",
                 label(worst, rows),
                 format_ratio(r)
             ));

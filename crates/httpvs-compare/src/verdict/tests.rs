@@ -624,3 +624,54 @@ fn verdict_names_rows_not_only_protocols() {
     assert_eq!(v.tied_rows, vec!["h2@4x32".to_string()]);
     assert!(v.line.starts_with("tie: h2@4x8 ≈ h2@4x32"), "{}", v.line);
 }
+
+/// The baseline is a row: `h1@64` against the baseline `h1@8` gets its ratio and the in-flight
+/// note like any other row (it read `h1@64 fastest` with neither, which hid a ratio that came
+/// from the shapes alone).
+#[test]
+fn another_shape_of_the_baseline_protocol_is_compared_with_the_baseline_row() {
+    let shaped = |variant, connections, rps| Row {
+        shape: Shape {
+            connections,
+            streams: 1,
+        },
+        started: 100_064,
+        succeeded: 100_000,
+        connections: f64::from(connections),
+        fewest_connections: u64::from(connections),
+        runs: 1,
+        ..row(variant, rps)
+    };
+    let rows = [
+        shaped(Variant::H1, 8, [100.0, 100.0, 100.0]),
+        shaped(Variant::H1, 64, [800.0, 800.0, 800.0]),
+        shaped(Variant::H2c, 64, [790.0, 790.0, 790.0]),
+    ];
+    let v = verdict(&rows, Variant::H1, false);
+    assert!(
+        v.line.starts_with(
+            "tie: h1@64 ≈ h2c (too close to call; by median h1@64 8.00x h1@8; rows differ in \
+             requests in flight: 64 vs 8, about their in-flight ratio (8.00x)"
+        ),
+        "{}",
+        v.line
+    );
+    assert!(!v.in_flight.is_empty(), "{:?}", v.in_flight);
+}
+
+/// A slowest row within the tie rule of the baseline is not named slowest against it.
+#[test]
+fn a_slowest_row_that_ties_with_the_baseline_is_not_called_slowest() {
+    let single = |variant, rps| Row {
+        runs: 1,
+        ..row(variant, [rps, rps, rps])
+    };
+    let rows = [
+        single(Variant::H1Tls, 582.0),
+        single(Variant::H3, 1570.0),
+        single(Variant::H2, 573.0),
+    ];
+    let v = verdict(&rows, Variant::H1Tls, false);
+    assert!(v.line.starts_with("h3 fastest, 2.70x h1-tls"), "{}", v.line);
+    assert!(!v.line.contains("slowest"), "{}", v.line);
+}
