@@ -28,6 +28,9 @@ use tokio::sync::oneshot;
 pub enum WorkerMsg {
     /// One interval's statistics (one per second, and a final partial one).
     Interval {
+        /// The second of the run it ends at (1 for the first), or, for the final partial
+        /// one, the second it falls in.
+        tick: u64,
         /// The interval's statistics.
         stats: IntervalStats,
     },
@@ -159,8 +162,10 @@ pub fn run_worker<F: ProtocolFactory>(
             slot.release();
         }
         drop(slots);
-        let last = ctx.recorder.borrow_mut().take_rest();
-        let _ = tx.send(WorkerMsg::Interval { stats: last });
+        let rest = ctx.recorder.borrow_mut().take_rest();
+        for (tick, stats) in rest {
+            let _ = tx.send(WorkerMsg::Interval { tick, stats });
+        }
         let _ = tx.send(WorkerMsg::Finished);
         let mut stats = std::mem::take(&mut ctx.recorder.borrow_mut().total);
         stats.next_due = ctx.schedule.borrow().next_due();
@@ -267,8 +272,14 @@ async fn send_intervals<P: crate::protocol::Protocol>(
         if Instant::now() < next_send {
             continue;
         }
-        let stats = ctx.recorder.borrow_mut().take_interval();
-        if tx.send(WorkerMsg::Interval { stats }).is_err() {
+        let (second, stats) = ctx.recorder.borrow_mut().take_interval();
+        if tx
+            .send(WorkerMsg::Interval {
+                tick: second,
+                stats,
+            })
+            .is_err()
+        {
             return;
         }
         tick += 1;

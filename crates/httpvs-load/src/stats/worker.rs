@@ -132,15 +132,18 @@ pub struct WorkerRecorder {
     /// When the interval being filled ends: the run's next whole second. `None` before the
     /// run's clock starts (and in tests that hand intervals over by hand).
     interval_end: Option<Instant>,
+    /// The second the interval being filled ends at (1 for the run's first second).
+    tick: u64,
     /// Intervals that ended (an outcome came at or past their end) before the ticker took
-    /// them, oldest first: one, or one a second the ticker is late.
-    ended: VecDeque<IntervalStats>,
+    /// them, oldest first, with their seconds: one, or one a second the ticker is late.
+    ended: VecDeque<(u64, IntervalStats)>,
 }
 
 impl WorkerRecorder {
     /// The run's clock started at `origin`: intervals end on its whole seconds from now on.
     pub fn start_clock(&mut self, origin: Instant) {
         self.interval_end = Some(origin + Duration::from_secs(1));
+        self.tick = 1;
     }
 
     /// Something is recorded as of `at`: closes the interval first if `at` is past its end.
@@ -155,7 +158,8 @@ impl WorkerRecorder {
     fn close_until(&mut self, at: Instant) {
         while let Some(end) = self.interval_end.filter(|end| at >= *end) {
             let closed = self.close_interval();
-            self.ended.push_back(closed);
+            self.ended.push_back((self.tick, closed));
+            self.tick += 1;
             self.interval_end = Some(end + Duration::from_secs(1));
         }
     }
@@ -198,25 +202,26 @@ impl WorkerRecorder {
         self.interval.requests.cut_off += 1;
     }
 
-    /// Hands over the ticker's interval: the oldest that ended, else the one being filled,
-    /// which ends now.
-    pub fn take_interval(&mut self) -> IntervalStats {
+    /// Hands over the ticker's interval with its second: the oldest that ended, else the
+    /// one being filled, which ends now.
+    pub fn take_interval(&mut self) -> (u64, IntervalStats) {
         if let Some(ended) = self.ended.pop_front() {
             return ended;
         }
         if let Some(end) = &mut self.interval_end {
             *end += Duration::from_secs(1);
         }
-        self.close_interval()
+        let tick = self.tick;
+        self.tick += 1;
+        (tick, self.close_interval())
     }
 
-    /// Hands over everything not yet handed over, as the run's last interval.
-    pub fn take_rest(&mut self) -> IntervalStats {
-        let mut rest = IntervalStats::default();
-        for ended in std::mem::take(&mut self.ended) {
-            rest.merge(&ended);
-        }
-        rest.merge(&self.close_interval());
+    /// Hands over everything not yet handed over, each with its second, the last (partial)
+    /// one included: the coordinator places each in its own second.
+    pub fn take_rest(&mut self) -> Vec<(u64, IntervalStats)> {
+        let mut rest: Vec<_> = std::mem::take(&mut self.ended).into();
+        let tick = self.tick;
+        rest.push((tick, self.close_interval()));
         rest
     }
 
@@ -331,7 +336,7 @@ mod tests {
         r.succeeded(t0, t, &ok());
         r.started(t0);
         r.failed(t0, ErrorKind::Reset);
-        let first = r.take_interval();
+        let (_, first) = r.take_interval();
         assert_eq!(first.requests.succeeded, 1);
         assert_eq!(first.latency.len(), 1);
         r.started(t0);
@@ -374,7 +379,7 @@ mod tests {
                         _ => r.cut_off(),
                     }
                 }
-                summed.merge(&r.take_interval());
+                summed.merge(&r.take_interval().1);
             }
             let t = &r.total;
             assert!(t.requests.identity_holds());
@@ -405,23 +410,32 @@ mod tests {
         // The ticker for second 1 is late: a request sent at 1.000 s ended first.
         r.started(ms(1000));
         r.failed(ms(1001), ErrorKind::Reset);
-        let first = r.take_interval();
+        let (tick, first) = r.take_interval();
+        assert_eq!(tick, 1);
         assert_eq!((first.requests.started, first.requests.failed), (1, 1));
         // Second 2 holds the late request; nothing then until 3.5 s, so second 3 is empty.
         r.started(ms(3500));
-        let second = r.take_interval();
+        let (tick, second) = r.take_interval();
+        assert_eq!(tick, 2);
         assert_eq!((second.requests.started, second.requests.failed), (1, 1));
-        let third = r.take_interval();
-        assert_eq!(third.requests.started, 0);
+        let (tick, third) = r.take_interval();
+        assert_eq!((tick, third.requests.started), (3, 0));
         // The ticker on time (nothing past 4 s yet) takes the interval being filled.
-        let fourth = r.take_interval();
-        assert_eq!(fourth.requests.started, 1);
+        let (tick, fourth) = r.take_interval();
+        assert_eq!((tick, fourth.requests.started), (4, 1));
         r.started(ms(4100));
         r.failed(ms(5200), ErrorKind::Reset);
         // The request sent at 3.5 s was in flight at the end.
         r.cut_off();
+        // The rest keeps its seconds apart: 5 (ended) and 6 (partial).
         let rest = r.take_rest();
-        assert_eq!((rest.requests.started, rest.requests.failed), (1, 1));
+        let ticks: Vec<u64> = rest.iter().map(|(t, _)| *t).collect();
+        assert_eq!(ticks, [5, 6]);
+        assert_eq!(rest[0].1.requests.started, 1);
+        assert_eq!(
+            (rest[1].1.requests.failed, rest[1].1.requests.cut_off),
+            (1, 1)
+        );
         assert!(r.total.requests.identity_holds());
         assert_eq!(r.total.requests.started, 4);
     }
