@@ -435,6 +435,39 @@ fn per_second_series_splits_on_the_runs_seconds() {
     assert_eq!(rates, [4.0, 4.0], "{}", json["series"]);
 }
 
+/// The series holds every completed request, however the run ends: each point's rate over the
+/// stretch it covers sums to the report's succeeded + failed (a run under 100 ms had no point,
+/// and a last stretch under 100 ms was dropped).
+#[test]
+fn the_series_holds_every_completed_request() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/?delay=10ms", server.http_addr().unwrap());
+    for shape in [
+        &["-n", "100", "-c", "2", "-t", "1"][..],
+        &["--rate", "100", "-z", "1050ms", "-t", "1"][..],
+    ] {
+        let mut args = vec![url.as_str(), "--json", "--no-progress"];
+        args.extend_from_slice(shape);
+        let out = httpvs(&args);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut before = 0.0;
+        let mut held = 0.0;
+        for p in json["series"].as_array().unwrap() {
+            let t = p["t_s"].as_f64().unwrap();
+            held += p["requests_per_s"].as_f64().unwrap() * (t - before);
+            before = t;
+        }
+        let r = &json["requests"];
+        let completed = r["succeeded"].as_u64().unwrap() + r["failed"].as_u64().unwrap();
+        assert!(
+            (held - completed as f64).abs() < 1e-6,
+            "{shape:?}: series holds {held}, completed {completed}: {}",
+            json["series"]
+        );
+    }
+}
+
 /// `--percentiles` adds to the listed percentiles (as Fortio's -p), and a `--fail-on` rule's
 /// percentile is listed and judged itself (p98 was judged on the p99 above it).
 #[test]
