@@ -134,7 +134,9 @@ pub fn run_worker<F: ProtocolFactory>(
                 tokio::task::spawn_local(pacer.clone().drive());
                 pacer.until(shared.origin).await;
             }
-            None => tokio::time::sleep_until(shared.origin.into()).await,
+            // The closed model's first requests leave at the origin too: tokio's timer wakes
+            // on 1 ms ticks, which started the clock 0.7-1.8 ms before the first send.
+            None => until_precisely(shared.origin).await,
         }
         let slots: Vec<Rc<Slot<F::Protocol>>> = (0..job.connections)
             .map(|_| Rc::new(Slot::new(ctx.clone(), job.streams as usize)))
@@ -248,6 +250,18 @@ async fn run_slots<P: Protocol>(ctx: &WorkerCtx<P>, slots: &[Rc<Slot<P>>], strea
         for task in tasks {
             let _ = task.await;
         }
+    }
+}
+
+/// Waits until `at` to the microsecond (a timerfd), or by tokio's timer where there is none.
+async fn until_precisely(at: Instant) {
+    let after = at.saturating_duration_since(Instant::now());
+    if after.is_zero() {
+        return;
+    }
+    match httpvs_timerfd::TimerFd::after(after) {
+        Ok(timer) if timer.expired().await.is_ok() => {}
+        _ => tokio::time::sleep_until(at.into()).await,
     }
 }
 
