@@ -127,6 +127,59 @@ fn h1_over_tls_with_cacert_succeeds() {
     assert_eq!(r.phases.handshake.count, 2);
 }
 
+/// A self-signed certificate that marks itself a CA (as `openssl req -x509` makes one),
+/// given with `--cacert`, is trusted when the server presents it, as curl trusts it: webpki
+/// alone refused it (`CaUsedAsEndEntity`). A name it does not hold is still refused.
+#[test]
+fn a_self_signed_ca_certificate_given_with_cacert_is_trusted_as_the_servers_own() {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("params");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let cert = params.self_signed(&key).expect("self-signed");
+    let dir = std::env::temp_dir().join(format!("httpvs-ca-leaf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, cert.pem()).expect("cert");
+    std::fs::write(&key_path, key.serialize_pem()).expect("key");
+    let s = start(ServeConfig {
+        cert: Some((cert_path.clone(), key_path)),
+        ..ServeConfig::loopback_ephemeral()
+    })
+    .expect("server starts");
+    let load = |host: &str, kind: ProtocolKind| {
+        let port = match kind {
+            ProtocolKind::H3 => s.h3_addr().unwrap().port(),
+            _ => s.https_addr().unwrap().port(),
+        };
+        let c = LoadConfig::new(&format!("https://{host}:{port}/"))
+            .unwrap()
+            .protocol(fixed(kind))
+            .shape(1, 1)
+            .threads(1)
+            .requests(5)
+            .tls(TlsOptions {
+                insecure: false,
+                cacert: Some(cert_path.clone()),
+            });
+        httpvs_load::run(&c, &mut Quiet)
+    };
+    for kind in [ProtocolKind::H1, ProtocolKind::H2, ProtocolKind::H3] {
+        let r = load("localhost", kind).expect("trusted");
+        assert_eq!(r.requests.succeeded, 5, "{kind:?}: {:?}", r.errors);
+    }
+    // The certificate holds no IP address: by address it is refused for its name.
+    let refused = load("127.0.0.1", ProtocolKind::H2)
+        .err()
+        .map(|e| e.to_string());
+    assert!(
+        refused
+            .as_deref()
+            .is_some_and(|e| e.contains("not valid for name")),
+        "{refused:?}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn h3_against_serve_succeeds() {
     let s = server(Limits::default());

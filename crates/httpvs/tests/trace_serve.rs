@@ -447,7 +447,10 @@ fn connect_failures_say_what_the_stack_saw() {
         stderr.contains("invalid peer certificate: UnknownIssuer"),
         "{stderr}"
     );
-    assert!(stderr.contains("--cacert FILE or -k"), "{stderr}");
+    assert!(
+        stderr.contains("--cacert FILE holding the certificate the server presents"),
+        "{stderr}"
+    );
     let out = trace(&["-p", "h3", "-k", &url]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -117,7 +117,8 @@ pub(crate) fn tls_hint(insecure: bool, detail: &str) -> &'static str {
         " (ALPN, an alert, or no TLS on that port; -k already accepts any certificate)"
     } else {
         " (its certificate, ALPN, an alert, or no TLS on that port); for a certificate this \
-         client does not trust: --cacert FILE or -k"
+         client does not trust: --cacert FILE holding the certificate the server presents or \
+         the CA that signed it, or -k"
     }
 }
 

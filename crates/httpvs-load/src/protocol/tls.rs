@@ -71,24 +71,45 @@ pub fn client_config(
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate { provider }))
             .with_no_client_auth()
     } else {
-        let roots = match cacert {
-            Some(path) => roots_from_file(path)?,
-            None => system_roots(),
-        };
-        builder.with_root_certificates(roots).with_no_client_auth()
+        match cacert {
+            Some(path) => {
+                let (roots, pinned) = roots_from_file(path)?;
+                let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                    Arc::new(roots),
+                    provider,
+                )
+                .build()
+                .map_err(|e| TlsConfigError::CaCertUnreadable {
+                    path: path.to_path_buf(),
+                    reason: e.to_string(),
+                })?;
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(TrustedFile { inner, pinned }))
+                    .with_no_client_auth()
+            }
+            None => builder
+                .with_root_certificates(system_roots())
+                .with_no_client_auth(),
+        }
     };
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok(Arc::new(config))
 }
 
-fn roots_from_file(path: &Path) -> Result<RootCertStore, TlsConfigError> {
+/// The `--cacert` file's certificates as trust anchors, and as they are (for [`TrustedFile`]).
+fn roots_from_file(
+    path: &Path,
+) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), TlsConfigError> {
     let unreadable = |e: rustls::pki_types::pem::Error| TlsConfigError::CaCertUnreadable {
         path: path.to_path_buf(),
         reason: e.to_string(),
     };
     let mut roots = RootCertStore::empty();
+    let mut pinned = Vec::new();
     for cert in CertificateDer::pem_file_iter(path).map_err(unreadable)? {
         let cert = cert.map_err(unreadable)?;
+        pinned.push(cert.clone());
         roots
             .add(cert)
             .map_err(|source| TlsConfigError::CaCertRejected {
@@ -99,7 +120,72 @@ fn roots_from_file(path: &Path) -> Result<RootCertStore, TlsConfigError> {
     if roots.is_empty() {
         return Err(TlsConfigError::CaCertEmpty(path.to_path_buf()));
     }
-    Ok(roots)
+    Ok((roots, pinned))
+}
+
+/// `--cacert FILE`: verifies as webpki does against the file's certificates, and also accepts
+/// a server certificate that is byte for byte one of them, for the names it holds. The
+/// self-signed certificate of `openssl req -x509` marks itself a CA, which webpki refuses as a
+/// server's own (`CaUsedAsEndEntity`), where curl, trusting the file, accepts it. Its dates are
+/// not checked on that path (webpki reads them only on a chain it accepts).
+#[derive(Debug)]
+struct TrustedFile {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    pinned: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for TrustedFile {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let refused = match self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Ok(verified) => return Ok(verified),
+            Err(e) => e,
+        };
+        if !self
+            .pinned
+            .iter()
+            .any(|c| c.as_ref() == end_entity.as_ref())
+        {
+            return Err(refused);
+        }
+        let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+        rustls::client::verify_server_name(&parsed, server_name)?;
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }
 
 /// The platform's trust store; certificates it cannot parse are skipped, as browsers do.
