@@ -23,6 +23,8 @@ pub struct Endpoints {
     pub h3: Option<String>,
     /// Certificate trust for https and h3.
     pub tls: TlsOptions,
+    /// Where connections go instead of the URL's host and port (`--connect-to`).
+    pub connect_to: Option<httpvs_load::connect_to::ConnectTo>,
 }
 
 impl Endpoints {
@@ -67,6 +69,7 @@ impl LoadDriver {
             .threads(self.threads.max(1))
             .duration(spec.duration)
             .tls(self.endpoints.tls.clone());
+        config.connect_to = self.endpoints.connect_to.clone();
         config.warmup = spec.warmup;
         config.keepalive = spec.variant.keepalive();
         // Every connection opens before the warm-up: on a lossy link a lost SYN or handshake

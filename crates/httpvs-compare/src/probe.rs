@@ -12,7 +12,11 @@ use httpvs_load::{LoadConfig, ProtocolChoice, TlsOptions};
 use std::time::Duration;
 
 /// The endpoints a user URL offers: its scheme decides cleartext or TLS (h3 on the same port).
-pub fn endpoints(url: &http::Uri, tls: TlsOptions) -> Endpoints {
+pub fn endpoints(
+    url: &http::Uri,
+    tls: TlsOptions,
+    connect_to: Option<httpvs_load::connect_to::ConnectTo>,
+) -> Endpoints {
     let authority = url.authority().map_or("", |a| a.as_str());
     let base = format!("{}://{authority}", url.scheme_str().unwrap_or("http"));
     let https = url.scheme_str() == Some("https");
@@ -21,6 +25,7 @@ pub fn endpoints(url: &http::Uri, tls: TlsOptions) -> Endpoints {
         https: https.then(|| base.clone()),
         h3: https.then_some(base),
         tls,
+        connect_to,
     }
 }
 
@@ -60,6 +65,7 @@ fn trial(endpoints: &Endpoints, path: &str, variant: Variant) -> Result<(), Stri
         .threads(1)
         .requests(2)
         .tls(endpoints.tls.clone());
+    config.connect_to = endpoints.connect_to.clone();
     config.keepalive = variant.keepalive();
     config.connect_timeout = Duration::from_secs(3);
     config.timeout = Some(Duration::from_secs(5));

@@ -32,6 +32,8 @@ pub struct CompareConfig {
     pub insecure: bool,
     /// Trust this CA for a user's server.
     pub cacert: Option<PathBuf>,
+    /// Connect to this host and port instead of the URL's (a user's server).
+    pub connect_to: Option<httpvs_load::connect_to::ConnectTo>,
 }
 
 /// Why a comparison could not run.
@@ -269,6 +271,7 @@ impl Target {
                 insecure: false,
                 cacert: Some(ca_file.path()),
             },
+            connect_to: None,
         };
         Ok(Target {
             endpoints,
@@ -288,7 +291,7 @@ impl Target {
             insecure: config.insecure,
             cacert: config.cacert.clone(),
         };
-        let endpoints = probe::endpoints(&uri, tls);
+        let endpoints = probe::endpoints(&uri, tls, config.connect_to.clone());
         let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
         aim_at_url(plan, &path, config.custom_plan);
         let (variants, skipped) = probe::probe(&endpoints, &path, &plan.protocols);

@@ -450,6 +450,48 @@ fn print_plan_with_a_url_prints_the_plan_aimed_at_it() {
     assert!(!plan.contains("size ="), "{plan}");
 }
 
+/// `--connect-to` sends a URL's connections to another address, as load's does: a name the
+/// machine cannot resolve is measured at the server's address (the SNI hint for h3 names it).
+#[test]
+fn connect_to_sends_the_urls_connections_elsewhere() {
+    let dir = scratch_dir("compare-connect-to");
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let addr = server.http_addr().unwrap().to_string();
+    let out = httpvs(
+        &dir,
+        &[
+            "compare",
+            "http://unresolvable.test/",
+            "--connect-to",
+            &addr,
+            "--protocols",
+            "h1",
+            "--conditions",
+            "clean",
+            "--repeats",
+            "1",
+            "--duration",
+            "200ms",
+            "--warmup",
+            "100ms",
+            "--no-html",
+            "--json",
+            "-",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let succeeded = &json["cells"][0]["runs"][0]["report"]["requests"]["succeeded"];
+    assert!(
+        succeeded.as_u64().is_some_and(|n| n > 0),
+        "{}",
+        json["cells"]
+    );
+    // Only with a URL.
+    let out = httpvs(&dir, &["compare", "--connect-to", &addr, "--print-plan"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
 #[test]
 fn print_plan_prints_the_default_matrix() {
     let dir = scratch_dir("compare-print-plan");

@@ -76,7 +76,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE", conflicts_with_all = [
         "url", "plan", "quick", "shape", "tune", "baseline", "protocols", "conditions",
         "repeats", "duration", "warmup", "server_cpus", "client_cpus", "no_pin", "insecure",
-        "cacert",
+        "cacert", "connect_to",
     ])]
     from: Option<PathBuf>,
     /// Accept any certificate from your server (https URLs).
@@ -85,6 +85,10 @@ pub struct Args {
     /// Trust this CA (PEM) for your server.
     #[arg(long, value_name = "FILE")]
     cacert: Option<PathBuf>,
+    /// With a URL: connect to HOST[:PORT] instead of its host and port (as load's), keeping
+    /// the URL's name for Host, :authority and TLS
+    #[arg(long, value_name = "HOST[:PORT]", requires = "url")]
+    connect_to: Option<String>,
 }
 
 impl Args {
@@ -381,6 +385,12 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
         tune: args.tune,
         insecure: args.insecure,
         cacert: args.cacert.clone(),
+        connect_to: args
+            .connect_to
+            .as_deref()
+            .map(httpvs_load::connect_to::ConnectTo::parse)
+            .transpose()
+            .map_err(super::usage)?,
     })
 }
 
