@@ -280,6 +280,32 @@ fn server_request_limit_churns_connections_and_is_explained() {
     assert!(d.contains("about every 50 requests"), "{d}");
 }
 
+/// Requests per connection count what each connection carried as the server counts it:
+/// warm-up requests included, requests cut off at the end left out. Under a 50-request limit
+/// with a warm-up, the connections open across the warm-up's end read low (their warm-up
+/// requests left out), and a max could pass the limit (the streams in flight at the end,
+/// which the server would have refused): the churn note said "not a fixed limit".
+#[test]
+fn requests_per_connection_count_as_the_server_does_with_a_warmup() {
+    let s = server(Limits {
+        max_requests_per_conn: Some(50),
+        ..Limits::default()
+    });
+    let mut c = LoadConfig::new(&http_url(&s, "/?delay=50ms"))
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H2c))
+        .shape(2, 4)
+        .threads(1)
+        .duration(Duration::from_secs(2));
+    c.warmup = Duration::from_millis(300);
+    let r = run(&c);
+    let p = &r.connections.requests_per_connection;
+    assert!(p.max <= 50, "{:?}", r.connections);
+    let d = r.connections.diagnosis.clone();
+    let d = d.unwrap_or_else(|| panic!("churn is explained: {:?}", r.connections));
+    assert!(d.contains("about every 50 requests"), "{d}");
+}
+
 /// One request per connection and four streams each: the GOAWAY refuses three of every four
 /// sends before the one it serves has finished. Those refusals are retries however often they
 /// repeat (they used to fail after eight, about one request in ten): the connections served.

@@ -33,6 +33,10 @@ pub struct LiveConn<P: Protocol> {
     /// Sends that ended in a response or a failure (not refused for a retry). Shared so a
     /// request it refused can look later at whether it served anyone after all.
     served: Rc<Cell<u64>>,
+    /// Requests that ended on it (a response or a failure) before the run did, warm-up ones
+    /// included, as the server counts them against a limit per connection: what the report's
+    /// requests per connection read. Refused and cut-off requests are not carried.
+    carried: Cell<u64>,
     /// Counted as opened: at once when opened during the measured part, else (a warm-up
     /// connection) at its first measured request, with its warm-up bytes subtracted. Once.
     counted_open: Cell<bool>,
@@ -90,6 +94,11 @@ impl<P: Protocol> LiveConn<P> {
         self.served.set(self.served.get() + 1);
     }
 
+    /// Notes that a request ended here before the run did (see `carried`).
+    pub fn note_carried(&self) {
+        self.carried.set(self.carried.get() + 1);
+    }
+
     /// How many sends here ended with a response or a failure, as a counter that outlives
     /// the connection.
     pub fn served_counter(&self) -> Rc<Cell<u64>> {
@@ -134,7 +143,7 @@ impl<P: Protocol> Drop for LiveConn<P> {
         let quic = self.conn.quic_stats();
         let mut rec = self.ctx.recorder.borrow_mut();
         rec.total.wire.add_wire(&wire);
-        rec.total.connections.retire(cause, self.requests.get());
+        rec.total.connections.retire(cause, self.carried.get());
         if cause == CloseCause::Goaway && self.conn.goaway_error().is_some() {
             rec.total.connections.closed_goaway_error += 1;
         }
@@ -293,6 +302,7 @@ impl<P: Protocol> Slot<P> {
             requests: Cell::new(0),
             uses: Cell::new(0),
             served: Rc::new(Cell::new(0)),
+            carried: Cell::new(0),
             counted_open: Cell::new(counted_open),
             wire_baseline: Cell::new(preopened.then(WireBytes::default)),
             preopened,

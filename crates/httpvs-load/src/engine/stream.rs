@@ -287,6 +287,9 @@ fn settle<P: Protocol>(
     // luck, not a server that processes nothing: it does not use up the retry budget. The
     // previous refuser has settled by now; this one is judged at the next refusal.
     let mut refused_without_progress = false;
+    // Finished after the end (the timer that cuts runs off has 1 ms ticks): it was in flight
+    // when the run ended, so it is cut off, as the identity counts it.
+    let after_end = ctx.shared.deadline.is_some_and(|d| end > d);
     if let Err(SendError::Retry(_)) = result {
         live.unnote_request(req.measured);
         let counter = live.served_counter();
@@ -300,15 +303,15 @@ fn settle<P: Protocol>(
         }
     } else {
         live.note_served();
-        if reused && req.measured {
-            ctx.recorder.borrow_mut().total.connections.reused_requests += 1;
+        if !after_end {
+            live.note_carried();
+            if reused && req.measured {
+                ctx.recorder.borrow_mut().total.connections.reused_requests += 1;
+            }
         }
     }
     let number = live.number;
     drop(live);
-    // Finished after the end (the timer that cuts runs off has 1 ms ticks): it was in flight
-    // when the run ended, so it is cut off, as the identity counts it.
-    let after_end = ctx.shared.deadline.is_some_and(|d| end > d);
     let ended = !matches!(result, Err(SendError::Retry(_)));
     if !req.measured && ended && !after_end && end >= ctx.shared.measure_start {
         // A warm-up request that ended in the measured part: outside the identity, but said.
