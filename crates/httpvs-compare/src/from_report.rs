@@ -45,6 +45,7 @@ pub fn measurement(report: &Report) -> Measurement {
         },
         connections_opened: report.connections.opened,
         connections_closed_by_server: report.connections.closed_by_server.total,
+        connection_note: report.connections.diagnosis.clone(),
         client_cpu: None,
         latency_cdf: cdf(&report.latency),
         per_second: report.series.iter().map(|p| p.requests_per_s).collect(),

@@ -51,6 +51,10 @@ pub struct Measurement {
     pub connections_opened: u64,
     /// Connections the server closed (FIN, Connection: close, GOAWAY).
     pub connections_closed_by_server: u64,
+    /// The load report's note on connection churn, when it had one (what closed them and
+    /// after how many requests each, as the server counts them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_note: Option<String>,
     /// Client CPU used, as a fraction of the client's CPUs (1.0 = all of them busy).
     pub client_cpu: Option<f64>,
     /// Latency CDF points: (milliseconds, fraction of requests at or below).

@@ -216,6 +216,8 @@ pub struct Row {
     pub stall_seconds: f64,
     /// Why it could not run, if so.
     pub failure: Option<String>,
+    /// The first repeat's load-report note on connection churn, if any.
+    pub connection_note: Option<String>,
 }
 
 impl CellResult {
@@ -260,6 +262,7 @@ impl CellResult {
             client_cpu_max: runs().filter_map(|m| m.client_cpu).reduce(f64::max),
             stall_seconds: runs().map(stall_seconds).fold(0.0, f64::max),
             failure: self.failure.clone(),
+            connection_note: runs().find_map(|m| m.connection_note.clone()),
         }
     }
 }

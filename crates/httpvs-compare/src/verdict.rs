@@ -626,12 +626,22 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
     }
     let configured = f64::from(row.shape.connections);
     if row.variant.keepalive() && row.connections > 2.0 * configured {
-        let per_conn = row.succeeded as f64 / repeats.max(1) as f64 / row.connections.max(1.0);
-        out.push(format!(
-            "{name}: connection churn: {:.0} connections opened for {} configured, about {:.0} requests each \
-             (the server closes them: check its max requests per connection)",
-            row.connections, row.shape.connections, per_conn
-        ));
+        let opened = format!(
+            "{name}: connection churn: {:.0} connections opened for {} configured",
+            row.connections, row.shape.connections
+        );
+        match &row.connection_note {
+            // The load report's own reading: by what the server counted, warm-up included.
+            Some(note) => out.push(format!("{opened}: {note}")),
+            None => {
+                let per_conn =
+                    row.succeeded as f64 / repeats.max(1) as f64 / row.connections.max(1.0);
+                out.push(format!(
+                    "{opened}, about {per_conn:.0} measured requests each (the server closes \
+                     them: check its max requests per connection)"
+                ));
+            }
+        }
     }
     if let Some(ran) = row.streams_capped {
         let c = row.shape.connections;

@@ -34,6 +34,7 @@ fn row(variant: Variant, rps: [f64; 3]) -> Row {
         client_cpu_max: Some(0.5),
         stall_seconds: 0.0,
         failure: None,
+        connection_note: None,
     }
 }
 
@@ -120,6 +121,16 @@ fn anomalies_flag_churn_errors_retries_and_saturation() {
     assert!(a[0].contains("connection churn: 40 connections opened for 4 configured"));
     assert!(a[2].contains("250 responses were not 2xx (25.0%, mostly 404)"));
     assert!(a[4].contains("client saturated: 97%"));
+    assert!(a[0].contains("measured requests each"), "{}", a[0]);
+    // With the load report's note, its reading (as the server counted, warm-up included).
+    r.connection_note =
+        Some("the server closed connections 36 times with GOAWAY, about every 100 requests".into());
+    let a = anomalies(&r, &[r.clone()], 1, 3);
+    assert_eq!(
+        a[0],
+        "h2: connection churn: 40 connections opened for 4 configured: the server closed \
+         connections 36 times with GOAWAY, about every 100 requests"
+    );
 }
 
 #[test]
