@@ -492,6 +492,47 @@ fn connect_to_sends_the_urls_connections_elsewhere() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }
 
+/// A matrix that measured nothing worth a verdict exits 1 after its tables and files: every
+/// response an error page (a wrong path, a failing server) ranks no row.
+#[test]
+fn no_table_with_a_verdict_exits_1() {
+    let dir = scratch_dir("compare-no-verdict");
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/?status=500", server.http_addr().unwrap());
+    let out = httpvs(
+        &dir,
+        &[
+            "compare",
+            &url,
+            "--protocols",
+            "h1,h2c",
+            "--conditions",
+            "clean",
+            "--repeats",
+            "1",
+            "--duration",
+            "200ms",
+            "--warmup",
+            "100ms",
+            "--json",
+            "r.json",
+            "--no-html",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no table has a verdict"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).contains("verdict clean: no verdict"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(dir.join("r.json").exists(), "the results are still written");
+}
+
 #[test]
 fn print_plan_prints_the_default_matrix() {
     let dir = scratch_dir("compare-print-plan");

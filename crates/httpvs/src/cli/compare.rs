@@ -239,7 +239,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot write {}", path.display()))?;
         let _ = writeln!(out, "\nreport: {}", path.display());
     }
+    // A run that could not measure what it set out to is a failure a script must see: cells
+    // that did not run (a server gone mid-matrix), or no table with a winner (every row
+    // failing, or error pages only). Written files and tables come first.
+    if code == ExitCode::SUCCESS && args.from.is_none() {
+        if let Some(why) = incomplete(&results) {
+            say!("httpvs: {why}");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
     Ok(code)
+}
+
+/// Why a finished matrix did not measure what it was asked to, if so (exit 1).
+fn incomplete(results: &Results) -> Option<String> {
+    let failed = results.cells.iter().filter(|c| c.failure.is_some()).count();
+    if failed > 0 {
+        return Some(format!(
+            "{failed} of {} cells did not run (see their rows); exit 1",
+            results.cells.len()
+        ));
+    }
+    let records = render::verdict_records(results);
+    (!records.is_empty() && records.iter().all(|r| r.verdict.fastest.is_none()))
+        .then(|| "no table has a verdict (see each table's line); exit 1".to_string())
 }
 
 /// Whether two output paths are one file: the same file on disk, or the same path spelled
