@@ -533,6 +533,45 @@ fn no_table_with_a_verdict_exits_1() {
     assert!(dir.join("r.json").exists(), "the results are still written");
 }
 
+/// The default plan's small and large payloads differ only by the embedded server's `size=`:
+/// against your URL both ask for the same thing, and compare says so before it runs.
+#[test]
+fn payloads_that_send_the_same_request_to_a_url_are_warned_about() {
+    let dir = scratch_dir("compare-same-payloads");
+    std::fs::write(
+        dir.join("default.toml"),
+        include_str!("../../../plans/default.toml"),
+    )
+    .unwrap();
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let out = httpvs(
+        &dir,
+        &[
+            "compare",
+            &url,
+            "--plan",
+            "default.toml",
+            "--protocols",
+            "h1",
+            "--conditions",
+            "clean",
+            "--repeats",
+            "1",
+            "--duration",
+            "100ms",
+            "--warmup",
+            "50ms",
+            "--no-html",
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("httpvs: warning: payloads small, large send the same request to"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn print_plan_prints_the_default_matrix() {
     let dir = scratch_dir("compare-print-plan");

@@ -199,6 +199,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     say!("httpvs: warning: {line}");
                 }
             }
+            if let Some(line) = same_requests(&config) {
+                say!("httpvs: warning: {line}");
+            }
             let mut progress = Lines::default();
             // The first Ctrl-C ends the matrix: the finished cells are still shown and written.
             let stop = super::common::interrupt_flag();
@@ -249,6 +252,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(code)
+}
+
+/// A plan's payloads that send one and the same request to a user's server: `size=` is the
+/// embedded server's, so `plans/default.toml`'s small and large both ask for the URL.
+fn same_requests(config: &CompareConfig) -> Option<String> {
+    let url = config.target.as_deref()?;
+    let uri = httpvs_load::config::parse_url(url).ok()?;
+    let mut plan = config.plan.clone();
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    httpvs_compare::session::aim_at_url(&mut plan, path, config.custom_plan);
+    let key = |p: &httpvs_compare::plan::Payload| {
+        (p.path.clone(), p.method.clone(), p.body, p.headers.clone())
+    };
+    let payloads = &plan.payloads;
+    let twins: Vec<&str> = payloads
+        .iter()
+        .filter(|p| payloads.iter().filter(|q| key(q) == key(p)).count() > 1)
+        .map(|p| p.name.as_str())
+        .collect();
+    (!twins.is_empty()).then(|| {
+        format!(
+            "payloads {} send the same request to {url} (a payload's size is the embedded \
+             server's ?size=, left off for your server): their tables will measure the same",
+            twins.join(", ")
+        )
+    })
 }
 
 /// Why a finished matrix did not measure what it was asked to, if so (exit 1).
