@@ -72,6 +72,16 @@ fn tick_label(v: f64) -> String {
     }
 }
 
+/// A bar's value in its tooltip as the tables print it: whole numbers with thousands
+/// separators (`683`, `36,784`), decimals only under 10.
+fn bar_value(v: f64) -> String {
+    if v >= 10.0 {
+        super::format::thousands(v)
+    } else {
+        trimmed(v, 2)
+    }
+}
+
 /// `v` with at most `decimals` decimals and no trailing zeros.
 fn trimmed(v: f64, decimals: usize) -> String {
     let text = format!("{v:.decimals$}");
@@ -197,7 +207,7 @@ pub fn bar_chart(title: &str, groups: &[String], series: &[BarSeries], y_label: 
                 (floor_y - y_of(median)).max(0.0),
                 ser.color,
                 escape(&ser.name),
-                tick_label(median)
+                bar_value(median)
             );
             if max > min {
                 let cx = x + (bar_w - 2.0) / 2.0;
@@ -359,6 +369,10 @@ mod tests {
         assert_eq!(tick_label(1250.0), "1.25k");
         assert_eq!(tick_label(1750.0), "1.75k");
         assert_eq!(tick_label(0.25), "0.25");
+        // Tooltips read as the tables do.
+        assert_eq!(bar_value(683.33), "683");
+        assert_eq!(bar_value(36784.4), "36,784");
+        assert_eq!(bar_value(2.5), "2.5");
     }
 
     #[test]
