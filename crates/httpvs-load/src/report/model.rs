@@ -496,20 +496,6 @@ pub struct SeriesPoint {
     pub connections_opened: u64,
 }
 
-impl SeriesPoint {
-    /// The series point of one snapshot.
-    pub fn from_snapshot(s: &crate::stats::IntervalSnapshot) -> SeriesPoint {
-        SeriesPoint {
-            t_s: s.elapsed.as_secs_f64(),
-            requests_per_s: s.requests_per_sec,
-            failed: s.failed,
-            p50_us: s.p50_us,
-            p99_us: s.p99_us,
-            connections_opened: s.total_connections_opened,
-        }
-    }
-}
-
 /// One `--fail-on` rule and how the run fared.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThresholdResult {
