@@ -143,6 +143,10 @@ fn apply_payload(config: &mut LoadConfig, payload: &Payload) -> Result<(), Strin
     Ok(())
 }
 
+/// The longest wait for a link to empty after a cell: a delay link empties in its delay; a
+/// rate-limited queue that stays full longer is what `held` then shows.
+const LINK_DRAIN: Duration = Duration::from_secs(1);
+
 impl CellDriver for LoadDriver {
     fn run(&mut self, spec: &CellSpec<'_>) -> Result<RunResult, String> {
         let config = self.config(spec)?;
@@ -154,9 +158,14 @@ impl CellDriver for LoadDriver {
                 // Threads inherit the namespace of the thread that starts them, so every
                 // worker's sockets live behind the link.
                 let before = link.counters();
+                let stopped = stop.clone();
                 let report = link
                     .run_in_client_ns(move || httpvs_load::run_until(&config, &mut Quiet, stop))
                     .map_err(|e| e.to_string())?;
+                // The cell's teardown (its FINs, the last ACKs) goes out before its counters
+                // are read: it counts here, not in the next cell, whose measurement it would
+                // cross, and `held` reads what the link could not deliver, not a closing burst.
+                link.drain(LINK_DRAIN, &stopped);
                 (report, Some(counters_between(before, link.counters())))
             }
         };

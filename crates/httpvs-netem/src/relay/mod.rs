@@ -200,7 +200,8 @@ impl Direction {
                     t.packet.len(),
                 )
             };
-            // A corrupted IP header makes the kernel refuse the write (EINVAL): a drop, as on a wire.
+            // A refused write is a drop, as on a wire, counted as sent and `rejected`: a
+            // corrupted IP header (EINVAL) or, rarely, a full kernel queue behind the device.
             if n < 0 {
                 self.rejected += 1;
             }
