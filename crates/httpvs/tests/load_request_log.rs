@@ -250,3 +250,32 @@ fn a_log_that_cannot_be_written_is_said() {
         "{stderr}"
     );
 }
+
+/// `--log-file -` with the report in `-o` adds its rows to stdout where the stream stands:
+/// what the shell wrote there before stays (it was emptied, and the rows written from byte 0).
+#[test]
+fn log_rows_on_stdout_follow_what_was_there() {
+    use std::io::{Seek, SeekFrom, Write};
+    let server =
+        httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).expect("serve");
+    let url = format!("http://{}/", server.http_addr().expect("http"));
+    let out_path = temp("stdout-shared.txt");
+    let report = temp("stdout-shared.json");
+    let mut shared = std::fs::File::create(&out_path).expect("create");
+    shared.write_all(b"before-line\n").expect("write");
+    shared.seek(SeekFrom::End(0)).expect("seek");
+    let status = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["load", &url, "--log-file", "-", "-o"])
+        .arg(&report)
+        .args(["-n", "3", "-c", "1", "--no-progress"])
+        .stdout(std::process::Stdio::from(shared))
+        .status()
+        .expect("runs");
+    assert!(status.success());
+    let text = std::fs::read_to_string(&out_path).expect("read");
+    assert!(text.starts_with("before-line\n"), "{text}");
+    let rows = text.lines().skip(1).filter(|l| l.contains('\t')).count();
+    assert_eq!(rows, 3, "{text}");
+    let _ = std::fs::remove_file(out_path);
+    let _ = std::fs::remove_file(report);
+}

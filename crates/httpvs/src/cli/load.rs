@@ -348,6 +348,20 @@ fn open_request_log(
             "--log-file {named} is {what}: give them different files"
         )));
     }
+    // Our own stdout (`-`, /dev/stdout): opening its path again starts a new file position at
+    // 0, and emptying it would wipe what the shell wrote before (`{ ...; httpvs ...; } > f`,
+    // `>> ci.log`). The rows go to stdout itself instead, after what is there, never cut back.
+    if file_id(std::path::Path::new("/proc/self/fd/1")) == Some((log.dev(), log.ino())) {
+        use std::os::fd::AsFd;
+        let stdout = std::io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(cannot)?;
+        return Ok(httpvs_load::stats::RequestLog::new(
+            "-".to_string(),
+            Box::new(StdoutLog(std::fs::File::from(stdout))),
+        ));
+    }
     if log.is_file() {
         file.set_len(0).map_err(cannot)?;
     }
@@ -355,6 +369,26 @@ fn open_request_log(
         path.display().to_string(),
         Box::new(file),
     ))
+}
+
+/// The request log on our stdout: appended to where the stream stands, and never cut back (a
+/// row that failed part-way on a stream stays as it is).
+struct StdoutLog(std::fs::File);
+
+impl std::io::Write for StdoutLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl httpvs_load::stats::request_log::LogOutput for StdoutLog {
+    fn cut_to(&mut self, _len: u64) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Setup errors: the user's input exits 2, an unreachable target exits 1; both one line.
