@@ -306,6 +306,56 @@ fn requests_per_connection_count_as_the_server_does_with_a_warmup() {
     assert!(d.contains("about every 50 requests"), "{d}");
 }
 
+/// A server that closes idle connections (its keep-alive timeout shorter than the gaps of an
+/// open-model run): h1 sees each FIN before it sends and opens a new connection, where it sent
+/// on the closed one and counted a retry inside the request's latency; the note names the idle
+/// timeout, not "keep-alive off".
+#[test]
+fn h1_sees_an_idle_close_before_it_sends() {
+    let s = server(Limits {
+        idle_timeout: Duration::from_millis(150),
+        ..Limits::default()
+    });
+    let mut c = LoadConfig::new(&http_url(&s, "/"))
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H1))
+        .shape(1, 1)
+        .threads(1)
+        .requests(3);
+    c.rate = Some(2.0);
+    let r = run(&c);
+    assert_eq!(r.requests.succeeded, 3, "{:?}", r.errors);
+    assert_eq!(r.requests.retried.total, 0, "{:?}", r.requests.retried);
+    assert_eq!(r.connections.closed_by_server.fin, 2, "{:?}", r.connections);
+    let d = r.connections.diagnosis.clone().unwrap_or_default();
+    assert!(d.contains("2 idle connections"), "{d}");
+}
+
+/// A server at its connection limit accepts and closes the rest unanswered: those connections
+/// carried no request (they read 1 each), and the note says it closes before answering.
+#[test]
+fn connections_closed_unanswered_carry_no_request() {
+    let s = server(Limits {
+        max_connections: 3,
+        ..Limits::default()
+    });
+    let c = LoadConfig::new(&http_url(&s, "/"))
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H1))
+        .shape(6, 1)
+        .threads(1)
+        .requests(300);
+    let r = run(&c);
+    assert!(r.requests.failed > 0, "{:?}", r.requests);
+    assert_eq!(
+        r.connections.requests_per_connection.min, 0,
+        "{:?}",
+        r.connections
+    );
+    let d = r.connections.diagnosis.clone().unwrap_or_default();
+    assert!(d.contains("before answering any request"), "{d}");
+}
+
 /// One request per connection and four streams each: the GOAWAY refuses three of every four
 /// sends before the one it serves has finished. Those refusals are retries however often they
 /// repeat (they used to fail after eight, about one request in ten): the connections served.

@@ -33,9 +33,10 @@ pub struct LiveConn<P: Protocol> {
     /// Sends that ended in a response or a failure (not refused for a retry). Shared so a
     /// request it refused can look later at whether it served anyone after all.
     served: Rc<Cell<u64>>,
-    /// Requests that ended on it (a response or a failure) before the run did, warm-up ones
-    /// included, as the server counts them against a limit per connection: what the report's
-    /// requests per connection read. Refused and cut-off requests are not carried.
+    /// Requests that ended on it (a response, or a failure other than the connection closing
+    /// or resetting under it) before the run did, warm-up ones included, as the server counts
+    /// them against a limit per connection: what the report's requests per connection read.
+    /// Refused, cut-off and dropped-unread requests are not carried.
     carried: Cell<u64>,
     /// Counted as opened: at once when opened during the measured part, else (a warm-up
     /// connection) at its first measured request, with its warm-up bytes subtracted. Once.
@@ -146,6 +147,9 @@ impl<P: Protocol> Drop for LiveConn<P> {
         rec.total.connections.retire(cause, self.carried.get());
         if cause == CloseCause::Goaway && self.conn.goaway_error().is_some() {
             rec.total.connections.closed_goaway_error += 1;
+        }
+        if self.conn.closed_idle() {
+            rec.total.connections.closed_idle += 1;
         }
         if let Some(q) = quic {
             rec.total.quic.add(&q);

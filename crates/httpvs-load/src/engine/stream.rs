@@ -304,7 +304,17 @@ fn settle<P: Protocol>(
     } else {
         live.note_served();
         if !after_end {
-            live.note_carried();
+            // Closed or reset before its answer: the server dropped it unread, as a server
+            // at its connection limit does; it carried nothing there.
+            let dropped = matches!(
+                result,
+                Err(SendError::Failed(
+                    ErrorKind::ConnectionClosed | ErrorKind::Reset
+                ))
+            );
+            if !dropped {
+                live.note_carried();
+            }
             if reused && req.measured {
                 ctx.recorder.borrow_mut().total.connections.reused_requests += 1;
             }

@@ -263,6 +263,11 @@ pub trait Connection: 'static {
     fn goaway_error(&self) -> Option<u64> {
         None
     }
+    /// Whether the server closed it while it sat idle, no request in flight (h1: its FIN came
+    /// between requests, an idle timeout), so the engine never sent on it.
+    fn closed_idle(&self) -> bool {
+        false
+    }
     /// On a fresh connection about to be closed (the engine's probe): the server's limit on
     /// concurrent request streams when it is at most `want`, for protocols that learn it only by
     /// trying (h3: quinn does not expose the peer's transport parameters). `None` when unknown

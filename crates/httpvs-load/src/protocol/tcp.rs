@@ -271,6 +271,30 @@ pub fn recv_now(
     }
 }
 
+/// Peeks at one byte without waiting: `Ok(0)` when the peer closed (FIN), `Ok(1)` when bytes
+/// are waiting, `WouldBlock` when nothing is.
+pub fn peek_now(fd: std::os::fd::RawFd) -> io::Result<usize> {
+    let mut byte = [0u8; 1];
+    loop {
+        // SAFETY: the caller keeps `fd` open across the call; one byte into a one-byte buffer.
+        let n = unsafe {
+            libc::recv(
+                fd,
+                byte.as_mut_ptr().cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        if let Ok(n) = usize::try_from(n) {
+            return Ok(n);
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
 /// Classifies a TCP connect failure.
 pub fn connect_error_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {

@@ -47,6 +47,12 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
             group(closed),
             group(c.closed_goaway_error)
         ));
+    } else if c.closed_idle >= closed / 2 {
+        // Closed between requests, not after a count: an idle timeout shorter than the gaps.
+        return Some(format!(
+            "the server closed {} idle connections (a FIN while no request was in flight): its keep-alive idle timeout is shorter than the gaps between requests here (nginx keepalive_timeout); httpvs saw each close and opened a new connection instead of sending on it",
+            group(c.closed_idle)
+        ));
     } else if asked_to_close && c.closed_connection_close >= closed / 2 {
         "as this run's -H 'Connection: close' asks"
     } else if c.closed_reset >= closed / 2 {

@@ -46,6 +46,8 @@ pub struct Http1Connection {
     /// `u64::MAX` while healthy. Earlier pipelined responses still complete.
     dead_from: Cell<u64>,
     cause: Cell<CloseCause>,
+    /// The server closed it while idle (seen before a send: `accepts_requests`).
+    closed_idle: Cell<bool>,
     keepalive: bool,
     /// Why requests from `WriteBatch::written_through` on could not be written, if so.
     write_error: Cell<Option<ErrorKind>>,
@@ -135,6 +137,7 @@ impl Http1Connection {
             write_error: Cell::new(None),
             server_ended: Cell::new(false),
             cause: Cell::new(CloseCause::Open),
+            closed_idle: Cell::new(false),
             counter,
             keepalive,
         }
@@ -613,7 +616,29 @@ impl crate::protocol::Connection for Http1Connection {
     }
 
     fn accepts_requests(&self) -> bool {
-        self.cause.get() == CloseCause::Open
+        if self.cause.get() != CloseCause::Open {
+            return false;
+        }
+        // Idle (every response read) and the server spoke: it closed the connection while it
+        // sat unused (an idle timeout). Sending on it would fail and be sent again elsewhere,
+        // a retry and a reconnect inside the request's latency.
+        let idle = self.next_turn.get() == self.writes.queued_through();
+        if idle
+            && self
+                .reader
+                .borrow()
+                .as_ref()
+                .is_some_and(|r| r.io.peer_spoke())
+        {
+            self.retire(CloseCause::Fin);
+            self.closed_idle.set(true);
+            return false;
+        }
+        true
+    }
+
+    fn closed_idle(&self) -> bool {
+        self.closed_idle.get()
     }
 
     fn close_cause(&self) -> CloseCause {

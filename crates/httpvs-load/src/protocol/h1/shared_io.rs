@@ -6,7 +6,7 @@
 //! readable ([`IoHalf::poll_read_plain`]), past the read future, the transport's layers and
 //! the counting wrapper.
 
-use crate::protocol::tcp::{recv_now, Transport};
+use crate::protocol::tcp::{peek_now, recv_now, Transport};
 use bytes::{BufMut, BytesMut};
 use std::cell::RefCell;
 use std::io::{self, IoSlice};
@@ -85,6 +85,29 @@ impl IoHalf {
             unsafe { buf.advance_mut(n) };
             tap.tap().0.add_received(n as u64);
             return Poll::Ready(Ok(n));
+        }
+    }
+}
+
+impl IoHalf {
+    /// Whether the server closed the socket, or on plain TCP sent something unasked: called
+    /// while no response is due, so a FIN, a reset or unasked bytes (a 408) mean the connection
+    /// is closing. On TLS only a FIN counts: bytes may be TLS's own (a late session ticket),
+    /// and a close_notify ahead of the FIN hides it (that send then fails and goes again, as
+    /// before). Costs no syscall while nothing came since the last read drained the socket
+    /// (tokio's readiness is clear); when it is set, one peek. The trace's tapped transport is
+    /// never asked.
+    pub fn peer_spoke(&self) -> bool {
+        let transport = self.0.borrow();
+        let (tcp, plain) = match &*transport {
+            Transport::Plain(tap) => (tap.get_ref(), true),
+            Transport::Tls(tls) => (tls.get_ref().0.get_ref(), false),
+            Transport::Tapped(_) => return false,
+        };
+        match tcp.try_io(Interest::READABLE, || peek_now(tcp.as_raw_fd())) {
+            Ok(0) => true,
+            Ok(_) => plain,
+            Err(e) => e.kind() != io::ErrorKind::WouldBlock,
         }
     }
 }
