@@ -468,6 +468,32 @@ fn the_series_holds_every_completed_request() {
     }
 }
 
+/// An open-model run in which nothing succeeded still says how many sends never went out
+/// (the line was printed only beside latency figures).
+#[test]
+fn unsent_sends_are_said_when_nothing_succeeded() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/?delay=5s", server.http_addr().unwrap());
+    let out = httpvs(&[
+        &url,
+        "--rate",
+        "50",
+        "-z",
+        "1s",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--no-progress",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("none: no request succeeded"), "{text}");
+    assert!(
+        text.contains("sends due by the end never went out"),
+        "{text}"
+    );
+}
+
 /// `--percentiles` adds to the listed percentiles (as Fortio's -p), and a `--fail-on` rule's
 /// percentile is listed and judged itself (p98 was judged on the p99 above it).
 #[test]

@@ -333,6 +333,8 @@ fn series(out: &mut String, r: &Report) {
 fn latency(out: &mut String, r: &Report) {
     if r.latency.count == 0 {
         let _ = writeln!(out, "\nLatency      none: no request succeeded");
+        // The open model's schedule still says what it could not send.
+        schedule(out, r);
         return;
     }
     let mut cols: Vec<(&str, &Distribution)> = Vec::new();
@@ -369,6 +371,11 @@ fn latency(out: &mut String, r: &Report) {
         }
         out.push('\n');
     }
+    schedule(out, r);
+}
+
+/// The open model's lines: late sends, and the sends due by the end that never went out.
+fn schedule(out: &mut String, r: &Report) {
     if let Some(s) = &r.schedule {
         let _ = writeln!(
             out,
