@@ -126,7 +126,10 @@ pub(crate) fn tls_hint(insecure: bool, detail: &str) -> &'static str {
 /// that names none, with an alert that says little (`internal_error`, `unrecognized_name`).
 /// Said only when the peer refused (an alert, TCP or QUIC), not for a certificate we refused.
 pub(crate) fn sni_hint(no_sni: bool, detail: &str) -> &'static str {
-    let refused = detail.contains("alert") || detail.contains("cryptographic handshake failed");
+    // The peer refused, not we: QUIC reports our own refusal of its certificate as a failed
+    // cryptographic handshake too, with rustls's words after it.
+    let refused = (detail.contains("alert") || detail.contains("cryptographic handshake failed"))
+        && !detail.contains("invalid peer certificate");
     if no_sni && refused {
         "; the URL names an IP address, so the handshake carried no server name (SNI): a server \
          that picks its certificate by name refuses it; put the name in the URL and the address \
@@ -405,6 +408,12 @@ mod tests {
         assert!(!failed(alert, "https://localhost:8443/").contains("SNI"));
         let ours = "invalid peer certificate: UnknownIssuer";
         assert!(!failed(ours, "https://127.0.0.1:8443/").contains("SNI"));
+        // QUIC words our own refusal as a failed cryptographic handshake: still ours.
+        let quic =
+            "the cryptographic handshake failed: error 48: invalid peer certificate: UnknownIssuer";
+        assert!(!failed(quic, "https://127.0.0.1:8443/").contains("SNI"));
+        let peer = "the cryptographic handshake failed: error 80";
+        assert!(failed(peer, "https://127.0.0.1:8443/").contains("SNI"));
     }
 
     #[test]

@@ -311,7 +311,7 @@ pub fn plain_words(text: &str) -> String {
     const WHY: [(&str, &str); 2] = [
         (
             "CaUsedAsEndEntity",
-            "the server presents a CA certificate as its own; it needs a certificate that CA signed",
+            "the server presents a CA certificate as its own: give that certificate itself to --cacert (a self-signed one), or serve one that CA signed",
         ),
         (
             "NotValidForName",
@@ -334,7 +334,7 @@ mod tests {
     fn refused_certificates_are_said_in_plain_words() {
         assert_eq!(
             plain_words("invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))"),
-            "invalid peer certificate: CaUsedAsEndEntity (the server presents a CA certificate as its own; it needs a certificate that CA signed)"
+            "invalid peer certificate: CaUsedAsEndEntity (the server presents a CA certificate as its own: give that certificate itself to --cacert (a self-signed one), or serve one that CA signed)"
         );
         // The engine's own hint covers an unknown issuer.
         assert_eq!(
