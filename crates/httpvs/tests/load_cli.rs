@@ -62,6 +62,10 @@ fn bad_input_is_one_line_and_exit_2() {
             "Content-Length: 5",
         ],
         &["http://127.0.0.1:1/", "-z", "-1s"],
+        &["http://127.0.0.1:1/", "--percentiles", ""],
+        &["http://127.0.0.1:1/", "--fail-on", "error-rate>1%%"],
+        // A peer's flag, with what to use instead.
+        &["http://127.0.0.1:1/", "-T", "5"],
         // A request's Transfer-Encoding must end in chunked, and never comes with a length.
         &[
             "http://127.0.0.1:1/",
@@ -298,6 +302,16 @@ fn several_urls_are_sent_in_turn() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
         one_line_error(&out);
     }
+    // A bad line is named by its number.
+    let bad = std::env::temp_dir().join(format!("httpvs-bad-urls-{}.txt", std::process::id()));
+    std::fs::write(&bad, "/?size=1\n# a comment\nnot a url\n").unwrap();
+    let out = httpvs(&[base.as_str(), "-i", bad.to_str().unwrap(), "-n", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        one_line_error(&out).contains(":3: invalid URL \"not a url\""),
+        "{out:?}"
+    );
+    let _ = std::fs::remove_file(&bad);
 }
 
 /// The open model's uncorrected latency runs from the request's dispatch, its connection's

@@ -95,7 +95,9 @@ fn parse_one(rule: &str) -> Result<Threshold, String> {
         }
     };
     let limit = match metric {
-        Metric::ErrorRate | Metric::Non2xxRate => parse_number(value.trim_end_matches('%')),
+        Metric::ErrorRate | Metric::Non2xxRate => {
+            parse_number(value.strip_suffix('%').unwrap_or(value))
+        }
         Metric::Rps | Metric::Unsent => parse_number(value),
         _ => parse_ms(value),
     }

@@ -508,6 +508,11 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
         .transpose()
         .map_err(usage)?;
     if let Some(list) = &args.percentiles {
+        if list.trim().is_empty() {
+            return Err(usage(
+                "--percentiles: the list is empty (like 50,99.9,99.999)",
+            ));
+        }
         config.percentiles = list
             .split(',')
             .map(str::trim)
@@ -562,12 +567,21 @@ fn request_urls(args: &Args) -> anyhow::Result<Vec<String>> {
                 MAX_URL_FILE_BYTES >> 20
             )));
         }
-        urls.extend(
-            text.lines()
-                .map(str::trim)
-                .filter(|line| !line.is_empty() && !line.starts_with('#'))
-                .map(str::to_owned),
-        );
+        for (number, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            // Checked here, where the line is known: a URL or a /path (taken against the first URL).
+            if let Err(e) = line.parse::<http::Uri>() {
+                return Err(usage(format!(
+                    "--input-file {}:{}: invalid URL {line:?}: {e}",
+                    path.display(),
+                    number + 1
+                )));
+            }
+            urls.push(line.to_owned());
+        }
     }
     if urls.len() > MAX_URLS {
         return Err(usage(format!(

@@ -112,10 +112,38 @@ pub fn usage_error(err: clap::Error) -> ExitCode {
         }
         _ => {
             let line = plain_value_reason(&clap_one_line(&err.to_string()));
-            say!("httpvs: {line} (see --help)");
+            match peer_flag_hint(&line) {
+                Some(hint) => say!("httpvs: {line}: {hint}"),
+                None => say!("httpvs: {line} (see --help)"),
+            }
             ExitCode::from(2)
         }
     }
+}
+
+/// For a flag of the peers (h2load, wrk2, oha, hey) that httpvs spells otherwise or leaves
+/// out, what to use instead: users bring their commands with them.
+fn peer_flag_hint(line: &str) -> Option<&'static str> {
+    let flag = line
+        .strip_prefix("unexpected argument '")?
+        .split('\'')
+        .next()?;
+    let flag = flag.split('=').next().unwrap_or(flag);
+    Some(match flag {
+        "-T" | "--connection-active-timeout" | "-N" | "--connection-inactivity-timeout" => {
+            "h2load's connection timeouts have no twin here: --timeout bounds each request, \
+             --connect-timeout the connect and handshake"
+        }
+        "-D" => "h2load's -D is -z/--duration here",
+        "-R" => "wrk2's -R is --rate here (requests per second in total)",
+        "-q" => "oha's and hey's -q is --rate here (requests per second in total)",
+        "--latency" | "-U" | "--u_latency" => {
+            "wrk's latency flags: the report always has percentiles, a histogram and, in the \
+             open model, the uncorrected figures beside the corrected ones"
+        }
+        "--h2" | "-h2" => "HTTP/2 is -p h2 (TLS) or -p h2c (cleartext) here",
+        _ => return None,
+    })
 }
 
 /// Folds clap's message into one line. A message ending in ':' names its subject on the
@@ -205,6 +233,16 @@ mod tests {
         }
         let other = "unexpected argument '--bogus' found";
         assert_eq!(plain_value_reason(other), other);
+    }
+
+    #[test]
+    fn peer_flags_say_what_to_use_instead() {
+        use super::peer_flag_hint;
+        let hint = |f: &str| peer_flag_hint(&format!("unexpected argument '{f}' found"));
+        assert!(hint("-T").is_some_and(|h| h.contains("--timeout")));
+        assert!(hint("-R").is_some_and(|h| h.contains("--rate")));
+        assert!(hint("--connection-inactivity-timeout=5").is_some());
+        assert_eq!(hint("--bogus"), None);
     }
 
     #[test]
