@@ -12,11 +12,18 @@ use std::time::Duration;
 /// sends a frame header announcing 16 MiB (over the 16 KiB we allow): a FRAME_SIZE_ERROR.
 /// Probe connections (no HEADERS) see a well-behaved peer. Serves until the test process ends.
 fn oversize_frame_server() -> std::net::SocketAddr {
+    serve_each(serve_oversize)
+}
+
+/// A raw server on 127.0.0.1:0 that runs `serve` on a thread per connection until the test
+/// process ends.
+fn serve_each(serve: impl Fn(TcpStream) + Clone + Send + 'static) -> std::net::SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr");
     std::thread::spawn(move || {
         for tcp in listener.incoming().flatten() {
-            std::thread::spawn(move || serve_oversize(tcp));
+            let serve = serve.clone();
+            std::thread::spawn(move || serve(tcp));
         }
     });
     addr
@@ -103,14 +110,7 @@ enum Flood {
 }
 
 fn flood_server(flood: Flood) -> std::net::SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        for tcp in listener.incoming().flatten() {
-            std::thread::spawn(move || serve_flood(tcp, flood));
-        }
-    });
-    addr
+    serve_each(move |tcp| serve_flood(tcp, flood))
 }
 
 fn serve_flood(mut tcp: TcpStream, flood: Flood) {
@@ -237,14 +237,7 @@ fn a_server_allowing_no_streams_is_refused_up_front() {
 /// GOAWAY(last stream 1, INTERNAL_ERROR) and holds the connection until the client closes it:
 /// a server failing, not one at its keep-alive limit.
 fn goaway_error_server() -> std::net::SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        for tcp in listener.incoming().flatten() {
-            std::thread::spawn(move || serve_then_goaway_error(tcp));
-        }
-    });
-    addr
+    serve_each(serve_then_goaway_error)
 }
 
 fn serve_then_goaway_error(mut tcp: TcpStream) {

@@ -86,9 +86,12 @@ async fn answer_stream(mut send: quinn::SendStream, mut recv: quinn::RecvStream,
     }
 }
 
-/// Connects the owned client to the peer and sends one GET.
-async fn one_request(answer: Answer, goaway: Option<u64>) -> (Result<u16, SendError>, CloseCause) {
-    let (addr, cert) = scripted_peer(answer, goaway);
+/// The owned client's way to the peer at `addr` (trusting `cert`), with `streams` streams.
+fn client_to(
+    addr: SocketAddr,
+    cert: CertificateDer<'static>,
+    streams: u32,
+) -> (Target, ConnectOptions) {
     let target = Target {
         scheme: "https".into(),
         host: "localhost".into(),
@@ -107,9 +110,16 @@ async fn one_request(answer: Answer, goaway: Option<u64>) -> (Result<u16, SendEr
     let options = ConnectOptions {
         connect_timeout: Duration::from_secs(5),
         tls: Some(Arc::new(tls)),
-        streams: 4,
+        streams,
         keepalive: true,
     };
+    (target, options)
+}
+
+/// Connects the owned client to the peer and sends one GET.
+async fn one_request(answer: Answer, goaway: Option<u64>) -> (Result<u16, SendError>, CloseCause) {
+    let (addr, cert) = scripted_peer(answer, goaway);
+    let (target, options) = client_to(addr, cert, 4);
     let run = async {
         let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
         let (conn, _) = h3.connect(&target, &options).await.expect("connects");
@@ -248,27 +258,7 @@ fn one_stream_peer() -> (
 #[tokio::test]
 async fn a_request_waiting_for_stream_credit_sends_the_ack_at_once() {
     let (addr, cert, mut control) = one_stream_peer();
-    let target = Target {
-        scheme: "https".into(),
-        host: "localhost".into(),
-        port: addr.port(),
-        addr,
-        dns: Duration::ZERO,
-    };
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(cert).expect("root");
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let options = ConnectOptions {
-        connect_timeout: Duration::from_secs(5),
-        tls: Some(Arc::new(tls)),
-        streams: 2,
-        keepalive: true,
-    };
+    let (target, options) = client_to(addr, cert, 2);
     let run = async {
         let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
         let (conn, _) = h3.connect(&target, &options).await.expect("connects");
