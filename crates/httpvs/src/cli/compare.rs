@@ -124,11 +124,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if let Some(url) = &args.url {
             // Against your server: its payloads as they would go; the protocols are probed.
             let config = config(&args)?;
-            let mut plan = config.plan;
-            let uri =
-                httpvs_load::config::parse_url(url).map_err(|e| super::usage(e.to_string()))?;
-            let path = uri.path_and_query().map_or("/", |p| p.as_str());
-            httpvs_compare::session::aim_at_url(&mut plan, path, config.custom_plan);
+            let mut plan = aimed_plan(&config).unwrap_or(config.plan);
             if !config.custom_plan {
                 let protocols: Vec<String> = plan.protocols.iter().map(|v| v.to_string()).collect();
                 plan.description = httpvs_compare::plan::run_sentence(
@@ -258,10 +254,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// embedded server's, so `plans/default.toml`'s small and large both ask for the URL.
 fn same_requests(config: &CompareConfig) -> Option<String> {
     let url = config.target.as_deref()?;
-    let uri = httpvs_load::config::parse_url(url).ok()?;
-    let mut plan = config.plan.clone();
-    let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    httpvs_compare::session::aim_at_url(&mut plan, path, config.custom_plan);
+    let plan = aimed_plan(config)?;
     let key = |p: &httpvs_compare::plan::Payload| {
         (p.path.clone(), p.method.clone(), p.body, p.headers.clone())
     };
@@ -278,6 +271,15 @@ fn same_requests(config: &CompareConfig) -> Option<String> {
             twins.join(", ")
         )
     })
+}
+
+/// The plan as it goes to the config's URL (`session::aim_at_url`), when it has one.
+fn aimed_plan(config: &CompareConfig) -> Option<Plan> {
+    let uri = httpvs_load::config::parse_url(config.target.as_deref()?).ok()?;
+    let mut plan = config.plan.clone();
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    httpvs_compare::session::aim_at_url(&mut plan, path, config.custom_plan);
+    Some(plan)
 }
 
 /// Why a finished matrix did not measure what it was asked to, if so (exit 1).
