@@ -247,12 +247,16 @@ static CHILD: AtomicI32 = AtomicI32::new(0);
 /// Set by a signal that comes once the command has ended: stop waiting for the link to drain.
 static CUT_DRAIN: AtomicBool = AtomicBool::new(false);
 
+/// A stop signal that came while the command was being started (its pid not yet in
+/// [`CHILD`]): whoever takes it, the handler or `run_command`, passes it on, once.
+static PENDING: AtomicI32 = AtomicI32::new(0);
+
 extern "C" fn forward_signal(
     signal: libc::c_int,
     info: *mut libc::siginfo_t,
     _context: *mut libc::c_void,
 ) {
-    let pid = CHILD.load(Ordering::Relaxed);
+    let pid = CHILD.load(Ordering::SeqCst);
     if pid > 0 {
         // A signal the terminal sent (Ctrl-C, Ctrl-\, hang-up) went to its whole foreground
         // process group, the command included: passing it on would deliver it twice, and a
@@ -266,6 +270,17 @@ extern "C" fn forward_signal(
         }
     } else {
         CUT_DRAIN.store(true, Ordering::Relaxed);
+        // Between the spawn and the pid's store the command runs but cannot be reached (it
+        // slept its 30 s out): keep the signal, and if the pid came meanwhile, send it now.
+        PENDING.store(signal, Ordering::SeqCst);
+        let pid = CHILD.load(Ordering::SeqCst);
+        if pid > 0 {
+            let pending = PENDING.swap(0, Ordering::SeqCst);
+            if pending != 0 {
+                // SAFETY: kill is async-signal-safe.
+                unsafe { libc::kill(pid, pending) };
+            }
+        }
     }
 }
 
@@ -298,11 +313,17 @@ fn run_command(link: &Link, program: &str, args: &[String]) -> anyhow::Result<Ex
             message: format!("cannot run `{program}`: {e}"),
         })
     })?;
-    CHILD.store(child.id() as i32, Ordering::Relaxed);
+    CHILD.store(child.id() as i32, Ordering::SeqCst);
+    // A signal that came while it started.
+    let pending = PENDING.swap(0, Ordering::SeqCst);
+    if pending != 0 {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, pending) };
+    }
     let status = child
         .wait()
         .with_context(|| format!("waiting for `{program}`"));
-    CHILD.store(0, Ordering::Relaxed);
+    CHILD.store(0, Ordering::SeqCst);
     status
 }
 
