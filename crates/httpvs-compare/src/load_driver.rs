@@ -166,6 +166,10 @@ impl CellDriver for LoadDriver {
                 // are read: it counts here, not in the next cell, whose measurement it would
                 // cross, and `held` reads what the link could not deliver, not a closing burst.
                 link.drain(LINK_DRAIN, &stopped);
+                // A link that stopped forwarding measured itself, not the protocol.
+                if let Some(why) = link.relay_failure() {
+                    return Err(format!("the emulated link's relay stopped ({why})"));
+                }
                 (report, Some(counters_between(before, link.counters())))
             }
         };

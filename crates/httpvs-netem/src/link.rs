@@ -231,6 +231,12 @@ impl Link {
         self.relay.counters()
     }
 
+    /// When a direction's relay stopped on its own (its device went away, a poll error), which
+    /// and why: from then on that direction carries nothing and its counters stand still.
+    pub fn relay_failure(&self) -> Option<String> {
+        self.relay.failure()
+    }
+
     /// The addresses on the link.
     pub fn addresses(&self) -> LinkAddresses {
         self.addresses

@@ -100,6 +100,12 @@ impl Relay {
             down: self.down.load(),
         }
     }
+
+    /// A direction whose relay stopped on its own, and why (`up: TUN device closed`).
+    pub fn failure(&self) -> Option<String> {
+        let up = self.up.failure().map(|e| format!("up: {e}"));
+        up.or_else(|| self.down.failure().map(|e| format!("down: {e}")))
+    }
 }
 
 impl Drop for Relay {
@@ -153,7 +159,12 @@ impl Direction {
                 Ok(Readiness::Input) => self.read_batch(),
                 Ok(Readiness::Timeout) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return,
+                Err(e) => {
+                    // Said, not silent: the link carries nothing this way from here on.
+                    self.publish();
+                    self.shared.fail(e.to_string());
+                    return;
+                }
             }
         }
     }

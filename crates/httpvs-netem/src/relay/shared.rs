@@ -12,6 +12,8 @@ use std::sync::Mutex;
 #[derive(Debug, Default)]
 pub struct SharedCounters {
     snapshot: Mutex<DirectionCounters>,
+    /// Why the relay thread stopped before it was told to, if it did.
+    failure: Mutex<Option<String>>,
 }
 
 impl SharedCounters {
@@ -25,5 +27,40 @@ impl SharedCounters {
     /// The latest snapshot.
     pub fn load(&self) -> DirectionCounters {
         *self.snapshot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The relay thread stopped on its own: its counters freeze from here on.
+    pub fn fail(&self, why: String) {
+        *self.failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+    }
+
+    /// Why the relay stopped on its own, if it did.
+    pub fn failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A relay that stopped on its own says why, and its last counters stay readable.
+    #[test]
+    fn a_failure_is_kept_beside_the_last_counters() {
+        let shared = SharedCounters::default();
+        assert_eq!(shared.failure(), None);
+        let counters = DirectionCounters {
+            packets_in: 3,
+            packets_out: 2,
+            held: 1,
+            ..DirectionCounters::default()
+        };
+        shared.store(&counters);
+        shared.fail("TUN device closed".into());
+        assert_eq!(shared.failure().as_deref(), Some("TUN device closed"));
+        assert_eq!(shared.load(), counters);
     }
 }

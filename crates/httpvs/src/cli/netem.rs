@@ -164,6 +164,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Let the command's last packets (its FIN, final ACKs) reach the server before the link goes,
     // for up to 2 s (a `delay 5s` link holds them longer), unless Ctrl-C says not to wait.
     link.drain(std::time::Duration::from_secs(2), &CUT_DRAIN);
+    if let Some(why) = link.relay_failure() {
+        say!(
+            "httpvs netem: warning: the link's relay stopped ({why}): that direction carried nothing after it, and its counters stopped there"
+        );
+    }
     let counters = link.stop();
     if !args.quiet {
         say!(

@@ -85,6 +85,11 @@ impl NetLink {
         // link goes, and the counters then include them.
         // Drained whether or not the run was interrupted: its counters must include them.
         link.drain(DRAIN_LIMIT, &AtomicBool::new(false));
+        if let Some(why) = link.relay_failure() {
+            say!(
+                "httpvs: warning: --net: the link's relay stopped ({why}): that direction carried nothing after it, and its counters stopped there"
+            );
+        }
         let seed = link.seed();
         let counters = link.stop();
         let mut report = outcome.map_err(setup_error)?;
