@@ -116,6 +116,18 @@ fn client_to(
     (target, options)
 }
 
+/// A GET of the peer's `/`.
+fn get(addr: SocketAddr) -> RequestSpec {
+    RequestSpec {
+        method: http::Method::GET,
+        uri: format!("https://localhost:{}/", addr.port())
+            .parse()
+            .expect("uri"),
+        headers: Vec::new(),
+        body: Bytes::new(),
+    }
+}
+
 /// Connects the owned client to the peer and sends one GET.
 async fn one_request(answer: Answer, goaway: Option<u64>) -> (Result<u16, SendError>, CloseCause) {
     let (addr, cert) = scripted_peer(answer, goaway);
@@ -128,14 +140,7 @@ async fn one_request(answer: Answer, goaway: Option<u64>) -> (Result<u16, SendEr
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         }
-        let req = RequestSpec {
-            method: http::Method::GET,
-            uri: format!("https://localhost:{}/", addr.port())
-                .parse()
-                .expect("uri"),
-            headers: Vec::new(),
-            body: Bytes::new(),
-        };
+        let req = get(addr);
         let result = conn
             .send(&req, std::time::Instant::now())
             .await
@@ -262,14 +267,7 @@ async fn a_request_waiting_for_stream_credit_sends_the_ack_at_once() {
     let run = async {
         let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
         let (conn, _) = h3.connect(&target, &options).await.expect("connects");
-        let req = RequestSpec {
-            method: http::Method::GET,
-            uri: format!("https://localhost:{}/", addr.port())
-                .parse()
-                .expect("uri"),
-            headers: Vec::new(),
-            body: Bytes::new(),
-        };
+        let req = get(addr);
         let now = std::time::Instant::now();
         // Two at once on a one-stream limit: the second waits for credit.
         let (a, b) = tokio::join!(conn.send(&req, now), conn.send(&req, now));

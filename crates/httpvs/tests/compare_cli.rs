@@ -30,6 +30,18 @@ name = "lossy"
 netem = "delay 5ms loss 2%"
 "#;
 
+/// The clean link only, one repeat of 200 ms after a 100 ms warm-up: a few seconds at most.
+const ONE_SHORT_CLEAN_RUN: [&str; 8] = [
+    "--conditions",
+    "clean",
+    "--repeats",
+    "1",
+    "--duration",
+    "200ms",
+    "--warmup",
+    "100ms",
+];
+
 fn httpvs(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_httpvs"))
         .args(args)
@@ -314,21 +326,11 @@ fn a_url_run_leaves_the_client_unpinned_unless_asked() {
     let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
     let url = format!("http://{}/", server.http_addr().unwrap());
     let base = [
-        "compare",
-        "--protocols",
-        "h1",
-        "--conditions",
-        "clean",
-        "--repeats",
-        "1",
-        "--duration",
-        "200ms",
-        "--warmup",
-        "100ms",
-        "--json",
-        "-",
-        "--no-html",
-    ];
+        &["compare", "--protocols", "h1"][..],
+        &ONE_SHORT_CLEAN_RUN,
+        &["--json", "-", "--no-html"],
+    ]
+    .concat();
     for (extra, pinning) in [
         (&[][..], "client not pinned"),
         (&["--client-cpus", "0"][..], "client pinned to CPU 0"),
@@ -460,24 +462,18 @@ fn connect_to_sends_the_urls_connections_elsewhere() {
     let out = httpvs(
         &dir,
         &[
-            "compare",
-            "http://unresolvable.test/",
-            "--connect-to",
-            &addr,
-            "--protocols",
-            "h1",
-            "--conditions",
-            "clean",
-            "--repeats",
-            "1",
-            "--duration",
-            "200ms",
-            "--warmup",
-            "100ms",
-            "--no-html",
-            "--json",
-            "-",
-        ],
+            &[
+                "compare",
+                "http://unresolvable.test/",
+                "--connect-to",
+                &addr,
+                "--protocols",
+                "h1",
+            ][..],
+            &ONE_SHORT_CLEAN_RUN,
+            &["--no-html", "--json", "-"],
+        ]
+        .concat(),
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -502,22 +498,11 @@ fn no_table_with_a_verdict_exits_1() {
     let out = httpvs(
         &dir,
         &[
-            "compare",
-            &url,
-            "--protocols",
-            "h1,h2c",
-            "--conditions",
-            "clean",
-            "--repeats",
-            "1",
-            "--duration",
-            "200ms",
-            "--warmup",
-            "100ms",
-            "--json",
-            "r.json",
-            "--no-html",
-        ],
+            &["compare", &url, "--protocols", "h1,h2c"][..],
+            &ONE_SHORT_CLEAN_RUN,
+            &["--json", "r.json", "--no-html"],
+        ]
+        .concat(),
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(
