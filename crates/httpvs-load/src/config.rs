@@ -121,6 +121,9 @@ pub struct LoadConfig {
     pub connect_to: Option<crate::connect_to::ConnectTo>,
     /// `--log-file`: one row per measured request, as h2load's (`stats::request_log`).
     pub request_log: Option<std::sync::Arc<crate::stats::RequestLog>>,
+    /// `--hgrm`: the report carries the latency's percentile spectrum
+    /// (`Report::latency_spectrum`), as wrk2's `--latency` prints it.
+    pub spectrum: bool,
 }
 
 /// Why a configuration cannot run; the CLI prints it as one line and exits 2.
@@ -194,6 +197,7 @@ impl LoadConfig {
             percentiles: Vec::new(),
             request_log: None,
             connect_to: None,
+            spectrum: false,
         })
     }
 

@@ -62,6 +62,7 @@ fn load_reports_on_h1_h2c_and_h3_validate() {
     assert_eq!(r["thresholds"].as_array().unwrap().len(), 2);
 
     let log = std::env::temp_dir().join(format!("httpvs-schema-{}.tsv", std::process::id()));
+    let hgrm = log.with_extension("hgrm");
     let r = load_report(
         &[
             &http,
@@ -77,11 +78,15 @@ fn load_reports_on_h1_h2c_and_h3_validate() {
             "300",
             "--log-file",
             log.to_str().unwrap(),
+            "--hgrm",
+            hgrm.to_str().unwrap(),
         ],
         0,
     );
     let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(&hgrm);
     assert_eq!(count(&r["request_log"]["rows"]), 300);
+    assert_eq!(count(&r["latency_spectrum"]["count"]), 300);
     assert_eq!(r["protocol"]["negotiated"], "h2c");
     assert!(count(&r["phases"]["settings"]["count"]) > 0, "{r}");
     assert!(r["wire"]["header_savings"].is_number(), "{r}");

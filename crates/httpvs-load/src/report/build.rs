@@ -93,6 +93,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
         latency: distribution_at(&stats.latency, &listed),
         latency_rows: histogram_rows(&stats.latency),
         latency_uncorrected: open.then(|| distribution_at(&stats.latency_uncorrected, &listed)),
+        latency_spectrum: config.spectrum.then(|| spectrum(&stats.latency)),
         schedule: open.then(|| {
             let (unsent, unsent_oldest_us) = unsent(
                 config,
@@ -247,6 +248,41 @@ pub fn listed_percentiles(extra: &[f64]) -> Vec<f64> {
 /// Summary, the default percentiles and buckets of one histogram.
 pub fn distribution(h: &LatencyHistogram) -> Distribution {
     distribution_at(h, &PERCENTILES)
+}
+
+/// Percentile ticks per halving of the distance to 100%, as wrk2 and HdrHistogram print them.
+const SPECTRUM_TICKS_PER_HALF: u32 = 5;
+
+/// `h` at HdrHistogram's percentile ticks (see [`Spectrum`]).
+pub fn spectrum(h: &LatencyHistogram) -> Spectrum {
+    let hdr = h.hdr();
+    let mut count = 0;
+    let rows = if h.is_empty() {
+        Vec::new()
+    } else {
+        hdr.iter_quantiles(SPECTRUM_TICKS_PER_HALF)
+            .map(|v| {
+                count += v.count_since_last_iteration();
+                SpectrumRow {
+                    // As the report's percentiles: never outside what was recorded (a bucket's top can
+                    // lie past the max).
+                    us: v.value_iterated_to().clamp(h.min_us(), h.max_us()),
+                    quantile: v.quantile_iterated_to(),
+                    count,
+                }
+            })
+            .collect()
+    };
+    Spectrum {
+        rows,
+        count: h.len(),
+        mean_us: h.mean_us(),
+        stdev_us: if h.is_empty() { 0.0 } else { hdr.stdev() },
+        max_us: h.max_us(),
+        hdr_buckets: u32::from(hdr.buckets()),
+        // 2^ceil(log2(2·10^sigfig)): the sub-buckets HDR needs for its precision (2048 at 3).
+        hdr_sub_buckets: (2 * 10u32.pow(u32::from(hdr.sigfig()))).next_power_of_two(),
+    }
 }
 
 /// Summary, the percentiles `listed` and buckets of one histogram.

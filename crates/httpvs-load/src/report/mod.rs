@@ -6,6 +6,7 @@
 pub mod build;
 pub mod diagnosis;
 pub mod format;
+pub mod hgrm;
 pub mod model;
 pub mod progress;
 pub mod text;

@@ -40,6 +40,10 @@ pub struct Report {
     pub latency_rows: Vec<Bucket>,
     /// Open model only: latency from the actual send, as uncorrected tools report it.
     pub latency_uncorrected: Option<Distribution>,
+    /// `--hgrm` only: `latency` at HdrHistogram's percentile ticks, what wrk2's `--latency`
+    /// prints as its "Detailed Percentile spectrum" (rendered by `report::hgrm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_spectrum: Option<Spectrum>,
     /// Open model only: how far sends fell behind their intended times.
     pub schedule: Option<ScheduleLag>,
     /// Where the time went.
@@ -247,6 +251,39 @@ pub struct Distribution {
     pub percentiles: Vec<Percentile>,
     /// Non-empty log-spaced buckets (ratio 1.25), ascending.
     pub buckets: Vec<Bucket>,
+}
+
+/// A latency distribution at HdrHistogram's percentile ticks: 5 per halving of the distance to
+/// 100% (50, 55, ..., 75, 77.5, ...), each the top of the HDR bucket where that share of the
+/// samples was reached, as HdrHistogram's `outputPercentileDistribution` lists them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spectrum {
+    /// Ticks in ascending order; the last is at quantile 1.
+    pub rows: Vec<SpectrumRow>,
+    /// Samples.
+    pub count: u64,
+    /// Mean, µs.
+    pub mean_us: f64,
+    /// Standard deviation, µs.
+    pub stdev_us: f64,
+    /// Largest, µs.
+    pub max_us: u64,
+    /// The HDR histogram's bucket count and sub-buckets per bucket (its precision, for the
+    /// footer plotters expect).
+    pub hdr_buckets: u32,
+    /// See `hdr_buckets`.
+    pub hdr_sub_buckets: u32,
+}
+
+/// One tick of a [`Spectrum`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpectrumRow {
+    /// The value at this tick, µs (the top of its HDR bucket).
+    pub us: u64,
+    /// The quantile the tick stands for, 0 to 1.
+    pub quantile: f64,
+    /// Samples at or below `us`.
+    pub count: u64,
 }
 
 impl Distribution {

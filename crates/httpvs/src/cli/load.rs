@@ -162,6 +162,10 @@ pub struct Args {
     /// index, error
     #[arg(long, value_name = "FILE")]
     log_file: Option<PathBuf>,
+    /// Write the latency's percentile spectrum to FILE in HdrHistogram's text form (.hgrm), as
+    /// wrk2's --latency prints it, for HdrHistogram's plotter; `-` prints it after the report
+    #[arg(long, value_name = "FILE")]
+    hgrm: Option<PathBuf>,
     /// Connect to HOST[:PORT] instead of the URL's host and port (as h2load), or
     /// HOST1:PORT1:HOST2:PORT2 (as curl and oha); Host, :authority and TLS keep the URL's name
     #[arg(long, value_name = "HOST[:PORT]")]
@@ -225,11 +229,42 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         ("--data-file", args.data_file.as_deref()),
         ("--cacert", args.cacert.as_deref()),
     ];
-    for (flag, path) in [("-o", &args.output), ("--log-file", &args.log_file)] {
+    // `--hgrm -` prints the spectrum after the report, on stdout.
+    let hgrm_file = args
+        .hgrm
+        .as_deref()
+        .filter(|p| *p != std::path::Path::new("-"));
+    if args.hgrm.is_some() && hgrm_file.is_none() && json && args.output.is_none() {
+        return Err(usage(
+            "--hgrm -: stdout carries the JSON report; give --hgrm a file, or the report -o FILE",
+        ));
+    }
+    for (flag, path) in [
+        ("-o", args.output.as_deref()),
+        ("--log-file", args.log_file.as_deref()),
+        ("--hgrm", hgrm_file),
+    ] {
         if let Some(path) = path {
             refuse_input(flag, path, &inputs)?;
         }
     }
+    if let Some(path) = hgrm_file {
+        for (flag, other) in [
+            ("-o", args.output.as_deref()),
+            ("--log-file", args.log_file.as_deref()),
+        ] {
+            if other.is_some_and(|o| {
+                o == path || file_id(o).is_some_and(|id| file_id(path) == Some(id))
+            }) {
+                return Err(usage(format!(
+                    "--hgrm and {flag} both name {}: give each its own file",
+                    path.display()
+                )));
+            }
+        }
+        check_writable("--hgrm", path)?;
+    }
+    config.spectrum = args.hgrm.is_some();
     if let Some(path) = &args.output {
         check_writable("-o", path)?;
     }
@@ -272,6 +307,29 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if let Err(why) = written {
         anyhow::bail!("{why}; the report went to stdout instead");
     }
+    let hgrm_failed = match &report.latency_spectrum {
+        Some(spectrum) => {
+            let text = httpvs_load::report::hgrm::render(spectrum);
+            let wrote = match hgrm_file {
+                Some(path) => std::fs::write(path, &text)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display())),
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    if args.output.is_none() {
+                        let _ = out.write_all(b"\n"); // after the report
+                    }
+                    let _ = out.write_all(text.as_bytes());
+                    let _ = out.flush();
+                    Ok(())
+                }
+            };
+            if let Err(why) = &wrote {
+                say!("httpvs: --hgrm: {why}");
+            }
+            wrote.is_err()
+        }
+        None => false,
+    };
     // The run's figures stand; the log is what is incomplete, and a script must know: exit 1,
     // unless --fail-on or an interrupt already says more.
     let log_failed = match &report.request_log {
@@ -306,7 +364,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         // A partial run must not pass as a whole one (a CI step killed by its timeout).
         return Ok(ExitCode::from(super::common::INTERRUPTED));
     }
-    if log_failed {
+    if log_failed || hgrm_failed {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

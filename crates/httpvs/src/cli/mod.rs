@@ -139,7 +139,8 @@ fn peer_flag_hint(line: &str) -> Option<&'static str> {
         "-q" => "oha's and hey's -q is --rate here (requests per second in total)",
         "--latency" | "-U" | "--u_latency" => {
             "wrk's latency flags: the report always has percentiles, a histogram and, in the \
-             open model, the uncorrected figures beside the corrected ones"
+             open model, the uncorrected figures beside the corrected ones; --hgrm FILE (or -) \
+             writes wrk2's detailed percentile spectrum"
         }
         "--h2" | "-h2" => "HTTP/2 is -p h2 (TLS) or -p h2c (cleartext) here",
         _ => return None,
