@@ -352,6 +352,40 @@ fn the_open_model_connects_before_its_first_send() {
     assert_eq!(r.requests.succeeded, 2);
 }
 
+/// An open-model `-n` run spans n / rate, and so does its series: `--rate 3 -n 1` (one send,
+/// answered at once) is one point of 3 req/s at 0.33 s, not a spike at the answer's time;
+/// `--rate 100 -n 108` one point of 100 req/s at 1.08 s.
+#[test]
+fn an_open_model_n_runs_series_ends_where_its_duration_does() {
+    for (rate, n) in [(3.0, 1), (100.0, 108), (20.0, 25)] {
+        let c = config().shape(2, 1).threads(1).rate(rate).requests(n);
+        let r = run(&c, Behaviour::default()).unwrap();
+        assert_eq!(r.requests.succeeded, n);
+        let last = r.series.last().unwrap();
+        assert_eq!(last.t_s, r.duration_s, "{:?}", r.series);
+        assert!(
+            (r.duration_s - n as f64 / rate).abs() < 0.05,
+            "{}",
+            r.duration_s
+        );
+        let completed: f64 = r
+            .series
+            .iter()
+            .scan(0.0, |from, p| {
+                let count = p.requests_per_s * (p.t_s - *from);
+                *from = p.t_s;
+                Some(count)
+            })
+            .sum();
+        assert!((completed - n as f64).abs() < 1e-6, "{:?}", r.series);
+        assert!(
+            (last.requests_per_s - rate).abs() < rate * 0.2,
+            "{:?}",
+            r.series
+        );
+    }
+}
+
 /// `preconnect` (compare sets it): the closed model opens every connection before its clock
 /// starts, as the open model does, so a slow handshake does not eat the measured part.
 #[test]

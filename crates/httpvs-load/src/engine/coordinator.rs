@@ -111,6 +111,25 @@ pub fn coordinate(
     shown.series.finish()
 }
 
+/// Ends the series where the measured part ends (`end_s` after its start), when its last point
+/// ends sooner: an open-model `-n` run spans n / rate (as its rate is divided), though its
+/// workers finish once the last send, due at (n - 1) / rate, is answered. The last point
+/// keeps its requests over the longer stretch (`--rate 3 -n 1` is one point of 3 req/s at
+/// 0.33 s, not 1,600 req/s at 0.6 ms).
+pub fn end_series_at(series: &mut [SeriesPoint], end_s: f64) {
+    let before = match series {
+        [.., before, _] => before.t_s,
+        _ => 0.0,
+    };
+    if let Some(last) = series.last_mut() {
+        if last.t_s < end_s {
+            let completed = last.requests_per_s * (last.t_s - before);
+            last.t_s = end_s;
+            last.requests_per_s = completed / (end_s - before);
+        }
+    }
+}
+
 /// What has been shown: the observer's running totals and the series.
 struct Shown<'a> {
     totals: Totals,
@@ -277,6 +296,35 @@ fn snapshot(
 
 #[cfg(test)]
 mod tests {
+
+    fn point(t_s: f64, requests_per_s: f64) -> SeriesPoint {
+        SeriesPoint {
+            t_s,
+            requests_per_s,
+            failed: 0,
+            p50_us: 0,
+            p99_us: 0,
+            connections_opened: 1,
+        }
+    }
+
+    #[test]
+    fn the_last_point_stretches_to_the_end_keeping_its_requests() {
+        let mut s = vec![point(1.0, 100.0), point(2.0414, 105.0 / 1.0414)];
+        end_series_at(&mut s, 2.05);
+        assert_eq!(s[0], point(1.0, 100.0));
+        assert_eq!(s[1].t_s, 2.05);
+        assert!((s[1].requests_per_s - 100.0).abs() < 1e-9, "{:?}", s[1]);
+        let mut one = vec![point(0.0006, 1.0 / 0.0006)];
+        end_series_at(&mut one, 1.0 / 3.0);
+        assert!((one[0].requests_per_s - 3.0).abs() < 1e-9, "{:?}", one[0]);
+        // Never shortened, and nothing to stretch in an empty series.
+        let mut later = vec![point(2.0, 10.0)];
+        end_series_at(&mut later, 1.5);
+        assert_eq!(later, vec![point(2.0, 10.0)]);
+        end_series_at(&mut [], 1.0);
+    }
+
     use super::*;
 
     /// The second that holds the end of a 250 ms warm-up: its 750 measured requests came in

@@ -152,7 +152,8 @@ pub fn run_with_protocol<F: ProtocolFactory>(
             schedule,
         });
     }
-    let series = coordinator::coordinate(rx, workers, (origin, measure_start, deadline), observer);
+    let mut series =
+        coordinator::coordinate(rx, workers, (origin, measure_start, deadline), observer);
     let (stats, finished_at) = join_workers(handles)?;
     let interrupted = shared.stop.load(std::sync::atomic::Ordering::Relaxed);
     let duration = measured_span(
@@ -160,6 +161,7 @@ pub fn run_with_protocol<F: ProtocolFactory>(
         finished_at.saturating_duration_since(measure_start),
         interrupted,
     );
+    coordinator::end_series_at(&mut series, duration.as_secs_f64());
     let facts = RunFacts {
         config,
         kind: factory.kind(),

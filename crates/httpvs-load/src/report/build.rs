@@ -407,7 +407,7 @@ fn unsent(
         return (0, 0);
     };
     let measured = interrupted_after.map_or(d, |at| at.min(d));
-    let first = schedule::first_measured(config.warmup.as_secs_f64(), rate);
+    let first = schedule::first_measured(config.warmup, rate);
     let limit = config.warmup.saturating_add(measured);
     let end = schedule::sends_due_before(limit, rate);
     let unsent = end.saturating_sub(first).saturating_sub(started);

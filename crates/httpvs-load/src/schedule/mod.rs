@@ -75,9 +75,7 @@ impl WorkerSchedule {
         requests: Option<u64>,
         deadline: Option<Instant>,
     ) -> WorkerSchedule {
-        let warmup = measure_start
-            .saturating_duration_since(origin)
-            .as_secs_f64();
+        let warmup = measure_start.saturating_duration_since(origin);
         let first_measured_k = first_measured(warmup, rate);
         WorkerSchedule {
             arrivals: Arrivals::Open {
@@ -182,9 +180,11 @@ pub fn due_offset(k: u64, rate: f64) -> Option<Duration> {
     Duration::try_from_secs_f64(k as f64 / rate).ok()
 }
 
-/// The first open-model send counted: the first due at or after a warm-up of `warmup_s`.
-pub fn first_measured(warmup_s: f64, rate: f64) -> u64 {
-    (warmup_s * rate).ceil() as u64
+/// The first open-model send counted: the first due at or after a warm-up of `warmup`, by
+/// [`due_offset`]'s rounding (a product like 0.07 × 100 = 7.000000000000001 must not push
+/// send 7, due at 70 ms exactly, into the warm-up).
+pub fn first_measured(warmup: Duration, rate: f64) -> u64 {
+    sends_due_before(warmup, rate)
 }
 
 /// How many open-model sends are due before `limit` after the origin (sends 0 to n - 1), by
@@ -255,6 +255,27 @@ mod tests {
         let tickets: Vec<Ticket> = std::iter::from_fn(|| s.next(t0)).collect();
         assert_eq!(tickets.iter().filter(|t| !t.measured).count(), 5);
         assert_eq!(tickets.iter().filter(|t| t.measured).count(), 10);
+    }
+
+    /// The send due exactly at the warm-up's end is measured, even where warm-up × rate lands
+    /// an ulp above a whole number (0.07 × 100 = 7.000000000000001 took send 7 into the
+    /// warm-up, and a 1 s run at 100/s started 99).
+    #[test]
+    fn the_send_due_at_the_warmups_end_is_measured() {
+        let t0 = Instant::now();
+        for (warmup_ms, rate, first) in [(70, 100.0, 7), (17, 7000.0, 119), (60, 100.0, 6)] {
+            let start = t0 + Duration::from_millis(warmup_ms);
+            assert_eq!(
+                first_measured(start - t0, rate),
+                first,
+                "{warmup_ms} ms at {rate}/s"
+            );
+            let end = start + Duration::from_secs(1);
+            let mut s = WorkerSchedule::open(t0, start, rate, ((0, 1), 1), None, Some(end));
+            let tickets: Vec<Ticket> = std::iter::from_fn(|| s.next(t0)).collect();
+            let measured = tickets.iter().filter(|t| t.measured).count();
+            assert_eq!(measured as f64, rate, "{warmup_ms} ms at {rate}/s");
+        }
     }
 
     /// A worker's share of the rate follows its connections: with 3 connections on 2 workers,
