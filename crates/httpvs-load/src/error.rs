@@ -46,7 +46,23 @@ pub enum ErrorKind {
     Io,
 }
 
+/// The code of a family's `other` kind (`ErrorCounts` past its bound): no peer can send it, as
+/// HTTP/2 codes are 32 bits and QUIC's 62.
+pub const OTHER_CODE: u64 = u64::MAX;
+
 impl ErrorKind {
+    /// The kind under which this one is counted once the report holds too many: its family's
+    /// `other` for a kind with a peer's code, itself for the rest (a fixed set).
+    pub fn other_code(self) -> ErrorKind {
+        match self {
+            ErrorKind::Goaway(_) => ErrorKind::Goaway(OTHER_CODE),
+            ErrorKind::StreamReset(_) => ErrorKind::StreamReset(OTHER_CODE),
+            ErrorKind::H3(_) => ErrorKind::H3(OTHER_CODE),
+            ErrorKind::QuicTransport(_) => ErrorKind::QuicTransport(OTHER_CODE),
+            kind => kind,
+        }
+    }
+
     /// A short stable name, used as the key in text and JSON reports.
     pub fn name(&self) -> String {
         match self {
@@ -64,6 +80,7 @@ impl ErrorKind {
                 format!("rst_stream({})", code_label(h2_code_name(*c), *c))
             }
             ErrorKind::H3(c) => format!("h3({})", code_label(h3_code_name(*c), *c)),
+            ErrorKind::QuicTransport(OTHER_CODE) => "quic_transport(other)".into(),
             ErrorKind::QuicTransport(c) => format!("quic_transport(0x{c:x})"),
             ErrorKind::IdleTimeout => "idle_timeout".into(),
             ErrorKind::Unreachable => "unreachable".into(),
@@ -83,7 +100,9 @@ impl fmt::Display for ErrorKind {
 /// An error code's name, or its number for a code with none (a peer's own, or quinn's 0 for a
 /// dropped stream), so different unknown codes stay apart in the report.
 fn code_label(name: &'static str, code: u64) -> std::borrow::Cow<'static, str> {
-    if name == "UNKNOWN" {
+    if code == OTHER_CODE {
+        "other".into()
+    } else if name == "UNKNOWN" {
         format!("0x{code:x}").into()
     } else {
         name.into()

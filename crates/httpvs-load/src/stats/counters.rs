@@ -124,23 +124,39 @@ impl StatusCounts {
 }
 
 /// Failed requests by error kind (a map that only allocates when a new kind first appears).
+///
+/// A peer picks the codes of RST_STREAM, GOAWAY and QUIC/HTTP/3 closes, so a hostile one could
+/// make every failure a kind of its own; past [`MAX_ERROR_KINDS`] kinds a new coded kind is
+/// counted under its family's `other` (`rst_stream(other)`), and memory stays flat.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ErrorCounts {
     /// Count per kind.
     pub by_kind: BTreeMap<ErrorKind, u64>,
 }
 
+/// Distinct error kinds kept apart before new coded ones share their family's `other`.
+pub const MAX_ERROR_KINDS: usize = 64;
+
 impl ErrorCounts {
     /// Counts one failure.
     pub fn count(&mut self, kind: ErrorKind) {
-        *self.by_kind.entry(kind).or_insert(0) += 1;
+        self.add(kind, 1);
     }
 
     /// Adds another worker's counts.
     pub fn merge(&mut self, o: &ErrorCounts) {
         for (k, n) in &o.by_kind {
-            *self.by_kind.entry(*k).or_insert(0) += n;
+            self.add(*k, *n);
         }
+    }
+
+    fn add(&mut self, kind: ErrorKind, n: u64) {
+        let kind = if self.by_kind.len() >= MAX_ERROR_KINDS && !self.by_kind.contains_key(&kind) {
+            kind.other_code()
+        } else {
+            kind
+        };
+        *self.by_kind.entry(kind).or_insert(0) += n;
     }
 }
 
@@ -327,6 +343,52 @@ impl QuicTotals {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A peer that resets every stream with a code of its own (3.6M kinds in a 40 s run, RSS
+    /// at 150 MB and climbing) fills at most MAX_ERROR_KINDS entries; later codes share
+    /// `rst_stream(other)`, known ones keep counting apart, and merging stays bounded.
+    #[test]
+    fn error_kinds_a_peer_chooses_are_bounded() {
+        let mut a = ErrorCounts::default();
+        a.count(ErrorKind::Reset);
+        for code in 0..10_000u64 {
+            a.count(ErrorKind::StreamReset(code));
+        }
+        a.count(ErrorKind::Reset);
+        a.count(ErrorKind::Protocol);
+        assert_eq!(
+            a.by_kind.len(),
+            MAX_ERROR_KINDS + 2,
+            "{:?}",
+            a.by_kind.keys()
+        );
+        assert_eq!(a.by_kind[&ErrorKind::Reset], 2);
+        assert_eq!(a.by_kind[&ErrorKind::Protocol], 1);
+        let other = ErrorKind::StreamReset(crate::error::OTHER_CODE);
+        assert_eq!(other.name(), "rst_stream(other)");
+        assert_eq!(a.by_kind[&other], 10_000 - (MAX_ERROR_KINDS as u64 - 1));
+        assert_eq!(a.by_kind.values().sum::<u64>(), 10_003);
+        let mut b = ErrorCounts::default();
+        for code in 20_000..20_100u64 {
+            b.count(ErrorKind::Goaway(code));
+            b.count(ErrorKind::QuicTransport(code));
+        }
+        a.merge(&b);
+        assert!(
+            a.by_kind.len() <= MAX_ERROR_KINDS + 5,
+            "{}",
+            a.by_kind.len()
+        );
+        assert_eq!(a.by_kind.values().sum::<u64>(), 10_203);
+        assert_eq!(
+            ErrorKind::Goaway(crate::error::OTHER_CODE).name(),
+            "goaway(other)"
+        );
+        assert_eq!(
+            ErrorKind::QuicTransport(crate::error::OTHER_CODE).name(),
+            "quic_transport(other)"
+        );
+    }
 
     #[test]
     fn requests_per_connection_merge_keeps_min_mean_max() {
