@@ -33,6 +33,12 @@ const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 /// the h2 crate do, rather than the answers piling up in memory.
 const MAX_ANSWER_BACKLOG: usize = 64 * 1024;
 
+/// The most request frames (HEADERS, DATA, RST_STREAM) that may wait unsent: the driver takes
+/// `out` only once its last write went out whole, so while a server reads nothing new streams
+/// and bodies wait here (their requests time out) instead of piling up in memory (a server
+/// that stopped reading grew a client by 1.7 MB/s as timed-out streams made room for more).
+pub(crate) const MAX_OUT_BACKLOG: usize = 256 * 1024;
+
 /// A WINDOW_UPDATE frame's size on the wire.
 const WINDOW_UPDATE_BYTES: usize = 13;
 
@@ -241,8 +247,29 @@ impl ConnCore {
     /// Hands the queued frames to the driver (swapped with its emptied buffer): the answers
     /// in them are on their way.
     pub fn take_out(&mut self, into: &mut Vec<u8>) {
+        let was_full = self.out.len() >= MAX_OUT_BACKLOG;
         std::mem::swap(into, &mut self.out);
         self.answer_backlog = 0;
+        if was_full {
+            // Room again: bodies held back go on, and requests waiting to open look again.
+            self.push_bodies();
+            for w in self.capacity_waiters.drain(..) {
+                w.wake();
+            }
+        }
+    }
+
+    /// Registers a request waiting for room (a stream under the server's limit, or
+    /// [`MAX_OUT_BACKLOG`]), once per task however often it is polled: a waiting request that
+    /// times out leaves its waker behind, and repeats would pile up.
+    fn wait_for_room(&mut self, cx: &std::task::Context<'_>) {
+        if !self
+            .capacity_waiters
+            .iter()
+            .any(|w| w.will_wake(cx.waker()))
+        {
+            self.capacity_waiters.push(cx.waker().clone());
+        }
     }
 
     fn wake_waiters(&mut self) {
@@ -647,6 +674,9 @@ impl ConnCore {
                 continue;
             };
             while pending.sent < pending.body.len() {
+                if self.out.len() >= MAX_OUT_BACKLOG {
+                    break; // `take_out` pushes again once the driver has room
+                }
                 let left = pending.body.len() - pending.sent;
                 let window = self.send_window.min(stream.send_window).max(0) as usize;
                 let n = left.min(window).min(self.peer_max_frame);

@@ -3,7 +3,7 @@
 
 use super::super::frame_write::{self as write, code};
 use super::super::streams::Stream;
-use super::{ConnCore, ConnEnd, PendingBody, MAX_STREAM_ID};
+use super::{ConnCore, ConnEnd, PendingBody, MAX_OUT_BACKLOG, MAX_STREAM_ID};
 use crate::error::ErrorKind;
 use crate::protocol::{CloseCause, RequestSpec, ResponseInfo, RetryReason, SendError};
 use std::task::{Context, Poll};
@@ -21,8 +21,8 @@ impl ConnCore {
         if let Some(refusal) = self.refusal() {
             return Poll::Ready(Err(refusal));
         }
-        if self.streams.open() >= self.max_streams {
-            self.capacity_waiters.push(cx.waker().clone());
+        if self.streams.open() >= self.max_streams || self.out.len() >= MAX_OUT_BACKLOG {
+            self.wait_for_room(cx);
             return Poll::Pending;
         }
         let id = self.next_stream_id;

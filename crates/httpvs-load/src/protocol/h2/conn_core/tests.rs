@@ -338,3 +338,77 @@ fn random_frames_never_panic() {
         }
     }
 }
+
+/// Counts its wakes.
+#[derive(Default)]
+struct Wakes(std::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for Wakes {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A request polled again and again at the stream limit waits once: a waker per poll piled up
+/// while timed-out requests left theirs behind (70 MB in 30 s against a server that lowered
+/// its limit to 1 and went silent).
+#[test]
+fn a_request_waiting_for_a_stream_is_registered_once() {
+    let mut core = ready_core();
+    assert!(open(&mut core).is_ready() && open(&mut core).is_ready());
+    let wakes = std::sync::Arc::new(Wakes::default());
+    let waker = Waker::from(wakes.clone());
+    for _ in 0..1000 {
+        let cx = &mut Context::from_waker(&waker);
+        assert!(core.poll_open(&req(), Instant::now(), cx).is_pending());
+    }
+    assert_eq!(core.capacity_waiters.len(), 1);
+    feed(&mut core, frame(kind::RST_STREAM, 0, 1, &[0, 0, 0, 7])).unwrap();
+    assert_eq!(wakes.0.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
+
+/// While the frames queued for the server pass MAX_OUT_BACKLOG (a server that reads nothing,
+/// so the driver cannot take them), no stream opens and no body grows the queue; once the
+/// driver takes them, waiting requests are woken and bodies go on.
+#[test]
+fn requests_wait_while_the_server_reads_nothing() {
+    let mut core = ConnCore::new(WireCounter::new_shared(), H2Windows::default());
+    // No stream limit to speak of, and windows wide open.
+    feed(
+        &mut core,
+        frame(kind::SETTINGS, 0, 0, &[0, 3, 0, 0x10, 0, 0]),
+    )
+    .unwrap();
+    feed(
+        &mut core,
+        frame(kind::SETTINGS, 0, 0, &[0, 4, 0x7f, 0xff, 0xff, 0xff]),
+    )
+    .unwrap();
+    feed(
+        &mut core,
+        frame(kind::WINDOW_UPDATE, 0, 0, &[0x7f, 0, 0, 0]),
+    )
+    .unwrap();
+    core.out.clear();
+    let mut post = req();
+    post.body = bytes::Bytes::from(vec![b'x'; 100 * 1024]);
+    let wakes = std::sync::Arc::new(Wakes::default());
+    let waker = Waker::from(wakes.clone());
+    let cx = &mut Context::from_waker(&waker);
+    let mut opened = 0;
+    while core.poll_open(&post, Instant::now(), cx).is_ready() {
+        opened += 1;
+        assert!(opened < 100, "{} bytes queued", core.out.len());
+    }
+    let queued = core.out.len();
+    assert!(queued >= super::MAX_OUT_BACKLOG, "{queued}");
+    assert!(queued < super::MAX_OUT_BACKLOG + 80 * 1024, "{queued}");
+    // A body held back: the last stream's DATA stopped at the bound.
+    assert!(!core.bodies.is_empty());
+    let mut writing = Vec::new();
+    core.take_out(&mut writing);
+    assert_eq!(writing.len(), queued);
+    assert_eq!(wakes.0.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert!(!core.out.is_empty(), "the held-back body goes on");
+    assert!(core.poll_open(&post, Instant::now(), cx).is_ready());
+}
