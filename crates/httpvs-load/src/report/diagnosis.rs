@@ -32,8 +32,24 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
     }
     let closed = c.closed_by_server();
     if closed == 0 {
+        let switched = stats
+            .status
+            .seen()
+            .iter()
+            .find(|(code, _)| *code == 101)
+            .map_or(0, |&(_, n)| n);
+        let why = if switched > 0 {
+            format!(
+                "it answered 101 Switching Protocols {} times, and httpvs leaves a switched connection rather than reuse it",
+                group(switched)
+            )
+        } else if stats.requests.failed == 0 && c.failed_to_open == 0 {
+            "httpvs closed them itself (see Connections)".to_string()
+        } else {
+            "connections failed or timed out (see errors)".to_string()
+        };
         return Some(format!(
-            "{} connections opened for {} configured, though the server closed none: connections failed or timed out (see errors)",
+            "{} connections opened for {} configured, though the server closed none: {why}",
             group(c.opened),
             config.connections
         ));
@@ -162,6 +178,33 @@ mod tests {
         );
         stats.connections.opened = 8;
         assert_eq!(churn_diagnosis(&config, &stats), None);
+    }
+
+    /// Connections left after a 101 are not "failed or timed out" when nothing failed (the
+    /// note said so to a run with no error).
+    #[test]
+    fn switched_connections_are_named_not_blamed_on_failures() {
+        let config = shaped(2, 1);
+        let mut stats = WorkerStats::default();
+        stats.connections.opened = 50;
+        stats.requests.succeeded = 50;
+        for _ in 0..50 {
+            stats.status.count(101);
+        }
+        let d = churn_diagnosis(&config, &stats).unwrap();
+        assert!(d.ends_with("it answered 101 Switching Protocols 50 times, and httpvs leaves a switched connection rather than reuse it"), "{d}");
+        stats.status = Default::default();
+        let d = churn_diagnosis(&config, &stats).unwrap();
+        assert!(
+            d.ends_with("httpvs closed them itself (see Connections)"),
+            "{d}"
+        );
+        stats.requests.failed = 3;
+        let d = churn_diagnosis(&config, &stats).unwrap();
+        assert!(
+            d.ends_with("connections failed or timed out (see errors)"),
+            "{d}"
+        );
     }
 
     /// Fewer connections than asked, none failed, and work for all: the rest were still

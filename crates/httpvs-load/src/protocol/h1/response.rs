@@ -48,11 +48,22 @@ impl ResponseHead {
 /// Parses a response head at the start of `buf`; `Ok(None)` means more bytes are needed.
 /// A complete, plain head is scanned by `fast_head`; anything else goes through httparse,
 /// which also decides every error.
+///
+/// Either way a head over [`MAX_RESPONSE_HEAD`](crate::protocol::MAX_RESPONSE_HEAD) is an
+/// error, whether it came in one read or in many (only an incomplete one used to be checked),
+/// and so is a status below 100 (RFC 9110 §15: three digits from 100; h2 refuses it too).
 pub fn parse_head(buf: &[u8], request_was_head: bool) -> Result<Option<ResponseHead>, ErrorKind> {
-    if let Some(head) = super::fast_head::scan(buf, request_was_head) {
-        return head.map(Some);
+    let head = match super::fast_head::scan(buf, request_was_head) {
+        Some(head) => head?,
+        None => match parse_head_httparse(buf, request_was_head)? {
+            Some(head) => head,
+            None => return Ok(None),
+        },
+    };
+    if head.head_len > crate::protocol::MAX_RESPONSE_HEAD || head.status < 100 {
+        return Err(ErrorKind::Protocol);
     }
-    parse_head_httparse(buf, request_was_head)
+    Ok(Some(head))
 }
 
 /// [`parse_head`] through httparse alone (the reference the fast scanner is tested against).
@@ -314,6 +325,34 @@ mod tests {
         let h = head(&raw);
         assert_eq!(h.status, 200);
         assert_eq!(h.framing, BodyFraming::Length(2));
+    }
+
+    /// A head over 64 KiB is refused when it is complete too (it passed when one read brought
+    /// it whole, and failed when it came in pieces); a status below 100 is refused on both
+    /// parsers, as h2 refuses it.
+    #[test]
+    fn a_long_head_and_a_status_below_100_are_protocol_errors() {
+        let mut raw = String::from("HTTP/1.1 200 OK\r\nx: ");
+        raw.push_str(&"v".repeat(70_000));
+        raw.push_str("\r\nContent-Length: 0\r\n\r\n");
+        assert_eq!(parse_head(raw.as_bytes(), false), Err(ErrorKind::Protocol));
+        for status in ["099", "000", "042"] {
+            for raw in [
+                format!("HTTP/1.1 {status} OK\r\nContent-Length: 0\r\n\r\n"),
+                format!("HTTP/1.1 {status} OK\r\nContent-Length: 0\r\nX:  y\r\n\r\n"),
+            ] {
+                assert_eq!(
+                    parse_head(raw.as_bytes(), false),
+                    Err(ErrorKind::Protocol),
+                    "{raw}"
+                );
+            }
+        }
+        assert_eq!(head("HTTP/1.1 100 Continue\r\n\r\n").status, 100);
+        assert_eq!(
+            head("HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n").status,
+            999
+        );
     }
 
     #[test]

@@ -455,6 +455,11 @@ impl ConnCore {
                     return Ok(());
                 }
             }
+        } else if !end_stream || status.is_some() || malformed {
+            // After the final head only trailers may come: they end the stream and carry no
+            // :status (RFC 9113 §8.1); anything else makes the response malformed.
+            self.reset_stream(slot, code::PROTOCOL_ERROR, ErrorKind::Protocol);
+            return Ok(());
         } else {
             // Trailers.
             stream.header_bytes += size;

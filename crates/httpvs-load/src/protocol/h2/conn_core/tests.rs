@@ -107,8 +107,8 @@ fn a_response_split_over_continuation_with_padding_and_trailers_completes() {
     )
     .unwrap();
     assert!(outcome(&mut core, slot).is_pending());
-    let trailers = status_block("200", &[]);
-    // Trailers carry no :status normally; any valid block counts as trailer bytes.
+    let mut trailers = Vec::new();
+    encoder::literal(b"x-trailer", b"1", 6, 0x40, &mut trailers);
     feed(
         &mut core,
         frame(
@@ -123,7 +123,33 @@ fn a_response_split_over_continuation_with_padding_and_trailers_completes() {
         panic!()
     };
     assert_eq!((info.status, info.body_bytes), (200, 3));
-    assert_eq!(info.header_bytes, (7 + 3 + 6 + 1 + 6 + 40) + (7 + 3));
+    assert_eq!(info.header_bytes, (7 + 3 + 6 + 1 + 6 + 40) + (9 + 1));
+}
+
+/// After the final head only trailers may come (RFC 9113 §8.1): a second head that does not
+/// end the stream, or trailers with a :status, make the response malformed (both passed as
+/// 200 before).
+#[test]
+fn a_second_head_or_trailers_with_a_status_are_malformed() {
+    let end = flag::END_HEADERS | flag::END_STREAM;
+    for (second_flags, second) in [
+        (flag::END_HEADERS, status_block("200", &[])),
+        (end, status_block("200", &[])),
+    ] {
+        let mut core = ready_core();
+        let Poll::Ready(Ok(slot)) = open(&mut core) else {
+            panic!()
+        };
+        let head = status_block("200", &[]);
+        feed(&mut core, frame(kind::HEADERS, flag::END_HEADERS, 1, &head)).unwrap();
+        core.out.clear();
+        feed(&mut core, frame(kind::HEADERS, second_flags, 1, &second)).unwrap();
+        assert_eq!(
+            error_of(&mut core, slot),
+            Some(SendError::Failed(ErrorKind::Protocol))
+        );
+        assert_eq!(sent_kinds(&core.out), [kind::RST_STREAM]);
+    }
 }
 
 #[test]
