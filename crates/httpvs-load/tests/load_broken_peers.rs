@@ -286,3 +286,67 @@ fn goaways_with_an_error_code_are_counted_apart() {
         "{text}"
     );
 }
+
+/// An HTTP/1.1 server that reads each request head and answers it `answers` times in one
+/// write (then `stray` 20 ms later, if any: well before the next request at 10/s), never
+/// closing a connection itself.
+fn serve_extra(mut tcp: TcpStream, answers: usize, stray: &'static [u8]) {
+    let _ = tcp.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        while let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            got.drain(..end + 4);
+            let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi".repeat(answers);
+            if tcp.write_all(&reply).is_err() {
+                return;
+            }
+            if !stray.is_empty() {
+                std::thread::sleep(Duration::from_millis(20));
+                if tcp.write_all(stray).is_err() {
+                    return;
+                }
+            }
+        }
+        match tcp.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// Two responses to each request, or stray bytes after each: read as the next request's
+/// answer, they paired every later response with the wrong request (latency 3 µs) and the
+/// note blamed an idle timeout. Each such connection is closed by us and counted apart, the
+/// requests succeed, and the note names the bytes.
+#[test]
+fn h1_bytes_no_request_asked_for_close_the_connection() {
+    for (answers, stray, rate) in [
+        (2, &b""[..], None),
+        (1, &b"junk junk\r\n"[..], Some(10.0)),
+        (
+            1,
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"[..],
+            Some(10.0),
+        ),
+    ] {
+        let addr = serve_each(move |tcp| serve_extra(tcp, answers, stray));
+        let mut config = LoadConfig::new(&format!("http://{addr}/"))
+            .unwrap()
+            .protocol(ProtocolChoice::Fixed(ProtocolKind::H1))
+            .shape(1, 1)
+            .threads(1)
+            .requests(10);
+        config.rate = rate;
+        let r = httpvs_load::run(&config, &mut Quiet).expect("run starts");
+        let what = format!("{answers} answers, stray {stray:?}: {:?}", r.connections);
+        assert_eq!(r.requests.succeeded, 10, "{what}");
+        assert!(r.connections.closed_unasked >= 9, "{what}");
+        assert_eq!(r.connections.closed_by_server.total, 0, "{what}");
+        let note = r.connections.diagnosis.as_deref().unwrap_or("");
+        assert!(
+            note.contains("bytes no request asked for"),
+            "{what}: {note}"
+        );
+    }
+}

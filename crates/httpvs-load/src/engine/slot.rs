@@ -151,6 +151,9 @@ impl<P: Protocol> Drop for LiveConn<P> {
         if self.conn.closed_idle() {
             rec.total.connections.closed_idle += 1;
         }
+        if self.conn.sent_unasked() {
+            rec.total.connections.closed_unasked += 1;
+        }
         if let Some(q) = quic {
             rec.total.quic.add(&q);
         }

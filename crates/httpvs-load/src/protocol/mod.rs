@@ -268,6 +268,11 @@ pub trait Connection: 'static {
     fn closed_idle(&self) -> bool {
         false
     }
+    /// Whether we closed it because the server sent bytes no request asked for (h1: an extra
+    /// response, or stray bytes while idle), rather than read them as the next response.
+    fn sent_unasked(&self) -> bool {
+        false
+    }
     /// On a fresh connection about to be closed (the engine's probe): the server's limit on
     /// concurrent request streams when it is at most `want`, for protocols that learn it only by
     /// trying (h3: quinn does not expose the peer's transport parameters). `None` when unknown

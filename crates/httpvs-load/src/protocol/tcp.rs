@@ -271,17 +271,17 @@ pub fn recv_now(
     }
 }
 
-/// Peeks at one byte without waiting: `Ok(0)` when the peer closed (FIN), `Ok(1)` when bytes
-/// are waiting, `WouldBlock` when nothing is.
-pub fn peek_now(fd: std::os::fd::RawFd) -> io::Result<usize> {
-    let mut byte = [0u8; 1];
+/// Peeks at the first bytes waiting, up to `into.len()`, without waiting: `Ok(0)` when the peer
+/// closed (FIN), `Ok(n)` when bytes are waiting, `WouldBlock` when nothing is.
+pub fn peek_now(fd: std::os::fd::RawFd, into: &mut [u8]) -> io::Result<usize> {
     loop {
-        // SAFETY: the caller keeps `fd` open across the call; one byte into a one-byte buffer.
+        // SAFETY: the caller keeps `fd` open across the call; at most `into.len()` bytes into
+        // `into`.
         let n = unsafe {
             libc::recv(
                 fd,
-                byte.as_mut_ptr().cast(),
-                1,
+                into.as_mut_ptr().cast(),
+                into.len(),
                 libc::MSG_PEEK | libc::MSG_DONTWAIT,
             )
         };

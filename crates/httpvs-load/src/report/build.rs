@@ -376,6 +376,7 @@ fn connections(config: &LoadConfig, stats: &WorkerStats, probes: u64) -> Connect
             total: c.closed_by_server(),
         },
         closed_locally: c.closed_local,
+        closed_unasked: c.closed_unasked,
         requests_per_connection: PerConnection {
             min: c.requests_min,
             mean: if c.retired == 0 {

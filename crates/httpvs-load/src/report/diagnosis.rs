@@ -38,7 +38,12 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
             .iter()
             .find(|(code, _)| *code == 101)
             .map_or(0, |&(_, n)| n);
-        let why = if switched > 0 {
+        let why = if c.closed_unasked * 2 >= c.opened {
+            format!(
+                "it sent bytes no request asked for on {} of them (two responses to one request, or stray bytes), and httpvs closes such a connection rather than read them as the next response",
+                group(c.closed_unasked)
+            )
+        } else if switched > 0 {
             format!(
                 "it answered 101 Switching Protocols {} times, and httpvs leaves a switched connection rather than reuse it",
                 group(switched)

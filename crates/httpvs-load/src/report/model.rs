@@ -422,6 +422,10 @@ pub struct Connections {
     pub closed_by_server: ClosedByServer,
     /// Closed by us (end of run, no keep-alive, or after the server broke the protocol).
     pub closed_locally: u64,
+    /// Of `closed_locally`, those closed because the server sent bytes no request asked for
+    /// (h1: two responses to one request, stray bytes while idle).
+    #[serde(default)]
+    pub closed_unasked: u64,
     /// Requests carried per connection.
     pub requests_per_connection: PerConnection,
     /// Why more connections were opened than asked for, when it happened.

@@ -599,7 +599,7 @@ fn connections(out: &mut String, r: &Report) {
     );
     let _ = writeln!(
         out,
-        "  closed by the server {} (GOAWAY {}{}, Connection: close {}, FIN {}, reset {}); by us {}",
+        "  closed by the server {} (GOAWAY {}{}, Connection: close {}, FIN {}, reset {}); by us {}{}",
         group(s.total),
         group(s.goaway),
         match s.goaway_error {
@@ -610,7 +610,11 @@ fn connections(out: &mut String, r: &Report) {
         group(s.connection_close),
         group(s.fin),
         group(s.reset),
-        group(c.closed_locally)
+        group(c.closed_locally),
+        match c.closed_unasked {
+            0 => String::new(),
+            n => format!(" ({} after bytes no request asked for)", group(n)),
+        }
     );
     let p = &c.requests_per_connection;
     let _ = writeln!(

@@ -175,6 +175,8 @@ pub struct ConnectionCounts {
     pub closed_goaway_error: u64,
     /// Of the server's closes, those of idle connections (between requests: an idle timeout).
     pub closed_idle: u64,
+    /// Of our closes, those after the server sent bytes no request asked for (h1).
+    pub closed_unasked: u64,
     /// Server sent `Connection: close`.
     pub closed_connection_close: u64,
     /// Server closed the transport (FIN, or QUIC close without error).
@@ -240,6 +242,7 @@ impl ConnectionCounts {
         self.closed_goaway += o.closed_goaway;
         self.closed_goaway_error += o.closed_goaway_error;
         self.closed_idle += o.closed_idle;
+        self.closed_unasked += o.closed_unasked;
         self.closed_connection_close += o.closed_connection_close;
         self.closed_fin += o.closed_fin;
         self.closed_reset += o.closed_reset;

@@ -10,7 +10,7 @@ use super::batch_wake::BatchWake;
 use super::head_memo::HeadMemo;
 use super::read_ahead::{whole_response, Ready, ReadyResponses};
 use super::response::{BodyFraming, ChunkedBody, ResponseHead};
-use super::shared_io::{self, IoHalf};
+use super::shared_io::{self, IoHalf, Spoke};
 use super::turn_wakers::TurnWakers;
 use super::write_batch::{WriteBatch, WriteFailure};
 use crate::error::ErrorKind;
@@ -48,6 +48,8 @@ pub struct Http1Connection {
     cause: Cell<CloseCause>,
     /// The server closed it while idle (seen before a send: `accepts_requests`).
     closed_idle: Cell<bool>,
+    /// The server sent bytes no request asked for, and we closed it (`sent_unasked`).
+    unasked: Cell<bool>,
     keepalive: bool,
     /// Why requests from `WriteBatch::written_through` on could not be written, if so.
     write_error: Cell<Option<ErrorKind>>,
@@ -138,6 +140,7 @@ impl Http1Connection {
             server_ended: Cell::new(false),
             cause: Cell::new(CloseCause::Open),
             closed_idle: Cell::new(false),
+            unasked: Cell::new(false),
             counter,
             keepalive,
         }
@@ -209,6 +212,17 @@ impl Http1Connection {
                 } else {
                     self.read_ahead(&mut side, ticket)
                 };
+                if last + 1 == self.writes.queued_through()
+                    && !side.buf.is_empty()
+                    && self.cause.get() == CloseCause::Open
+                {
+                    // Every request answered, and bytes beyond (two responses to one request):
+                    // read as the next request's response, they would pair every later answer
+                    // with the wrong request. Closed, as curl closes on "excess found".
+                    self.unasked.set(true);
+                    self.retire(CloseCause::Local);
+                    self.end_reading_after(last);
+                }
                 *self.reader.borrow_mut() = Some(side);
                 self.next_turn.set(last + 1);
                 for done in ticket + 1..=last {
@@ -622,23 +636,33 @@ impl crate::protocol::Connection for Http1Connection {
         // Idle (every response read) and the server spoke: it closed the connection while it
         // sat unused (an idle timeout). Sending on it would fail and be sent again elsewhere,
         // a retry and a reconnect inside the request's latency.
+        // Bytes no request asked for: read as the next response, they would answer it wrongly.
         let idle = self.next_turn.get() == self.writes.queued_through();
-        if idle
-            && self
-                .reader
-                .borrow()
-                .as_ref()
-                .is_some_and(|r| r.io.peer_spoke())
-        {
-            self.retire(CloseCause::Fin);
-            self.closed_idle.set(true);
-            return false;
+        if !idle {
+            return true;
         }
-        true
+        let spoke = self.reader.borrow().as_ref().map(|r| r.io.peer_spoke());
+        match spoke {
+            Some(Spoke::Closed) => {
+                self.retire(CloseCause::Fin);
+                self.closed_idle.set(true);
+                false
+            }
+            Some(Spoke::Unasked) => {
+                self.retire(CloseCause::Local);
+                self.unasked.set(true);
+                false
+            }
+            Some(Spoke::Nothing) | None => true,
+        }
     }
 
     fn closed_idle(&self) -> bool {
         self.closed_idle.get()
+    }
+
+    fn sent_unasked(&self) -> bool {
+        self.unasked.get()
     }
 
     fn close_cause(&self) -> CloseCause {

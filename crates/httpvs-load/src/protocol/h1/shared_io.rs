@@ -27,6 +27,17 @@ pub fn split(transport: Transport) -> (IoHalf, IoHalf) {
     (IoHalf(shared.clone()), IoHalf(shared))
 }
 
+/// What an idle connection's server did since the last response ([`IoHalf::peer_spoke`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spoke {
+    /// Nothing: the connection may carry the next request.
+    Nothing,
+    /// It closed or reset the connection, or said 408 ahead of closing it (an idle timeout).
+    Closed,
+    /// It sent bytes no request asked for (an extra response, stray bytes).
+    Unasked,
+}
+
 impl IoHalf {
     /// Whether the transport is plain TCP (reads may use [`IoHalf::poll_read_plain`]).
     pub fn is_plain(&self) -> bool {
@@ -91,23 +102,32 @@ impl IoHalf {
 
 impl IoHalf {
     /// Whether the server closed the socket, or on plain TCP sent something unasked: called
-    /// while no response is due, so a FIN, a reset or unasked bytes (a 408) mean the connection
-    /// is closing. On TLS only a FIN counts: bytes may be TLS's own (a late session ticket),
-    /// and a close_notify ahead of the FIN hides it (that send then fails and goes again, as
-    /// before). Costs no syscall while nothing came since the last read drained the socket
-    /// (tokio's readiness is clear); when it is set, one peek. The trace's tapped transport is
-    /// never asked.
-    pub fn peer_spoke(&self) -> bool {
+    /// while no response is due. A FIN or a reset means the connection is closing, and so does
+    /// a 408 (a server's idle timeout, said before its FIN); other bytes were asked by no
+    /// request. On TLS only a FIN counts: bytes may be TLS's own (a late session ticket), and a
+    /// close_notify ahead of the FIN hides it (that send then fails and goes again, as before).
+    /// Costs no syscall while nothing came since the last read drained the socket (tokio's
+    /// readiness is clear); when it is set, one peek. The trace's tapped transport is never
+    /// asked.
+    pub fn peer_spoke(&self) -> Spoke {
         let transport = self.0.borrow();
         let (tcp, plain) = match &*transport {
             Transport::Plain(tap) => (tap.get_ref(), true),
             Transport::Tls(tls) => (tls.get_ref().0.get_ref(), false),
-            Transport::Tapped(_) => return false,
+            Transport::Tapped(_) => return Spoke::Nothing,
         };
-        match tcp.try_io(Interest::READABLE, || peek_now(tcp.as_raw_fd())) {
-            Ok(0) => true,
-            Ok(_) => plain,
-            Err(e) => e.kind() != io::ErrorKind::WouldBlock,
+        let mut first = [0u8; 12];
+        match tcp.try_io(Interest::READABLE, || peek_now(tcp.as_raw_fd(), &mut first)) {
+            Ok(0) => Spoke::Closed,
+            Ok(n) if plain => match &first[..n] {
+                [b'H', b'T', b'T', b'P', b'/', b'1', b'.', _, b' ', b'4', b'0', b'8'] => {
+                    Spoke::Closed
+                }
+                _ => Spoke::Unasked,
+            },
+            Ok(_) => Spoke::Nothing,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Spoke::Nothing,
+            Err(_) => Spoke::Closed,
         }
     }
 }
