@@ -4,7 +4,7 @@ use super::usage;
 use httpvs_compare::options;
 use httpvs_load::protocol::window::ReceiveWindows;
 use httpvs_server::query::parse_size;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -230,17 +230,45 @@ pub(super) fn parse_duration(s: &str) -> Option<Duration> {
 pub(super) const INTERRUPTED: u8 = 130;
 
 /// The flag the first Ctrl-C (or SIGTERM) sets: the run stops and reports what it did (`load`,
-/// `compare`). A second one kills the process: the handler restores both default actions.
+/// `compare`). A second one kills the process, unless it came within 300 ms of the first: then
+/// it is the same stop sent twice (`timeout` signals the command, then its process group).
 pub(super) fn interrupt_flag() -> Arc<AtomicBool> {
     static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-    extern "C" fn on_signal(_: libc::c_int) {
-        if let Some(flag) = FLAG.get() {
-            flag.store(true, Ordering::Relaxed);
+    // CLOCK_MONOTONIC ns of the first signal, 0 before it.
+    static FIRST: AtomicU64 = AtomicU64::new(0);
+    fn monotonic_ns() -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime is async-signal-safe and writes only `ts`.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        (ts.tv_sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(ts.tv_nsec as u64)
+            .max(1)
+    }
+    extern "C" fn on_signal(signal: libc::c_int) {
+        let now = monotonic_ns();
+        let first = FIRST.load(Ordering::Relaxed);
+        if first == 0 {
+            FIRST.store(now, Ordering::Relaxed);
+            if let Some(flag) = FLAG.get() {
+                flag.store(true, Ordering::Relaxed);
+            }
+            return;
         }
-        // SAFETY: signal() is async-signal-safe; restoring the defaults lets a second ^C kill.
+        // `timeout` signals its command and then the command's process group, and a shell's
+        // hang-up reaches the group too: a signal right after the first is the same stop sent
+        // twice, which must not kill the run before its report (7 runs in 20 lost it).
+        if now.saturating_sub(first) < SAME_STOP_NS {
+            return;
+        }
+        // A second Ctrl-C: leave at once, as the default action does.
+        // SAFETY: signal() and raise() are async-signal-safe.
         unsafe {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            libc::signal(signal, libc::SIG_DFL);
+            libc::raise(signal);
         }
     }
     let flag = FLAG
@@ -249,7 +277,8 @@ pub(super) fn interrupt_flag() -> Arc<AtomicBool> {
     // Ctrl-C, and SIGTERM as `timeout` and service managers send it: both end the run with
     // its report.
     for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: installing a handler that only stores to an atomic and calls signal().
+        // SAFETY: installing a handler that only reads the clock, stores to atomics and calls
+        // signal() and raise().
         unsafe {
             libc::signal(
                 signal,
@@ -259,6 +288,9 @@ pub(super) fn interrupt_flag() -> Arc<AtomicBool> {
     }
     flag
 }
+
+/// Signals this soon after the first are the same stop sent twice (as `serve` takes them).
+const SAME_STOP_NS: u64 = 300_000_000;
 
 /// Splits `user:password@` off a URL's authority, as curl does (percent-escapes decoded):
 /// the URL without it, and the credentials.
