@@ -375,7 +375,8 @@ impl Results {
 
     /// Reads a results file written by `--json`.
     pub fn read(path: &Path) -> Result<Results, String> {
-        let text = std::fs::read_to_string(path)
+        // Bounded: a matrix's results are megabytes, and /dev/zero must not fill memory.
+        let text = httpvs_load::files::read_text_bounded(path, 256 << 20)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let value: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;

@@ -36,6 +36,18 @@ pub struct CompareConfig {
     pub connect_to: Option<httpvs_load::connect_to::ConnectTo>,
 }
 
+/// An error and its causes, "a: b: c" (a bind error's own line names no OS error).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 /// Why a comparison could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
@@ -258,7 +270,7 @@ impl Target {
             serve.limits.max_streams = m;
         }
         let server =
-            httpvs_server::start(serve).map_err(|e| CompareError::Server(e.to_string()))?;
+            httpvs_server::start(serve).map_err(|e| CompareError::Server(with_causes(&e)))?;
         let ca_file = CaFile::new(&server.ca_pem())?;
         let url = |addr: Option<std::net::SocketAddr>, scheme: &str| {
             addr.map(|a| format!("{scheme}://{a}"))

@@ -7,6 +7,7 @@ pub mod config;
 pub mod connect_to;
 pub mod engine;
 pub mod error;
+pub mod files;
 pub mod protocol;
 pub mod report;
 pub mod schedule;

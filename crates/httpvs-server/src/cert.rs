@@ -17,6 +17,35 @@ pub struct ServerCert {
     ca_pem: String,
 }
 
+/// The largest certificate or key file read: a chain is kilobytes, and /dev/zero must not fill
+/// memory.
+const MAX_PEM_FILE_BYTES: u64 = 16 << 20;
+
+/// Reads the certificate chain and key files, bounded (`--cert`, `--key`).
+pub fn read_pem_files(cert_path: &Path, key_path: &Path) -> Result<(Vec<u8>, Vec<u8>), ServeError> {
+    let read = |path: &Path| {
+        let failed = |source| ServeError::ReadCert {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(failed)?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, MAX_PEM_FILE_BYTES + 1),
+            &mut bytes,
+        )
+        .map_err(failed)?;
+        if bytes.len() as u64 > MAX_PEM_FILE_BYTES {
+            return Err(failed(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("longer than {} MiB", MAX_PEM_FILE_BYTES >> 20),
+            )));
+        }
+        Ok(bytes)
+    };
+    Ok((read(cert_path)?, read(key_path)?))
+}
+
 impl ServerCert {
     /// Generates a self-signed certificate for localhost, 127.0.0.1 and ::1.
     pub fn self_signed() -> Result<ServerCert, ServeError> {
@@ -34,15 +63,19 @@ impl ServerCert {
 
     /// Loads a PEM certificate chain and a PEM private key.
     pub fn from_pem_files(cert_path: &Path, key_path: &Path) -> Result<ServerCert, ServeError> {
-        let read = |path: &Path| {
-            std::fs::read(path).map_err(|source| ServeError::ReadCert {
-                path: path.to_path_buf(),
-                source,
-            })
-        };
-        let cert_pem = read(cert_path)?;
-        let key_pem = read(key_path)?;
-        let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut cert_pem.as_slice())
+        let (cert_pem, key_pem) = read_pem_files(cert_path, key_path)?;
+        ServerCert::from_pem(&cert_pem, &key_pem, cert_path, key_path)
+    }
+
+    /// A PEM certificate chain and a PEM private key already read from `cert_path` and
+    /// `key_path` (named in errors).
+    pub fn from_pem(
+        cert_pem: &[u8],
+        key_pem: &[u8],
+        cert_path: &Path,
+        key_path: &Path,
+    ) -> Result<ServerCert, ServeError> {
+        let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut &cert_pem[..])
             .collect::<Result<_, _>>()
             .map_err(|e| ServeError::Cert(format!("{}: {e}", cert_path.display())))?;
         if chain.is_empty() {
@@ -51,7 +84,7 @@ impl ServerCert {
                 cert_path.display()
             )));
         }
-        let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
+        let key = rustls_pemfile::private_key(&mut &key_pem[..])
             .map_err(|e| ServeError::Cert(format!("{}: {e}", key_path.display())))?
             .ok_or_else(|| {
                 ServeError::Cert(format!("{}: no PRIVATE KEY block", key_path.display()))
@@ -59,7 +92,7 @@ impl ServerCert {
         Ok(ServerCert {
             chain,
             key,
-            ca_pem: String::from_utf8_lossy(&cert_pem).into_owned(),
+            ca_pem: String::from_utf8_lossy(cert_pem).into_owned(),
         })
     }
 

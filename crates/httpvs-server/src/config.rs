@@ -4,6 +4,10 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The most worker threads: each listens on its own sockets, and thousands run out of files
+/// before they serve (as `load --threads` is bounded).
+pub const MAX_THREADS: usize = 4096;
+
 /// Everything `start` needs: listeners, certificate, threads and limits.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -15,6 +19,10 @@ pub struct ServeConfig {
     pub h3: Option<SocketAddr>,
     /// PEM certificate chain and private key; `None` generates a self-signed one.
     pub cert: Option<(PathBuf, PathBuf)>,
+    /// The bytes of `cert`'s two files, when the caller read them already (the CLI reads them
+    /// before it blocks Ctrl-C, so a FIFO that never opens can still be interrupted); `None`
+    /// reads them in `start`.
+    pub cert_pem: Option<PemFiles>,
     /// Worker threads, each with its own runtime and its own listening sockets.
     pub threads: usize,
     /// CPUs to pin worker threads to, round-robin; `None` leaves them to the scheduler.
@@ -23,6 +31,27 @@ pub struct ServeConfig {
     pub limits: Limits,
     /// Which HTTP/2 implementation serves h2c and h2.
     pub h2_engine: H2Engine,
+}
+
+/// A certificate chain file's and a private key file's bytes (`ServeConfig::cert_pem`). Its
+/// `Debug` shows their sizes only: a key does not belong in a log.
+#[derive(Clone)]
+pub struct PemFiles {
+    /// The certificate chain, PEM.
+    pub cert: Vec<u8>,
+    /// The private key, PEM.
+    pub key: Vec<u8>,
+}
+
+impl std::fmt::Debug for PemFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "PemFiles(cert {} bytes, key {} bytes)",
+            self.cert.len(),
+            self.key.len()
+        )
+    }
 }
 
 /// The HTTP/2 implementation behind the h2c and TLS h2 ports.
@@ -77,6 +106,7 @@ impl Default for ServeConfig {
             https: loopback(8443),
             h3: loopback(8443),
             cert: None,
+            cert_pem: None,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             cpus: None,
             limits: Limits::default(),

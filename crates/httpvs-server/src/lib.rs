@@ -27,7 +27,7 @@ mod tcp;
 mod totals;
 mod worker;
 
-pub use config::{H2Engine, Limits, ServeConfig};
+pub use config::{H2Engine, Limits, PemFiles, ServeConfig, MAX_THREADS};
 pub use error::ServeError;
 pub use server::{start, RunningServer};
 pub use totals::{ByProto, ByStatus, Failures, Rejections, ServerTotals};

@@ -47,12 +47,19 @@ pub fn start(config: ServeConfig) -> Result<RunningServer, ServeError> {
     if threads == 0 {
         return Err(ServeError::Config("threads must be at least 1".into()));
     }
+    if threads > crate::config::MAX_THREADS {
+        return Err(ServeError::Config(format!(
+            "threads {threads} is more than {}",
+            crate::config::MAX_THREADS
+        )));
+    }
     if config.http.is_none() && config.https.is_none() && config.h3.is_none() {
         return Err(ServeError::Config("every listener is off".into()));
     }
-    let cert = match &config.cert {
-        Some((cert, key)) => ServerCert::from_pem_files(cert, key)?,
-        None => ServerCert::self_signed()?,
+    let cert = match (&config.cert, &config.cert_pem) {
+        (Some((cert, key)), Some(pem)) => ServerCert::from_pem(&pem.cert, &pem.key, cert, key)?,
+        (Some((cert, key)), None) => ServerCert::from_pem_files(cert, key)?,
+        (None, _) => ServerCert::self_signed()?,
     };
     let tls = match config.https {
         Some(_) => Some(TlsAcceptor::from(cert.tls_config()?)),

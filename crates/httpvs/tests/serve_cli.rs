@@ -42,6 +42,7 @@ fn bad_flags_exit_2_with_one_line() {
         &["serve", "--idle-timeout", "soon"],
         &["serve", "--grace", "-1s"],
         &["serve", "--threads", "-1"],
+        &["serve", "--threads", "99999"],
         &["serve", "--http", "off", "--https", "off", "--h3", "off"],
     ] {
         let out = httpvs().args(args).output().unwrap();
@@ -62,6 +63,15 @@ fn bad_flags_exit_2_with_one_line() {
         &["--cert", "/dev/null", "--key", "/dev/null"][..],
         &["--cert", "/nonexistent.pem", "--key", "/nonexistent.pem"],
         &["--write-ca", "/nonexistent/dir/ca.pem"],
+        // Writing the CA over the key would replace the key with the certificate.
+        &[
+            "--cert",
+            "/dev/null",
+            "--key",
+            "/dev/null",
+            "--write-ca",
+            "/dev/null",
+        ],
     ] {
         let out = httpvs()
             .arg("serve")
@@ -116,6 +126,69 @@ fn a_port_held_by_another_httpvs_is_in_use() {
     first.wait().unwrap();
     assert_one_line_failure(&out, "port held by another httpvs");
     assert!(String::from_utf8_lossy(&out.stderr).contains("in use"));
+}
+
+/// A --cert or --key that is a FIFO nobody writes: Ctrl-C and SIGTERM still end serve (it
+/// blocked them before reading the files, and only SIGKILL could stop it). A --write-ca that
+/// names the key is refused before anything is written.
+#[test]
+fn a_cert_fifo_that_never_opens_can_be_interrupted() {
+    let dir = std::env::temp_dir().join(format!("httpvs-serve-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("cert.pem");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let mut child = httpvs()
+            .args(["serve", "--http", "0", "--https", "0", "--h3", "off"])
+            .arg("--cert")
+            .arg(&fifo)
+            .arg("--key")
+            .arg(&fifo)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let ended = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(
+            ended.is_some(),
+            "signal {signal}: still waiting on the FIFO"
+        );
+    }
+    let key = dir.join("key.pem");
+    std::fs::write(&key, "not a key").unwrap();
+    let out = httpvs()
+        .args([
+            "serve", "--http", "0", "--https", "0", "--h3", "off", "--cert",
+        ])
+        .arg(&key)
+        .arg("--key")
+        .arg(&key)
+        .arg("--write-ca")
+        .arg(dir.join(".").join("key.pem"))
+        .output()
+        .unwrap();
+    assert_one_line_failure(&out, "--write-ca over the key");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is the --cert file"),
+        "{out:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&key).unwrap(), "not a key");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

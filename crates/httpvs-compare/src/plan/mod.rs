@@ -250,7 +250,8 @@ impl Plan {
     /// Reads and checks a plan file.
     pub fn load(path: &Path) -> Result<Plan, PlanError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path)
+        // Bounded: a plan is a page of TOML, and /dev/zero must not fill memory.
+        let text = httpvs_load::files::read_text_bounded(path, 16 << 20)
             .map_err(|e| PlanError::field(&origin, "", format!("cannot read: {e}")))?;
         let mut plan = Plan::parse(&text, &origin)?;
         if plan.name.trim().is_empty() {
@@ -378,6 +379,15 @@ impl Plan {
         if self.client.threads == Some(0) {
             return err("client.threads".into(), "must be at least 1".into());
         }
+        for (field, threads) in [
+            ("server.threads", self.server.threads),
+            ("client.threads", self.client.threads),
+        ] {
+            if let Some(n) = threads.filter(|&n| n > httpvs_load::config::MAX_THREADS) {
+                let max = httpvs_load::config::MAX_THREADS;
+                return err(field.into(), format!("{n} is more than {max}"));
+            }
+        }
         if let Some((i, _)) = self
             .conditions
             .iter()
@@ -402,6 +412,22 @@ impl Plan {
         }
         if !p.path.starts_with('/') {
             return Err(PlanError::field(origin, field("path"), "must start with /"));
+        }
+        if let Err(e) = p.path.parse::<http::uri::PathAndQuery>() {
+            // A space or a control character: every cell would fail to build its URL.
+            let msg = format!(
+                "'{}' is not a URL path: {e} (escape it, as %20 for a space)",
+                p.path
+            );
+            return Err(PlanError::field(origin, field("path"), msg));
+        }
+        if let Some(size) = p.size.filter(|s| s.0 > httpvs_server::query::MAX_SIZE) {
+            // The embedded server answers 400 past its limit: no cell could run.
+            let msg = format!(
+                "{} bytes is over the embedded server's limit of 16g",
+                size.0
+            );
+            return Err(PlanError::field(origin, field("size"), msg));
         }
         if http_method_invalid(&p.method) {
             let msg = format!("'{}' is not an HTTP method", p.method);

@@ -73,6 +73,28 @@ fn zero_server_settings_and_empty_names_are_refused() {
     assert!(e.contains("conditions[0].name: is empty"), "{e}");
 }
 
+/// What only failed once the cells ran (every cell "did not run", exit 1) is a plan error:
+/// thread counts past 4096 (the cells named `--threads`, a flag the user never gave), a path
+/// no URL can hold, a size over the embedded server's limit (each answered 400).
+#[test]
+fn values_no_cell_could_run_are_plan_errors() {
+    let e = error_of(&format!("{MINIMAL}[server]\nthreads = 99999\n"));
+    assert!(e.contains("server.threads: 99999 is more than 4096"), "{e}");
+    let e = error_of(&format!("{MINIMAL}[client]\nthreads = 99999\n"));
+    assert!(e.contains("client.threads: 99999 is more than 4096"), "{e}");
+    let e = error_of(&MINIMAL.replace("name = \"small\"", "name = \"small\"\npath = \"/a b\""));
+    assert!(
+        e.contains("payloads[0].path: '/a b' is not a URL path"),
+        "{e}"
+    );
+    let e = error_of(&MINIMAL.replace("name = \"small\"", "name = \"small\"\nsize = \"99g\""));
+    assert!(
+        e.contains("payloads[0].size:") && e.contains("limit of 16g"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'), "{e}");
+}
+
 #[test]
 fn unknown_and_missing_fields_are_named() {
     let e = error_of(&format!("repeets = 2\n{MINIMAL}"));

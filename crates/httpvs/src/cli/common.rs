@@ -366,6 +366,9 @@ pub(super) fn check_cacert(path: &std::path::Path) -> anyhow::Result<()> {
     Err(usage(format!("--cacert {}: {why}", path.display())))
 }
 
+/// The largest `--data-file` (one copy is shared by every request).
+const MAX_BODY_FILE_BYTES: u64 = 256 << 20;
+
 /// The request body from `-d` or `--data-file` (empty without either).
 pub(super) fn request_body(
     data: Option<&str>,
@@ -373,7 +376,7 @@ pub(super) fn request_body(
 ) -> anyhow::Result<bytes::Bytes> {
     Ok(match (data, data_file) {
         (Some(d), _) => bytes::Bytes::from(d.to_owned().into_bytes()),
-        (None, Some(path)) => std::fs::read(path)
+        (None, Some(path)) => httpvs_load::files::read_bounded(path, MAX_BODY_FILE_BYTES)
             .map_err(|e| usage(format!("cannot read --data-file {}: {e}", path.display())))?
             .into(),
         (None, None) => bytes::Bytes::new(),

@@ -99,13 +99,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             config.limits.max_connections = room.max(1);
         }
     }
-    // Worker threads inherit this mask, so SIGINT/SIGTERM reach only `sigwait` below.
-    let signals = block_stop_signals();
     // A certificate or key file that cannot be read or used is bad input, as a bad flag: exit 2;
-    // so is a --write-ca path that cannot be written, found before anything listens.
+    // so is a --write-ca path that cannot be written, found before anything listens. The files
+    // are read before Ctrl-C is blocked: a FIFO nobody writes would otherwise hold the process
+    // past SIGINT and SIGTERM.
     if let Some(path) = &args.write_ca {
+        for (flag, other) in [("--cert", &args.cert), ("--key", &args.key)] {
+            let same = other.as_deref().is_some_and(|o| {
+                o == path.as_path()
+                    || super::common::file_id(o)
+                        .is_some_and(|id| super::common::file_id(path) == Some(id))
+            });
+            if same {
+                return Err(usage(format!(
+                    "--write-ca {} is the {flag} file: writing there would replace it; give another file",
+                    path.display()
+                )));
+            }
+        }
         super::common::check_writable("--write-ca", path)?;
     }
+    if let Some((cert, key)) = &config.cert {
+        let (cert, key) = httpvs_server::cert::read_pem_files(cert, key)
+            .map_err(|e| usage(format!("{:#}", anyhow::Error::new(e))))?;
+        config.cert_pem = Some(httpvs_server::PemFiles { cert, key });
+    }
+    // Worker threads inherit this mask, so SIGINT/SIGTERM reach only `sigwait` below.
+    let signals = block_stop_signals();
     let server = httpvs_server::start(config).map_err(|e| match e {
         httpvs_server::ServeError::ReadCert { .. } | httpvs_server::ServeError::Cert(_) => {
             super::usage(format!("{:#}", anyhow::Error::new(e)))
@@ -169,11 +189,19 @@ fn config_from(args: &Args) -> anyhow::Result<(ServeConfig, Duration)> {
     if threads == 0 {
         return Err(usage("--threads must be at least 1"));
     }
+    if threads > httpvs_server::MAX_THREADS {
+        // Each thread listens on its own sockets: thousands run out of files before they serve.
+        return Err(usage(format!(
+            "--threads {threads} is more than {}",
+            httpvs_server::MAX_THREADS
+        )));
+    }
     let config = ServeConfig {
         http: listen_addr("http", &args.http)?,
         https: listen_addr("https", &args.https)?,
         h3: listen_addr("h3", &args.h3)?,
         cert: args.cert.clone().zip(args.key.clone()),
+        cert_pem: None,
         threads,
         cpus: args
             .cpus
