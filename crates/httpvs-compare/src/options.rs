@@ -74,6 +74,8 @@ pub struct Pinning {
     pub server: Vec<usize>,
     /// The client's CPUs (empty: unpinned).
     pub client: Vec<usize>,
+    /// `--no-pin` asked for none (the report then says so, not "fewer than 2 CPUs").
+    pub turned_off: bool,
 }
 
 impl Pinning {
@@ -87,6 +89,7 @@ impl Pinning {
         Pinning {
             server: available[..half].to_vec(),
             client: available[half..].to_vec(),
+            turned_off: false,
         }
     }
 
@@ -121,6 +124,9 @@ impl Pinning {
             false => format!(" (sharing {})", cpu_list(&shared)),
         };
         match (self.server.is_empty(), self.client.is_empty()) {
+            (true, true) if self.turned_off => {
+                "not pinned (--no-pin): server and client share the CPUs".into()
+            }
             (true, true) => "not pinned (fewer than 2 CPUs): server and client share them".into(),
             (false, false) => format!(
                 "server pinned to {}, client to {}{sharing}",
@@ -229,9 +235,22 @@ mod tests {
             split.describe(),
             "server pinned to CPUs 0,1, client to CPUs 2,3"
         );
+        // --no-pin is the reason, whatever the CPU count (it read "fewer than 2 CPUs" on 2).
+        let off = Pinning {
+            turned_off: true,
+            ..Pinning::default()
+        };
+        assert_eq!(
+            off.describe(),
+            "not pinned (--no-pin): server and client share the CPUs"
+        );
+        assert!(Pinning::split(&[0])
+            .describe()
+            .contains("fewer than 2 CPUs"));
         let same = Pinning {
             server: vec![0],
             client: vec![0],
+            turned_off: false,
         };
         assert_eq!(
             same.describe(),
@@ -240,6 +259,7 @@ mod tests {
         let part = Pinning {
             server: vec![1],
             client: vec![0, 1],
+            turned_off: false,
         };
         assert_eq!(part.shared(), vec![1]);
         let warning = part.overlap_warning().unwrap();

@@ -438,6 +438,11 @@ pub fn parse_url(url: &str) -> Result<http::Uri, ConfigError> {
     if after_scheme.is_some_and(|rest| rest.is_empty() || rest.starts_with('/')) {
         return Err(invalid("it has no host"));
     }
+    if after_scheme.is_none() {
+        // `127.0.0.1:8080/` is no URI to the http crate ("invalid format"); without the slash
+        // it is an authority. Either way what is missing is the scheme.
+        return Err(invalid("it needs http:// or https://"));
+    }
     let uri: http::Uri = url
         .parse()
         .map_err(|e: http::uri::InvalidUri| invalid(&e.to_string()))?;
@@ -498,6 +503,14 @@ mod tests {
             "http://[::1]:70000/",
         ] {
             assert!(parse_url(bad).is_err(), "{bad}");
+        }
+        // No scheme: said so, with a path too (it read "invalid format").
+        for schemeless in ["127.0.0.1:8080", "127.0.0.1:8080/", "localhost/x", "h"] {
+            let why = parse_url(schemeless).unwrap_err().to_string();
+            assert!(
+                why.contains("it needs http:// or https://"),
+                "{schemeless}: {why}"
+            );
         }
         for hostless in ["http://", "http:///", "https:///x"] {
             let why = parse_url(hostless).unwrap_err().to_string();

@@ -311,6 +311,20 @@ fn several_urls_are_sent_in_turn() {
         one_line_error(&out).contains(":3: invalid URL \"not a url\""),
         "{out:?}"
     );
+    // So is a line that parses but cannot be loaded: a scheme, another origin.
+    for (line, why) in [
+        ("ftp://x/", "scheme ftp is not http or https"),
+        ("http://127.0.0.2:1/", "it is not on"),
+    ] {
+        std::fs::write(&bad, format!("/?size=1\n{line}\n")).unwrap();
+        let out = httpvs(&[base.as_str(), "-i", bad.to_str().unwrap(), "-n", "1"]);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let err = one_line_error(&out);
+        assert!(
+            err.contains(":2: invalid URL") && err.contains(why),
+            "{err}"
+        );
+    }
     let _ = std::fs::remove_file(&bad);
 }
 

@@ -466,7 +466,10 @@ fn narrowed_description(plan: &Plan, quick: bool) -> String {
 
 fn pinning(args: &Args) -> anyhow::Result<Pinning> {
     if args.no_pin {
-        return Ok(Pinning::default());
+        return Ok(Pinning {
+            turned_off: true,
+            ..Pinning::default()
+        });
     }
     let parse = super::common::cpu_list;
     if args.url.is_some() {

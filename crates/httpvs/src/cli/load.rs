@@ -469,15 +469,20 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
             None => "no URL given: httpvs load URL [URL...], or -i FILE with one per line".into(),
         }));
     };
+    // An -i line's error says which line (a bad scheme, another origin).
+    let at = |origin: &Option<String>, e: &dyn std::fmt::Display| match origin {
+        Some(at) => usage(format!("{at}: {e}")),
+        None => usage(e.to_string()),
+    };
+    let (first, first_at) = first;
     let (first, url_credentials) = take_userinfo(first)?;
     let first = first.as_str();
-    parse_url(first).map_err(|e| usage(e.to_string()))?;
-    let mut config = LoadConfig::new(first).map_err(|e| usage(e.to_string()))?;
+    parse_url(first).map_err(|e| at(first_at, &e))?;
+    let mut config = LoadConfig::new(first).map_err(|e| at(first_at, &e))?;
     config.more_urls = more
         .iter()
-        .map(|url| config.parse_more_url(url))
-        .collect::<Result<_, _>>()
-        .map_err(|e| usage(e.to_string()))?;
+        .map(|(url, origin)| config.parse_more_url(url).map_err(|e| at(origin, &e)))
+        .collect::<Result<_, _>>()?;
     config.protocol = ProtocolChoice::parse(&args.protocol).ok_or_else(|| {
         usage(format!(
             "invalid --protocol {:?}: use h1, h2c, h2, h3 or auto",
@@ -596,9 +601,11 @@ const MAX_URLS: usize = 100_000;
 /// The longest `--input-file` read (100,000 URLs of about 80 bytes each fit).
 const MAX_URL_FILE_BYTES: u64 = 64 << 20;
 
-/// The URLs given as arguments, then those of `--input-file`.
-fn request_urls(args: &Args) -> anyhow::Result<Vec<String>> {
-    let mut urls = args.urls.clone();
+/// The URLs given as arguments, then those of `--input-file`, each with where it came from
+/// (`--input-file F:LINE`; none for an argument), for its errors.
+fn request_urls(args: &Args) -> anyhow::Result<Vec<(String, Option<String>)>> {
+    let mut urls: Vec<(String, Option<String>)> =
+        args.urls.iter().map(|u| (u.clone(), None)).collect();
     if let Some(path) = &args.input_file {
         let cannot =
             |e: std::io::Error| usage(format!("cannot read --input-file {}: {e}", path.display()));
@@ -638,7 +645,8 @@ fn request_urls(args: &Args) -> anyhow::Result<Vec<String>> {
                     number + 1
                 )));
             }
-            urls.push(line.to_owned());
+            let at = format!("--input-file {}:{}", path.display(), number + 1);
+            urls.push((line.to_owned(), Some(at)));
         }
     }
     if urls.len() > MAX_URLS {
