@@ -170,6 +170,16 @@ fn quick_tiny_matrix_has_every_protocol_a_verdict_and_every_cell_in_json() {
     assert_eq!(json["plan"]["name"], "tiny");
     assert!(text(&piped.stderr).contains("verdict clean: "));
     assert!(!dir.join("-").exists(), "a file named - was written");
+    // `--html -` likewise: the report on stdout, no file named `-`.
+    let piped = httpvs(&dir, &["compare", "--from", "r.json", "--html", "-"]);
+    assert!(piped.status.success(), "{}", text(&piped.stderr));
+    assert!(
+        text(&piped.stdout).starts_with("<!DOCTYPE html>"),
+        "{}",
+        text(&piped.stdout)
+    );
+    assert!(text(&piped.stderr).contains("verdict clean: "));
+    assert!(!dir.join("-").exists(), "a file named - was written");
 }
 
 #[test]
@@ -242,6 +252,15 @@ fn bad_flags_get_one_line() {
         (
             vec!["compare", "--from", "nothing.json"],
             "cannot read nothing.json",
+        ),
+        // --print-plan checks the flags a run would (it printed and exited 0).
+        (
+            vec!["compare", "--print-plan", "--server-cpus", "4095"],
+            "--server-cpus: CPU 4095",
+        ),
+        (
+            vec!["compare", "--json", "-", "--html", "-"],
+            "--json - and --html - both name stdout",
         ),
         // A re-rendered file keeps its ratios: a flag that would change them is refused.
         (

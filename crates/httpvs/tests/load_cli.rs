@@ -105,11 +105,26 @@ fn bad_input_is_one_line_and_exit_2() {
         &["http://127.0.0.1:1/", "--no-such-flag"],
         &["http://127.0.0.1:1/", "--h1", "-p", "h2c"],
         &["http://127.0.0.1:1/", "-D", "ten"],
+        &["127.0.0.1:8080/"],
     ];
     for args in cases {
         let out = httpvs(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
         one_line_error(&out);
+    }
+    // A negative value is the flag's own error, naming it (it read "unexpected argument '-1'").
+    for (flag, names) in [
+        ("--window", "--window"),
+        ("--connection-window", "--connection-window"),
+        ("--percentiles", "--percentiles"),
+    ] {
+        let out = httpvs(&["http://127.0.0.1:1/", flag, "-1"]);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {out:?}");
+        let err = one_line_error(&out);
+        assert!(
+            err.contains(names) && !err.contains("unexpected argument"),
+            "{err}"
+        );
     }
 }
 

@@ -43,6 +43,9 @@ fn bad_flags_exit_2_with_one_line() {
         &["serve", "--grace", "-1s"],
         &["serve", "--threads", "-1"],
         &["serve", "--threads", "99999"],
+        &["serve", "--max-header-bytes", "0"],
+        &["serve", "--max-body-bytes", "-1"],
+        &["serve", "--http", "-1"],
         &["serve", "--http", "off", "--https", "off", "--h3", "off"],
     ] {
         let out = httpvs().args(args).output().unwrap();

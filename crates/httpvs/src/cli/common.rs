@@ -127,11 +127,11 @@ pub(super) fn parse_header(h: &str) -> anyhow::Result<(http::HeaderName, http::H
 pub struct WindowFlags {
     /// h2/h3 receive window per stream, like 64k (about h2load's -w 16, which is 2^16-1 =
     /// 65535), 6m or 1g [default: 2^30-1 on h2, as h2load; quinn's 1,250,000 on h3].
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, value_name = "SIZE", allow_negative_numbers = true)]
     window: Option<String>,
     /// h2/h3 receive window per connection, like 15m (h2load's -W; at least 65535 on h2, whose
     /// connection window starts there) [default: 2^30-1 on h2, as h2load; no limit on h3].
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, value_name = "SIZE", allow_negative_numbers = true)]
     connection_window: Option<String>,
     /// h2load's spelling: a stream window of 2^N-1 bytes (`-w 16` is `--window 65535`).
     #[arg(short = 'w', long = "window-bits", value_name = "N", hide = true)]

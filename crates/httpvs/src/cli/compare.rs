@@ -112,6 +112,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if args.print_plan {
+        // Every flag is checked as a run would check it (`--server-cpus 99` printed the plan
+        // and exited 0, then failed the run with 2).
+        config(&args)?;
         let narrowed = args.plan.is_some()
             || args.quick
             || args.shape.is_some()
@@ -157,6 +160,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // no output may overwrite an input or the other output (the results JSON is what --from
     // reads back; an HTML report written over it lost it).
     let json_to_stdout = args.json.as_deref() == Some(std::path::Path::new("-"));
+    // `--html -` is stdout too, as `--json -` (it wrote a file named `-`); not both.
+    let html_to_stdout = args.html.as_deref() == Some(std::path::Path::new("-"));
+    if json_to_stdout && html_to_stdout && !args.no_html {
+        return Err(super::usage(
+            "--json - and --html - both name stdout: give one of them a file",
+        ));
+    }
     let inputs = [
         ("--from", args.from.as_deref()),
         ("--plan", args.plan.as_deref()),
@@ -174,7 +184,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             PathBuf::from(options::default_report_name(now))
         };
         let html = args.html.clone().unwrap_or_else(default);
-        super::common::refuse_input("--html", &html, &inputs)?;
+        if !html_to_stdout {
+            super::common::refuse_input("--html", &html, &inputs)?;
+        }
         if let Some(json) = args.json.as_deref().filter(|_| !json_to_stdout) {
             if same_path(json, &html) {
                 return Err(super::usage(format!(
@@ -183,7 +195,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 )));
             }
         }
-        super::common::check_writable("--html", &html)?;
+        if !html_to_stdout {
+            super::common::check_writable("--html", &html)?;
+        }
     }
     let results = match &args.from {
         Some(path) => Results::read(path).map_err(super::usage)?,
@@ -210,10 +224,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         true => ExitCode::from(super::common::INTERRUPTED),
         false => ExitCode::SUCCESS,
     };
-    // With `--json -` stdout carries the JSON alone and the table goes to stderr.
+    // With `--json -` (or `--html -`) stdout carries the file alone and the table goes to
+    // stderr.
     let mut stdout = std::io::stdout().lock();
     let mut stderr = std::io::stderr().lock();
-    let out: &mut dyn Write = if json_to_stdout {
+    let out: &mut dyn Write = if json_to_stdout || (html_to_stdout && !args.no_html) {
         &mut stderr
     } else {
         &mut stdout
@@ -234,9 +249,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let path = args.html.clone().unwrap_or_else(|| {
             PathBuf::from(options::default_report_name(results.setup.started_unix))
         });
-        std::fs::write(&path, render::html::render(&results))
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        let _ = writeln!(out, "\nreport: {}", path.display());
+        if html_to_stdout {
+            let _ = write!(
+                std::io::stdout().lock(),
+                "{}",
+                render::html::render(&results)
+            );
+        } else {
+            std::fs::write(&path, render::html::render(&results))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            let _ = writeln!(out, "\nreport: {}", path.display());
+        }
     }
     // A run that could not measure what it set out to is a failure a script must see: cells
     // that did not run (a server gone mid-matrix), or no table with a winner (every row

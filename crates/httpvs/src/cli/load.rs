@@ -155,7 +155,7 @@ pub struct Args {
     #[arg(short = 'a', long = "basic-auth", value_name = "USER:PASS")]
     basic_auth: Option<String>,
     /// Also list these latency percentiles, like 33,99.999 (as Fortio's -p)
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", allow_negative_numbers = true)]
     percentiles: Option<String>,
     /// Write one tab-separated row per request to FILE, as h2load's --log-file: start (µs since
     /// the epoch), status (-1 failed), duration µs, then intended start µs, connection, url

@@ -13,13 +13,28 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Cleartext TCP listener for HTTP/1.1 and h2c prior knowledge: ADDR, PORT or `off`.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8080",
+        allow_negative_numbers = true
+    )]
     http: String,
     /// TLS listener for h2 and http/1.1 (by ALPN): ADDR, PORT or `off`.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8443")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8443",
+        allow_negative_numbers = true
+    )]
     https: String,
     /// UDP listener for HTTP/3: ADDR, PORT or `off`.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8443")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8443",
+        allow_negative_numbers = true
+    )]
     h3: String,
     /// PEM certificate chain (with --key); without it a self-signed one for localhost is made.
     #[arg(long, value_name = "FILE", requires = "key")]
@@ -51,10 +66,20 @@ pub struct Args {
     )]
     idle_timeout: String,
     /// Request header bytes above which the answer is 431 (like 16k).
-    #[arg(long, value_name = "SIZE", default_value = "16k")]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "16k",
+        allow_negative_numbers = true
+    )]
     max_header_bytes: String,
     /// Request body bytes above which the answer is 413 (like 8m).
-    #[arg(long, value_name = "SIZE", default_value = "8m")]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "8m",
+        allow_negative_numbers = true
+    )]
     max_body_bytes: String,
     /// Open connections above which new ones are closed at once [default: 20000, or fewer if
     /// the open-file limit (ulimit -n) allows fewer].
@@ -162,6 +187,10 @@ fn config_from(args: &Args) -> anyhow::Result<(ServeConfig, Duration)> {
     let duration =
         |flag: &str, v: &str| parse_duration(v).map_err(|e| usage(format!("--{flag}: {e}")));
     let size = |flag: &str, v: &str| parse_size(v).map_err(|e| usage(format!("--{flag}: {e}")));
+    if size("max-header-bytes", &args.max_header_bytes)? == 0 {
+        // No request head fits in 0 bytes: every answer would be 431.
+        return Err(usage("--max-header-bytes must be at least 1"));
+    }
     let limits = Limits {
         max_streams: args.max_streams,
         max_requests_per_conn: args.max_requests_per_conn,
