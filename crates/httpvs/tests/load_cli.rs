@@ -139,9 +139,33 @@ fn a_cacert_that_is_not_pem_is_exit_2() {
         "-n",
         "1",
     ]);
-    let _ = std::fs::remove_file(&path);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     one_line_error(&out);
+    // An http:// run never reads it, but a bad file is still bad input (it ran and exited 0);
+    // a PEM cut short says which END line is missing (its bytes were a list of numbers).
+    let out = httpvs(&[
+        "http://127.0.0.1:1/",
+        "--cacert",
+        path.to_str().unwrap(),
+        "-n",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    one_line_error(&out);
+    std::fs::write(&path, "-----BEGIN CERTIFICATE-----\nMIIB\n").unwrap();
+    let out = httpvs(&[
+        "http://127.0.0.1:1/",
+        "--cacert",
+        path.to_str().unwrap(),
+        "-n",
+        "1",
+    ]);
+    let _ = std::fs::remove_file(&path);
+    let err = one_line_error(&out);
+    assert!(
+        err.contains("no \"-----END CERTIFICATE-----\" line"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -97,13 +97,34 @@ pub fn client_config(
     Ok(Arc::new(config))
 }
 
+/// Whether the `--cacert` file holds certificates a client could trust, checked before a run
+/// (also for an http:// URL, which never reads it: a file that is no PEM is a bad file).
+pub fn check_ca_file(path: &Path) -> Result<(), TlsConfigError> {
+    roots_from_file(path).map(|_| ())
+}
+
+/// A PEM reader's error in words: its own names the missing END marker as a list of bytes.
+fn pem_reason(e: &rustls::pki_types::pem::Error) -> String {
+    use rustls::pki_types::pem::Error;
+    match e {
+        Error::MissingSectionEnd { end_marker } => format!(
+            "no \"-----END {}-----\" line: the file ends inside a section (cut short?)",
+            String::from_utf8_lossy(end_marker)
+        ),
+        Error::IllegalSectionStart { line } => {
+            format!("bad section start \"{}\"", String::from_utf8_lossy(line))
+        }
+        other => other.to_string(),
+    }
+}
+
 /// The `--cacert` file's certificates as trust anchors, and as they are (for [`TrustedFile`]).
 fn roots_from_file(
     path: &Path,
 ) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), TlsConfigError> {
     let unreadable = |e: rustls::pki_types::pem::Error| TlsConfigError::CaCertUnreadable {
         path: path.to_path_buf(),
-        reason: e.to_string(),
+        reason: pem_reason(&e),
     };
     let mut roots = RootCertStore::empty();
     let mut pinned = Vec::new();

@@ -357,7 +357,10 @@ pub(super) fn basic_authorization(
 /// `--cacert` names a regular file (its PEM is read later): a usage error says what it is not.
 pub(super) fn check_cacert(path: &std::path::Path) -> anyhow::Result<()> {
     let why = match std::fs::metadata(path) {
-        Ok(meta) if meta.is_file() => return Ok(()),
+        Ok(meta) if meta.is_file() => {
+            return httpvs_load::protocol::tls::check_ca_file(path)
+                .map_err(|e| usage(format!("--cacert: {e}")));
+        }
         Ok(meta) if meta.is_dir() => "a directory, not a PEM file",
         Ok(_) => "not a regular file (a PEM file of CA certificates)",
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such file",
