@@ -255,6 +255,47 @@ fn serve_prints_addresses_and_fingerprint_then_totals_on_sigterm() {
     assert!(rest.contains("cut-off-at-stop 0"), "{rest}");
 }
 
+/// serve's durations read as load's: a bare number is seconds (`--idle-timeout 2` was 2 ms, and
+/// closed this connection before its request) and hours are taken (`1h` was refused).
+#[test]
+fn serve_durations_read_as_loads() {
+    let (mut child, _stdout, banner) = spawn_serve(&[
+        "--http",
+        "0",
+        "--https",
+        "off",
+        "--h3",
+        "off",
+        "--idle-timeout",
+        "2",
+    ]);
+    let addr = http_addr(&banner);
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    std::io::Write::write_all(&mut conn, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut answer = [0u8; 12];
+    conn.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 200");
+    let _ = child.kill();
+    let _ = child.wait();
+    let (mut child, _stdout, banner) = spawn_serve(&[
+        "--http",
+        "0",
+        "--https",
+        "off",
+        "--h3",
+        "off",
+        "--idle-timeout",
+        "1h",
+        "--grace",
+        "1.5",
+    ]);
+    assert!(banner.contains("http://"), "{banner}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// A second signal during the grace stops at once (exit 130) instead of waiting out a long grace
 /// for a request that is still delayed.
 #[test]

@@ -147,6 +147,27 @@ pub struct WindowFlags {
 }
 
 impl WindowFlags {
+    /// A window error in the spelling the user gave: h2load's `-w N`/`-W N` are checked as
+    /// `--window`/`--connection-window` of 2^N-1 bytes, and the line named those instead.
+    pub fn as_given(&self, text: String) -> String {
+        let mut text = text;
+        for (bits, short, long) in [
+            (self.window_bits, "-w", "--window"),
+            (self.connection_window_bits, "-W", "--connection-window"),
+        ] {
+            if let Some(n) = bits.filter(|n| (1..=30).contains(n)) {
+                let bytes = (1u64 << n) - 1;
+                text = text
+                    .replace(
+                        &format!("{long} {bytes}"),
+                        &format!("{short} {n} ({long} {bytes})"),
+                    )
+                    .replace(&format!("{long} needs"), &format!("{short} needs"));
+            }
+        }
+        text
+    }
+
     /// The sizes (`64k`, `6m`, `65535`; binary multiples, as `serve --max-body-bytes` reads
     /// them); their range and protocol are checked with the rest of the config
     /// (`ReceiveWindows::check`).
@@ -198,7 +219,7 @@ impl WindowFlags {
 pub(super) fn duration_flag(flag: &str, s: &str) -> anyhow::Result<Duration> {
     parse_duration(s).ok_or_else(|| {
         usage(format!(
-            "invalid {flag} {s:?}: use a number and a unit (us, ms, s, m or h; under 31 years), like 500ms, 10s or 1m"
+            "invalid {flag} {s:?}: a number with a unit (us, ms, s, m or h; under 31 years; a bare number is seconds), like 500ms, 10s or 1m"
         ))
     })
 }

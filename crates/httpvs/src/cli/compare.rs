@@ -43,7 +43,7 @@ pub struct Args {
     #[arg(long, value_name = "LIST")]
     conditions: Option<String>,
     /// Repeats per cell (overrides the plan).
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=100))]
     repeats: Option<u32>,
     /// Measured period per repeat (overrides the plan), e.g. 2s.
     #[arg(long, value_name = "DUR", allow_hyphen_values = true)]

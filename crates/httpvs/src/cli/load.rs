@@ -186,9 +186,6 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if args.output.as_deref() == Some(std::path::Path::new("-")) {
         args.output = None;
     }
-    if args.log_file.as_deref() == Some(std::path::Path::new("-")) {
-        args.log_file = Some("/dev/stdout".into());
-    }
     let mut config = config_from(&args)?;
     let net = match (&args.net, args.net_seed) {
         (Some(spec), seed) => Some(net::NetLink::from_flags(
@@ -381,11 +378,17 @@ fn open_request_log(
     use std::os::unix::fs::MetadataExt;
     let cannot =
         |e: std::io::Error| usage(format!("--log-file: cannot write {}: {e}", path.display()));
+    // `-` is stdout, opened by its path here (and kept as the user wrote it for messages).
+    let opened = if path == std::path::Path::new("-") {
+        std::path::Path::new("/dev/stdout")
+    } else {
+        path
+    };
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(false)
-        .open(path)
+        .open(opened)
         .map_err(cannot)?;
     let log = file.metadata().map_err(cannot)?;
     // The report's file, when it exists (an `-o` file that does not exist yet cannot be this
@@ -396,14 +399,9 @@ fn open_request_log(
             Some(report) => format!("the -o file ({})", report.display()),
             None => "stdout, where the report goes (give the report -o FILE)".to_string(),
         };
-        // `-` is how the user wrote stdout; they never typed /dev/stdout.
-        let named = if path == std::path::Path::new("/dev/stdout") {
-            "-".to_string()
-        } else {
-            path.display().to_string()
-        };
         return Err(usage(format!(
-            "--log-file {named} is {what}: give them different files"
+            "--log-file {} is {what}: give them different files",
+            path.display()
         )));
     }
     // Our own stdout (`-`, /dev/stdout): opening its path again starts a new file position at
@@ -592,7 +590,9 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
             })
             .collect::<anyhow::Result<_>>()?;
     }
-    config.validate().map_err(|e| usage(e.to_string()))?;
+    config
+        .validate()
+        .map_err(|e| usage(args.windows.as_given(e.to_string())))?;
     Ok(config)
 }
 

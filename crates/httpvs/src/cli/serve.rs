@@ -2,7 +2,7 @@
 
 use super::common::cpu_list;
 use super::usage;
-use httpvs_server::query::{parse_duration, parse_size};
+use httpvs_server::query::parse_size;
 use httpvs_server::{H2Engine, Limits, ServeConfig};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -184,8 +184,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn config_from(args: &Args) -> anyhow::Result<(ServeConfig, Duration)> {
-    let duration =
-        |flag: &str, v: &str| parse_duration(v).map_err(|e| usage(format!("--{flag}: {e}")));
+    // The flags' durations, as load's: a bare number is seconds, and hours are taken (the
+    // query's parser, for ?delay=, read `--idle-timeout 30` as 30 ms and refused `1h`).
+    let duration = |flag: &str, v: &str| super::common::duration_flag(&format!("--{flag}"), v);
     let size = |flag: &str, v: &str| parse_size(v).map_err(|e| usage(format!("--{flag}: {e}")));
     if size("max-header-bytes", &args.max_header_bytes)? == 0 {
         // No request head fits in 0 bytes: every answer would be 431.
