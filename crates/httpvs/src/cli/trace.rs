@@ -26,7 +26,7 @@ pub struct Args {
     /// Protocol: h1, h2c, h2, h3 or auto (ALPN for https, h1 for http).
     #[arg(short = 'p', long, value_name = "PROTO", default_value = "auto")]
     protocol: String,
-    /// Requests sent at once on the one connection (h1: pipelined).
+    /// Requests sent at once on the one connection, 1 to 1000 (h1: pipelined).
     #[arg(
         short = 'm',
         long,
