@@ -37,7 +37,7 @@ fn bad_windows_are_one_line_and_exit_2() {
             &["--window", "lots"],
             "--window: `lots` is not a byte count",
         ),
-        (&["--window", "-1"], "'-1'"),
+        (&["--window", "-1"], "--window: `-1` is not a byte count"),
         (&["--connection-window", "16k"], "is below 65535 bytes"),
         (&["--connection-window", "0"], "--connection-window 0: "),
     ];
