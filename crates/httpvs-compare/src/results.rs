@@ -197,6 +197,8 @@ pub struct Row {
     pub retried: u64,
     /// Succeeded requests, all repeats together.
     pub succeeded: u64,
+    /// The fewest requests one repeat completed.
+    pub fewest_succeeded: u64,
     /// Of `succeeded`, responses whose status was not 2xx, all repeats together.
     pub non_2xx: u64,
     /// The most frequent status among them.
@@ -225,14 +227,21 @@ impl CellResult {
     pub fn row(&self) -> Row {
         let runs = || self.runs.iter().map(|r| &r.summary);
         let median = |f: fn(&Measurement) -> f64| Spread::of(runs().map(f)).median;
+        // Latency and bytes per request exist only where a request completed: a repeat that
+        // completed nothing reads 0 there, and it pulled the medians to impossible values
+        // (p50 20 ms on a 40 ms round trip).
+        let median_done = |f: fn(&Measurement) -> f64| {
+            Spread::of(runs().filter(|m| m.succeeded > 0).map(f)).median
+        };
+        let rps = Spread::of(runs().map(|m| m.requests_per_sec));
         Row {
             variant: self.variant,
             shape: self.shape,
-            rps: Spread::of(runs().map(|m| m.requests_per_sec)),
+            rps,
             runs: self.runs.len(),
-            p50_ms: median(|m| m.p50_ms),
-            p99_ms: median(|m| m.p99_ms),
-            bytes_per_request: median(|m| m.wire_bytes_per_request),
+            p50_ms: median_done(|m| m.p50_ms),
+            p99_ms: median_done(|m| m.p99_ms),
+            bytes_per_request: median_done(|m| m.wire_bytes_per_request),
             connections: median(|m| m.connections_opened as f64),
             fewest_connections: runs().map(|m| m.connections_opened).min().unwrap_or(0),
             seconds: median(|m| m.seconds),
@@ -244,6 +253,7 @@ impl CellResult {
             errors: runs().map(|m| m.failed).sum(),
             retried: runs().map(|m| m.retried).sum(),
             succeeded: runs().map(|m| m.succeeded).sum(),
+            fewest_succeeded: runs().map(|m| m.succeeded).min().unwrap_or(0),
             non_2xx: runs().flat_map(|m| m.non_2xx.values()).sum(),
             non_2xx_top: {
                 let mut by_code = std::collections::BTreeMap::<u16, u64>::new();
@@ -260,7 +270,9 @@ impl CellResult {
             link_packets_in: self.link_sum("packets_in"),
             streams_capped: runs().filter_map(|m| m.streams_capped).min(),
             client_cpu_max: runs().filter_map(|m| m.client_cpu).reduce(f64::max),
-            stall_seconds: runs().map(stall_seconds).fold(0.0, f64::max),
+            stall_seconds: runs()
+                .map(|m| stall_seconds(m, rps.median))
+                .fold(0.0, f64::max),
             failure: self.failure.clone(),
             connection_note: runs().find_map(|m| m.connection_note.clone()),
         }
@@ -283,11 +295,13 @@ impl CellResult {
 const STALL_EXPECTED: f64 = 20.0;
 
 /// The longest stretch of `m`'s per-second series (consecutive intervals) with no completion,
-/// where the repeat's own rate expected at least [`STALL_EXPECTED`] and which lasted more than
-/// twice its p99 latency: a closed loop whose requests take a second or more completes in
-/// waves, and an empty second between two waves is no stall. 0 without one, or without the
-/// interval ends (older files).
-pub fn stall_seconds(m: &Measurement) -> f64 {
+/// where the repeat's own rate, or the row's (`row_rps`, for a repeat that completed nothing
+/// and so has none), expected at least [`STALL_EXPECTED`] and which lasted more than twice its
+/// p99 latency: a closed loop whose requests take a second or more completes in waves, and an
+/// empty second between two waves is no stall. 0 without one, or without the interval ends
+/// (older files).
+pub fn stall_seconds(m: &Measurement, row_rps: f64) -> f64 {
+    let expected_rps = m.requests_per_sec.max(row_rps);
     let waves = 2.0 * m.p99_ms / 1000.0;
     let mut longest: f64 = 0.0;
     let mut run = 0.0;
@@ -295,7 +309,7 @@ pub fn stall_seconds(m: &Measurement) -> f64 {
     for (rate, end) in m.per_second.iter().zip(&m.per_second_at) {
         if *rate == 0.0 {
             run += end - start;
-            if m.requests_per_sec * run >= STALL_EXPECTED && run > waves {
+            if expected_rps * run >= STALL_EXPECTED && run > waves {
                 longest = longest.max(run);
             }
         } else {
@@ -442,6 +456,54 @@ mod tests {
         assert_eq!(choice.why_not_fastest(), "");
     }
 
+    /// A repeat that completed nothing has no latency or bytes per request: the row's medians
+    /// leave it out (they read p50 20 ms on a 40 ms round trip, the mean of 0 and 40), and its
+    /// empty period is a stall by the row's rate (its own is 0, so it never was one).
+    #[test]
+    fn a_repeat_that_completed_nothing_is_left_out_of_latency_and_is_a_stall() {
+        let done = Measurement {
+            seconds: 0.5,
+            requests_per_sec: 176.0,
+            succeeded: 88,
+            p50_ms: 40.3,
+            p99_ms: 40.3,
+            wire_bytes_per_request: 149.5,
+            per_second: vec![176.0],
+            per_second_at: vec![0.5],
+            ..Measurement::default()
+        };
+        let nothing = Measurement {
+            seconds: 0.5,
+            per_second: vec![0.0],
+            per_second_at: vec![0.5],
+            ..Measurement::default()
+        };
+        let run = |summary: Measurement| RunResult {
+            summary,
+            report: serde_json::Value::Null,
+            link: None,
+        };
+        let cell = CellResult {
+            condition: "lossy".into(),
+            payload: "small".into(),
+            variant: Variant::H2c,
+            shape: Shape {
+                connections: 1,
+                streams: 8,
+            },
+            runs: vec![run(nothing), run(done)],
+            failure: None,
+        };
+        let row = cell.row();
+        assert_eq!(
+            (row.p50_ms, row.p99_ms, row.bytes_per_request),
+            (40.3, 40.3, 149.5)
+        );
+        assert_eq!(row.rps.median, 88.0);
+        assert_eq!(row.fewest_succeeded, 0);
+        assert_eq!(row.stall_seconds, 0.5);
+    }
+
     #[test]
     fn a_stretch_with_nothing_completed_is_a_stall_only_where_some_were_due() {
         let m = Measurement {
@@ -450,20 +512,20 @@ mod tests {
             per_second_at: vec![0.5, 1.0],
             ..Measurement::default()
         };
-        assert_eq!(stall_seconds(&m), 0.5);
+        assert_eq!(stall_seconds(&m, 0.0), 0.5);
         // A first interval of 10 ms at 648/s expected 6: nothing there is no stall.
         let short = Measurement {
             per_second: vec![0.0, 655.0],
             per_second_at: vec![0.01, 1.0],
             ..m.clone()
         };
-        assert_eq!(stall_seconds(&short), 0.0);
+        assert_eq!(stall_seconds(&short, 0.0), 0.0);
         // Older files kept no interval ends.
         let old = Measurement {
             per_second_at: vec![],
             ..m
         };
-        assert_eq!(stall_seconds(&old), 0.0);
+        assert_eq!(stall_seconds(&old, 0.0), 0.0);
         // Consecutive empty intervals are one stall.
         let long = Measurement {
             requests_per_sec: 600.0,
@@ -471,7 +533,7 @@ mod tests {
             per_second_at: vec![1.0, 2.0, 3.0, 4.0, 5.0],
             ..Measurement::default()
         };
-        assert_eq!(stall_seconds(&long), 3.0);
+        assert_eq!(stall_seconds(&long, 0.0), 3.0);
         // Requests that take 1.8 s complete in waves: an empty second between them is none.
         let waves = Measurement {
             requests_per_sec: 35.0,
@@ -480,7 +542,7 @@ mod tests {
             per_second_at: vec![1.0, 2.0, 3.0, 4.0],
             ..Measurement::default()
         };
-        assert_eq!(stall_seconds(&waves), 0.0);
+        assert_eq!(stall_seconds(&waves, 0.0), 0.0);
     }
 
     /// Without the emulator the same reason went out once per condition, three long lines.

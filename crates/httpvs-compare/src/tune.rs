@@ -22,6 +22,23 @@ pub fn candidates(variant: Variant) -> Vec<Shape> {
         .collect()
 }
 
+/// The tried shape to keep: from the fewest requests in flight up, a shape replaces the one
+/// kept only when it beats it by more than 5%, so a near tie keeps the smaller shape. (The
+/// candidates run in their grid's order, where 8x64 comes before 16x16: taken in that order,
+/// 16x16 needed the margin against the larger 8x64.)
+fn choose(tried: &[(Shape, f64)]) -> (Shape, f64) {
+    let mut by_size = tried.to_vec();
+    // Stable: shapes of equal in-flight keep the grid's order.
+    by_size.sort_by_key(|(s, _)| u64::from(s.connections) * u64::from(s.streams));
+    let mut best = by_size[0];
+    for &(shape, rps) in &by_size[1..] {
+        if rps > best.1 * 1.05 {
+            best = (shape, rps);
+        }
+    }
+    best
+}
+
 /// Tries every candidate of every protocol once, sets the plan's shapes to the winners, and
 /// returns what it chose. A winner must beat a smaller shape by more than 5% to be chosen.
 /// `None` when `stop` was set: the trials were cut short and the plan is left as it was.
@@ -51,12 +68,7 @@ pub fn tune(
             let cell = run_cell(&spec, 1, client_cpus, driver, stop)?;
             tried.push((shape, cell.row().rps.median));
         }
-        let mut best = tried[0];
-        for &(shape, rps) in &tried[1..] {
-            if rps > best.1 * 1.05 {
-                best = (shape, rps);
-            }
-        }
+        let best = choose(&tried);
         choices.push(TuneChoice {
             variant,
             chosen: best.0,
@@ -68,4 +80,32 @@ pub fn tune(
             .insert(choice.variant, ShapeList(vec![choice.chosen]));
     }
     Some(choices)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A near tie keeps the shape with fewer requests in flight, whatever order the grid tried
+    /// them in: 16x16 (256) within 5% of 8x64 (512) is kept.
+    #[test]
+    fn a_near_tie_keeps_the_smaller_shape() {
+        let s = |connections, streams| Shape {
+            connections,
+            streams,
+        };
+        let tried = [
+            (s(1, 128), 100.0),
+            (s(4, 32), 150.0),
+            (s(8, 64), 200.0),
+            (s(16, 16), 195.0),
+        ];
+        assert_eq!(choose(&tried).0, s(16, 16));
+        // More than 5% ahead, the larger one is chosen.
+        let tried = [(s(16, 16), 180.0), (s(8, 64), 200.0)];
+        assert_eq!(choose(&tried).0, s(8, 64));
+        // Equal in flight: the grid's first, unless beaten by more than 5%.
+        let tried = [(s(1, 128), 100.0), (s(4, 32), 104.0)];
+        assert_eq!(choose(&tried).0, s(1, 128));
+    }
 }

@@ -190,8 +190,9 @@ pub fn unfit(row: &Row) -> Option<String> {
     if lost_handshakes(row) {
         return Some(opened_text(row));
     }
-    let runs = row.runs.max(1) as f64;
-    let per_slot = row.succeeded as f64 / runs / in_flight(row).max(1) as f64;
+    // Per repeat, the thinnest: one repeat that completed nothing is no measurement, however
+    // many the others completed (their average hid it).
+    let per_slot = row.fewest_succeeded as f64 / in_flight(row).max(1) as f64;
     if row.cut_off <= row.succeeded && per_slot >= MIN_PER_SLOT {
         return None;
     }
@@ -214,7 +215,12 @@ pub fn unfit(row: &Row) -> Option<String> {
         row.succeeded, row.started
     );
     if row.cut_off <= row.succeeded {
-        why.push_str(&format!(", {per_slot:.1} per request in flight"));
+        let thinnest = if row.runs > 1 {
+            " in its thinnest run"
+        } else {
+            ""
+        };
+        why.push_str(&format!(", {per_slot:.1} per request in flight{thinnest}"));
     }
     // The cut-off anomaly counts these too: said here, the two lines add up.
     let measured_cut = row.started.saturating_sub(row.succeeded + row.errors);
@@ -502,7 +508,13 @@ fn ranked_verdict(
     if let Some(b) = quoted {
         compared.push(b);
     }
-    if let Some(worst) = ranked.last().filter(|w| ranked.len() > 2 && !ties(best, w)) {
+    // With two rows, the best's ratio to the baseline covers the pair, unless the best is the
+    // baseline: then the other row is named here, or the line would not mention it.
+    let two_from_base = ranked.len() == 2 && is_base(best);
+    if let Some(worst) = ranked
+        .last()
+        .filter(|w| (ranked.len() > 2 || two_from_base) && !ties(best, w))
+    {
         // A slowest row that ties with the baseline is not slower than it by the rules the
         // line quotes: no `slowest h2 0.99x h1-tls`.
         let apart = base.is_some_and(|b| !ties(worst, b));

@@ -443,14 +443,14 @@ impl Plan {
         Ok(())
     }
 
-    /// The baseline protocol: the plan's, else h1 when present, else the first protocol.
+    /// The baseline protocol: the plan's, else h1 when present, else h1-tls (the same
+    /// HTTP/1.1, as the README has it), else the first protocol.
     pub fn baseline(&self) -> Variant {
         self.baseline.unwrap_or_else(|| {
-            if self.protocols.contains(&Variant::H1) {
-                Variant::H1
-            } else {
-                self.protocols[0]
-            }
+            [Variant::H1, Variant::H1Tls]
+                .into_iter()
+                .find(|v| self.protocols.contains(v))
+                .unwrap_or(self.protocols[0])
         })
     }
 

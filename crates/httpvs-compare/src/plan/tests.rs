@@ -7,6 +7,19 @@ fn default_plan_parses_and_covers_the_issue_matrix() {
     let plan = Plan::default_plan();
     assert_eq!(plan.protocols, Variant::ALL.to_vec());
     assert_eq!(plan.baseline(), Variant::H1);
+    // Without h1, h1-tls (HTTP/1.1 still), as the README says; else the first protocol.
+    let tls = Plan::parse(
+        &MINIMAL.replace("[\"h1\", \"h2c\"]", "[\"h2c\", \"h1-tls\"]"),
+        "p.toml",
+    )
+    .unwrap();
+    assert_eq!(tls.baseline(), Variant::H1Tls);
+    let neither = Plan::parse(
+        &MINIMAL.replace("[\"h1\", \"h2c\"]", "[\"h2\", \"h2c\"]"),
+        "p.toml",
+    )
+    .unwrap();
+    assert_eq!(neither.baseline(), Variant::H2);
     assert!(plan.payloads.len() >= 2);
     let names: Vec<&str> = plan.conditions.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["clean", "wan", "lossy", "severe"]);

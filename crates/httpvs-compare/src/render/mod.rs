@@ -133,6 +133,18 @@ fn mark_incomplete(results: &Results, views: &mut [TableView<'_>]) {
         .map(|v| results.plan.shapes_for(*v).len())
         .sum();
     for view in views.iter_mut().filter(|v| v.rows.len() < planned) {
+        // The interrupt dropped the rest: one row that ran has nothing to be fastest against,
+        // as when the others did not run.
+        let ran = view.rows.iter().filter(|r| r.failure.is_none()).count();
+        if ran == 1 {
+            if let Some(only) = view.verdict.fastest_row.take() {
+                view.verdict.line = format!("no verdict: only {only} ran");
+                view.verdict.fastest = None;
+                view.verdict.tied.clear();
+                view.verdict.tied_rows.clear();
+                view.verdict.in_flight.clear();
+            }
+        }
         view.verdict.line.push_str(&format!(
             "; incomplete: interrupted after {} of {planned} rows",
             view.rows.len()
@@ -298,6 +310,32 @@ mod tests {
         );
         let html = html::render(&results);
         assert!(html.contains("<p class=\"banner\">interrupted"), "{html}");
+    }
+
+    /// An interrupt that left a table one row names no fastest: it had nothing to be faster
+    /// than (it read "h1 fastest; incomplete: interrupted after 1 of 3 rows").
+    #[test]
+    fn an_interrupt_that_left_one_row_gives_no_verdict() {
+        let mut results = sample::results();
+        let first = (
+            results.cells[0].condition.clone(),
+            results.cells[0].payload.clone(),
+        );
+        let keep = results.cells[0].variant;
+        results
+            .cells
+            .retain(|c| (c.condition.clone(), c.payload.clone()) != first || c.variant == keep);
+        results.interrupted = true;
+        let text = text::render(&results);
+        let name = keep.name();
+        assert!(
+            text.contains(&format!(
+                ": no verdict: only {name} ran; incomplete: interrupted after 1 of "
+            )),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&results.to_json().unwrap()).unwrap();
+        assert_eq!(json["verdicts"][0]["fastest"], serde_json::Value::Null);
     }
 
     #[test]

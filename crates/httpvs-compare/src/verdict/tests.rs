@@ -25,6 +25,7 @@ fn row(variant: Variant, rps: [f64; 3]) -> Row {
         errors: 0,
         retried: 0,
         succeeded: 1000,
+        fewest_succeeded: 333,
         non_2xx: 0,
         non_2xx_top: None,
         streams_capped: None,
@@ -157,6 +158,7 @@ fn shaped(variant: Variant, connections: u32, streams: u32, rps: f64) -> Row {
     r.fewest_connections = u64::from(connections);
     r.connections = f64::from(connections);
     r.runs = 1;
+    r.fewest_succeeded = r.succeeded;
     r
 }
 
@@ -211,6 +213,45 @@ fn tied_rows_of_different_in_flight_say_so_without_a_ratio() {
     );
 }
 
+/// Two rows where the baseline is the fastest: the other row is named with its ratio and the
+/// in-flight note (the line read "h2c fastest" alone, the 0.82x and the 512 vs 128 unsaid).
+#[test]
+fn two_rows_led_by_the_baseline_name_the_other() {
+    let many = |mut r: Row| {
+        (r.started, r.succeeded, r.fewest_succeeded) = (100_004, 100_000, 100_000);
+        r
+    };
+    let rows = [
+        many(shaped(Variant::H2c, 8, 64, 3000.0)),
+        many(shaped(Variant::H2, 4, 32, 2460.0)),
+    ];
+    let v = verdict(&rows, Variant::H2c, false);
+    assert!(
+        v.line
+            .contains("; slowest h2 0.82x h2c (rows differ in requests in flight: 128 vs 512)"),
+        "{}",
+        v.line
+    );
+    let counts: Vec<u64> = v.in_flight.iter().map(|f| f.requests).collect();
+    assert_eq!(counts, [512, 128], "{:?}", v.in_flight);
+}
+
+/// One repeat that completed nothing makes the row too thin to rank, whatever the others
+/// completed (their average hid it: 88 of 2 x 8 read 5.5 per request in flight).
+#[test]
+fn a_repeat_that_completed_nothing_is_too_thin_to_rank() {
+    let mut r = shaped(Variant::H2c, 1, 8, 176.0);
+    r.runs = 2;
+    r.succeeded = 88;
+    r.started = 96;
+    r.fewest_succeeded = 0;
+    let why = unfit(&r).expect("unfit");
+    assert!(
+        why.contains("0.0 per request in flight in its thinnest run"),
+        "{why}"
+    );
+}
+
 #[test]
 fn the_slowest_rows_ratio_says_when_its_in_flight_differs() {
     let rows = [
@@ -236,6 +277,7 @@ fn run_of(shape: (Variant, u32, u32), seconds: f64, started: u64, ok: u64, opene
     r.seconds = seconds;
     r.started = started;
     r.succeeded = ok;
+    r.fewest_succeeded = ok;
     r.cut_off = started - ok;
     r.fewest_connections = opened;
     r.connections = opened as f64;
@@ -621,6 +663,7 @@ fn verdict_names_rows_not_only_protocols() {
         // Enough rounds per request in flight to be ranked.
         started: 100_004,
         succeeded: 100_000,
+        fewest_succeeded: 33_333,
         ..row(variant, rps)
     };
     let rows = [
@@ -648,6 +691,7 @@ fn another_shape_of_the_baseline_protocol_is_compared_with_the_baseline_row() {
         },
         started: 100_064,
         succeeded: 100_000,
+        fewest_succeeded: 100_000,
         connections: f64::from(connections),
         fewest_connections: u64::from(connections),
         runs: 1,
