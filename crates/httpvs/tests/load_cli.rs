@@ -131,37 +131,19 @@ fn bad_input_is_one_line_and_exit_2() {
 #[test]
 fn a_cacert_that_is_not_pem_is_exit_2() {
     let path = std::env::temp_dir().join(format!("httpvs-bad-ca-{}.pem", std::process::id()));
+    let with_ca = |url: &str| {
+        let out = httpvs(&[url, "--cacert", path.to_str().unwrap(), "-n", "1"]);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        one_line_error(&out)
+    };
     std::fs::write(&path, "not a certificate").unwrap();
-    let out = httpvs(&[
-        "https://127.0.0.1:1/",
-        "--cacert",
-        path.to_str().unwrap(),
-        "-n",
-        "1",
-    ]);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    one_line_error(&out);
+    with_ca("https://127.0.0.1:1/");
     // An http:// run never reads it, but a bad file is still bad input (it ran and exited 0);
     // a PEM cut short says which END line is missing (its bytes were a list of numbers).
-    let out = httpvs(&[
-        "http://127.0.0.1:1/",
-        "--cacert",
-        path.to_str().unwrap(),
-        "-n",
-        "1",
-    ]);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    one_line_error(&out);
+    with_ca("http://127.0.0.1:1/");
     std::fs::write(&path, "-----BEGIN CERTIFICATE-----\nMIIB\n").unwrap();
-    let out = httpvs(&[
-        "http://127.0.0.1:1/",
-        "--cacert",
-        path.to_str().unwrap(),
-        "-n",
-        "1",
-    ]);
+    let err = with_ca("http://127.0.0.1:1/");
     let _ = std::fs::remove_file(&path);
-    let err = one_line_error(&out);
     assert!(
         err.contains("no \"-----END CERTIFICATE-----\" line"),
         "{err}"

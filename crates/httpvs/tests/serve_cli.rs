@@ -21,6 +21,25 @@ fn assert_one_line_failure(out: &Output, what: &str) {
     assert!(!stderr.contains("panicked"), "{what}: {stderr}");
 }
 
+/// The child's exit status once it ends, or `None` (and the child killed) after `limit`.
+fn exit_within(
+    child: &mut std::process::Child,
+    limit: Duration,
+) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The `host:port` of the banner's `http://` line.
 fn http_addr(banner: &str) -> String {
     banner
@@ -156,17 +175,7 @@ fn a_cert_fifo_that_never_opens_can_be_interrupted() {
         std::thread::sleep(Duration::from_millis(300));
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as libc::pid_t, signal) };
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        let ended = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break Some(status);
-            }
-            if std::time::Instant::now() > deadline {
-                let _ = child.kill();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let ended = exit_within(&mut child, Duration::from_secs(10));
         assert!(
             ended.is_some(),
             "signal {signal}: still waiting on the FIFO"
@@ -259,16 +268,12 @@ fn serve_prints_addresses_and_fingerprint_then_totals_on_sigterm() {
 /// closed this connection before its request) and hours are taken (`1h` was refused).
 #[test]
 fn serve_durations_read_as_loads() {
-    let (mut child, _stdout, banner) = spawn_serve(&[
-        "--http",
-        "0",
-        "--https",
-        "off",
-        "--h3",
-        "off",
-        "--idle-timeout",
-        "2",
-    ]);
+    let plain = |durations: &[&str]| {
+        let mut args = vec!["--http", "0", "--https", "off", "--h3", "off"];
+        args.extend_from_slice(durations);
+        spawn_serve(&args)
+    };
+    let (mut child, _stdout, banner) = plain(&["--idle-timeout", "2"]);
     let addr = http_addr(&banner);
     let mut conn = std::net::TcpStream::connect(&addr).unwrap();
     std::thread::sleep(Duration::from_millis(300));
@@ -279,18 +284,7 @@ fn serve_durations_read_as_loads() {
     assert_eq!(&answer, b"HTTP/1.1 200");
     let _ = child.kill();
     let _ = child.wait();
-    let (mut child, _stdout, banner) = spawn_serve(&[
-        "--http",
-        "0",
-        "--https",
-        "off",
-        "--h3",
-        "off",
-        "--idle-timeout",
-        "1h",
-        "--grace",
-        "1.5",
-    ]);
+    let (mut child, _stdout, banner) = plain(&["--idle-timeout", "1h", "--grace", "1.5"]);
     assert!(banner.contains("http://"), "{banner}");
     let _ = child.kill();
     let _ = child.wait();
@@ -319,17 +313,8 @@ fn a_second_signal_during_the_grace_stops_at_once() {
     std::thread::sleep(Duration::from_millis(500));
     // SAFETY: as above.
     unsafe { libc::kill(pid, libc::SIGINT) };
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("serve did not stop on the second signal");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status =
+        exit_within(&mut child, Duration::from_secs(30)).expect("serve stops on the second signal");
     assert_eq!(status.code(), Some(130));
 }
 
