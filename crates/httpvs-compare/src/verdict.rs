@@ -434,7 +434,10 @@ fn ranked_verdict(
         .filter(|r| ties(best, r))
         .collect();
     let step = ranked.iter().map(|r| round_rps(r)).fold(0.0, f64::max);
-    let spread = format_spread(best, step);
+    // A pair ties within the larger of its two rounds: where the rows' rounds differ, the one
+    // quoted is the largest, which not every pair gets.
+    let steps_differ = ranked.iter().any(|r| round_rps(r) < step * 0.99);
+    let spread = format_spread(best, step, steps_differ);
     // A tie of repeats turns on every tied row's range, not only the fastest's: quote each.
     // (Repeats that all read the same tie by the 5% rule, which `spread` then names.)
     let tie_rows = || std::iter::once(best).chain(tied.iter().copied());
@@ -573,11 +576,13 @@ pub fn format_ratio(r: f64) -> String {
 }
 
 /// `spread ±4%`; with a single repeat, or repeats that all read the same, the rule for ties:
-/// 5%, or one round of requests in flight (`step` req/s) when that is more.
-pub fn format_spread(row: &Row, step: f64) -> String {
+/// 5%, or one round of requests in flight (`step` req/s, "up to" when the rows' rounds differ:
+/// a pair ties within the larger of its two) when that is more.
+pub fn format_spread(row: &Row, step: f64, steps_differ: bool) -> String {
     let rule = if step > SINGLE_RUN_TIE * row.rps.median {
         format!(
-            "differences under 5% or of at most one round of requests in flight ({} req/s) are ties",
+            "differences under 5% or of at most one round of requests in flight ({}{} req/s) are ties",
+            if steps_differ { "up to " } else { "" },
             crate::render::format::thousands(step)
         )
     } else {
