@@ -97,6 +97,18 @@ pub struct TuneChoice {
 }
 
 impl TuneChoice {
+    /// The shapes tried and their rates, `4x32: 654,336 req/s, ...`, as text and HTML show them.
+    pub fn tried_text(&self) -> String {
+        let tried: Vec<String> = self
+            .candidates
+            .iter()
+            .map(|(shape, rps)| {
+                format!("{shape}: {} req/s", crate::render::format::thousands(*rps))
+            })
+            .collect();
+        tried.join(", ")
+    }
+
     /// Why the chosen shape is not the candidate with the top rate, when it is not: a larger
     /// shape wins only by more than 5% (`tune.rs`). Empty otherwise; else "; ..." to append.
     pub fn why_not_fastest(&self) -> &'static str {

@@ -111,17 +111,12 @@ fn setup_lines(results: &Results) -> String {
         }
     }
     for t in &s.tuning {
-        let tried: Vec<String> = t
-            .candidates
-            .iter()
-            .map(|(shape, rps)| format!("{shape}: {} req/s", format::thousands(*rps)))
-            .collect();
         let _ = writeln!(
             out,
             "tuned {}: {} (tried {}{})",
             t.variant,
             t.chosen,
-            tried.join(", "),
+            t.tried_text(),
             t.why_not_fastest()
         );
     }
