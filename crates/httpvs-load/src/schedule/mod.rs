@@ -143,7 +143,14 @@ impl WorkerSchedule {
                 first_measured_k,
                 end_k,
             } => {
-                let k = *next_k;
+                let mut k = *next_k;
+                if k < *first_measured_k && now >= self.measure_start {
+                    // The warm-up is over and its sends still due never went out (the
+                    // connections were busy or dead): they are dropped, not sent uncounted in
+                    // the measured part ahead of its own sends, where they read as neither a
+                    // request nor a failure (a dead connection's timeouts vanished).
+                    k = first_own_at_or_after(*first_measured_k, *own, *lanes);
+                }
                 if !has_next(*own, k, *end_k) {
                     return None;
                 }
@@ -166,6 +173,18 @@ impl WorkerSchedule {
                 })
             }
         }
+    }
+}
+
+/// The first send at or after `k` on one of the lanes `own` (of `lanes`, round-robin).
+fn first_own_at_or_after(k: u64, own: (u64, u64), lanes: u64) -> u64 {
+    let (round, lane) = (k / lanes, k % lanes);
+    if lane < own.0 {
+        round * lanes + own.0
+    } else if lane < own.1 {
+        k
+    } else {
+        (round + 1) * lanes + own.0
     }
 }
 
@@ -276,6 +295,30 @@ mod tests {
             let measured = tickets.iter().filter(|t| t.measured).count();
             assert_eq!(measured as f64, rate, "{warmup_ms} ms at {rate}/s");
         }
+    }
+
+    /// Warm-up sends still due when the warm-up ends are dropped, not released into the
+    /// measured part uncounted (a dead connection's timeouts vanished from the report, and a
+    /// slow server's backlog took a third of the measured sends' places).
+    #[test]
+    fn warmup_sends_not_out_by_its_end_are_dropped() {
+        let t0 = Instant::now();
+        let start = t0 + Duration::from_secs(1);
+        let end = start + Duration::from_secs(1);
+        for (own, lanes) in [((0, 1), 1), ((1, 3), 3), ((0, 1), 3), ((2, 3), 3)] {
+            let mut s = WorkerSchedule::open(t0, start, 100.0, (own, lanes), None, Some(end));
+            // Ten warm-up sends go out on time; then the worker is stuck until after the start.
+            let early: Vec<Ticket> = (0..10).filter_map(|_| s.next(t0)).collect();
+            assert!(early.iter().all(|t| !t.measured));
+            let late = s.next(start + Duration::from_millis(5)).unwrap();
+            assert!(late.measured, "{own:?} of {lanes}");
+            let due = late.intended.unwrap() - t0;
+            assert!(due >= Duration::from_secs(1), "{due:?}");
+            assert!(due < Duration::from_millis(1000 + 10 * lanes), "{due:?}");
+        }
+        assert_eq!(first_own_at_or_after(100, (1, 3), 3), 100);
+        assert_eq!(first_own_at_or_after(100, (0, 1), 3), 102);
+        assert_eq!(first_own_at_or_after(100, (2, 3), 3), 101);
     }
 
     /// A worker's share of the rate follows its connections: with 3 connections on 2 workers,
