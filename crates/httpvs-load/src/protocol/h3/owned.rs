@@ -123,6 +123,20 @@ impl OwnedConnection {
 
     /// Turns a stream failure into a retry or a classified failure.
     fn failure(&self, failure: StreamFailure, stream_id: Option<u64>) -> SendError {
+        // Requests on a connection we closed because the server broke HTTP/3 fail with that
+        // error, as h2's do, not as a plain close (quinn reports them LocallyClosed).
+        let failure = match failure {
+            StreamFailure::Connection(ErrorKind::ConnectionClosed)
+            | StreamFailure::Stream(ErrorKind::ConnectionClosed)
+                if self.state.closed_locally.load(Ordering::Acquire) =>
+            {
+                match self.state.ended.get() {
+                    Some(kind @ ErrorKind::H3(_)) => StreamFailure::Connection(*kind),
+                    _ => failure,
+                }
+            }
+            other => other,
+        };
         let beyond_goaway = match (self.state.goaway_id(), stream_id) {
             (Some(goaway), Some(id)) => id >= goaway,
             (Some(_), None) => true,
@@ -138,6 +152,8 @@ impl OwnedConnection {
         match violation {
             ResponseViolation::Connection(code) => {
                 let _ = self.state.ended.set(ErrorKind::H3(code));
+                // Our close, for the server's fault: counted as closed by us, as h2's is.
+                self.state.closed_locally.store(true, Ordering::Release);
                 self.quic
                     .close(quinn::VarInt::from_u64(code).unwrap_or_default(), b"");
                 SendError::Failed(ErrorKind::H3(code))
@@ -354,6 +370,7 @@ async fn read_server_stream(
             }),
             Ok(None) | Err(quinn::ReadError::Reset(_)) if scanner.is_control_stream() => {
                 let _ = state.ended.set(ErrorKind::H3(H3_CLOSED_CRITICAL_STREAM));
+                state.closed_locally.store(true, Ordering::Release);
                 quic.close(
                     quinn::VarInt::from_u32(H3_CLOSED_CRITICAL_STREAM as u32),
                     b"",
