@@ -45,6 +45,27 @@ async fn eof_inside_a_sized_body_truncates_it() {
     assert_eq!(cause, CloseCause::Fin);
 }
 
+/// Over TLS, a FIN with no close_notify inside a sized body (a server that crashed) truncates
+/// it as a plain FIN does (rustls's UnexpectedEof read as connection_closed).
+#[tokio::test(flavor = "current_thread")]
+async fn a_tls_fin_without_close_notify_inside_a_body_truncates_it() {
+    let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc";
+    let addr = protocol_support::tls_scripted_server(&[b"http/1.1"], Some(reply)).await;
+    let target = target("https", addr);
+    let mut opts = options(1, None);
+    opts.tls = Some(
+        httpvs_load::protocol::tls::client_config(true, None, &[b"http/1.1".as_slice()]).unwrap(),
+    );
+    let (conn, _) = Http1::default().connect(&target, &opts).await.unwrap();
+    let result = conn
+        .send(&get(&target, "/"), std::time::Instant::now())
+        .await;
+    assert_eq!(
+        result.err(),
+        Some(SendError::Failed(ErrorKind::TruncatedBody))
+    );
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn eof_inside_a_chunked_body_truncates_it() {
     let reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel";

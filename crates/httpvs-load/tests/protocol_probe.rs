@@ -36,6 +36,16 @@ async fn http11_only_servers_resolve_to_h1_and_refuse_h2() {
     assert_eq!(probe_alpn(&target, &opts).await, Ok(ProtocolKind::H1));
     let h2 = Http2::default().connect(&target, &opts).await;
     assert_eq!(h2.err(), Some(ErrorKind::Tls));
+    // A server that ignores ALPN completes the handshake: the detail says it chose none (it
+    // said nothing, and the line read as a failed handshake).
+    let target = protocol_support::target("https", tls_server_with_alpn(&[]).await);
+    let h2 = Http2::default().connect(&target, &opts).await;
+    assert_eq!(h2.err(), Some(ErrorKind::Tls));
+    let note = httpvs_load::protocol::tcp::take_connect_note().unwrap_or_default();
+    assert!(
+        note.contains("the server chose no ALPN protocol, not h2"),
+        "{note}"
+    );
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -110,7 +110,10 @@ fn connect_timeout_line(addr: SocketAddr, timeout: Duration, detail: &str) -> St
 /// says it too). A certificate for another name is not fixed by `--cacert`, which the line
 /// suggested even to a run that gave it.
 pub(crate) fn tls_hint(insecure: bool, detail: &str) -> &'static str {
-    if !insecure && detail.contains("not valid for name") {
+    if detail.contains(", not h2,") {
+        // The handshake worked; the server chose another protocol, and the detail says so.
+        ""
+    } else if !insecure && detail.contains("not valid for name") {
         "; the certificate is for another name: put a name it holds in the URL (and the \
          address in --connect-to), or -k"
     } else if insecure {

@@ -57,6 +57,15 @@ async fn open_transport(
     let (transport, info) =
         tcp::connect(target, tls, options.connect_timeout, counter.clone()).await?;
     if over_tls && info.alpn.as_deref() != Some(ALPN_H2) {
+        // The handshake itself succeeded: say what the server chose instead of h2.
+        let chose = match info.alpn.as_deref() {
+            Some(other) => format!("ALPN {}", String::from_utf8_lossy(other)),
+            None => "no ALPN protocol".to_string(),
+        };
+        tcp::note_connect_failure(format!(
+            "the server chose {chose}, not h2, so it does not speak HTTP/2 over TLS here (-p \
+             h1, or -p auto, which follows its choice)"
+        ));
         return Err(ErrorKind::Tls);
     }
     Ok((transport, info, counter))

@@ -49,6 +49,13 @@ pub fn options(streams: u32, cacert: Option<&Path>) -> ConnectOptions {
 /// A TLS server on 127.0.0.1 that completes handshakes offering only `alpn`, then closes.
 /// Returns its address; it serves until the test's runtime ends.
 pub async fn tls_server_with_alpn(alpn: &[&[u8]]) -> SocketAddr {
+    tls_scripted_server(alpn, None).await
+}
+
+/// As [`tls_server_with_alpn`]; with a `reply`, for every connection it reads one request
+/// head, writes `reply`, and drops the TCP connection without close_notify (a server that
+/// crashed mid-response), where without one it closes with close_notify.
+pub async fn tls_scripted_server(alpn: &[&[u8]], reply: Option<&'static [u8]>) -> SocketAddr {
     use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
     let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).expect("rcgen");
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der()));
@@ -70,8 +77,22 @@ pub async fn tls_server_with_alpn(alpn: &[&[u8]]) -> SocketAddr {
             let acceptor = acceptor.clone();
             tokio::spawn(async move {
                 if let Ok(mut tls) = acceptor.accept(tcp).await {
-                    use tokio::io::AsyncWriteExt;
-                    let _ = tls.shutdown().await;
+                    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                    let Some(reply) = reply else {
+                        let _ = tls.shutdown().await;
+                        return;
+                    };
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match tls.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let _ = tls.write_all(reply).await;
+                    let _ = tls.flush().await;
+                    // Dropped: a FIN with no close_notify before it.
                 }
             });
         }

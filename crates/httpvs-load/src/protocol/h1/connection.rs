@@ -578,6 +578,11 @@ async fn read_more_body(side: &mut ReadSide) -> Result<(), ReadFailure> {
     side.body_wait();
     match fill(side).await {
         Ok(0) => Err(closed_failure(SendError::Failed(ErrorKind::TruncatedBody))),
+        // Over TLS a FIN without close_notify (a server that crashed) is rustls's
+        // UnexpectedEof: the body is as truncated as by a plain FIN (it read connection_closed).
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            Err(closed_failure(SendError::Failed(ErrorKind::TruncatedBody)))
+        }
         Ok(_) => Ok(()),
         Err(e) => Err(io_failure(&e)),
     }
