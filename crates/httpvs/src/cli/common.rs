@@ -53,6 +53,16 @@ pub(super) fn file_id(path: &std::path::Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
+/// Whether two output paths are one file: the same file on disk, or the same path spelled
+/// alike once made absolute (neither exists yet).
+pub(super) fn same_path(a: &std::path::Path, b: &std::path::Path) -> bool {
+    if let (Some(x), Some(y)) = (file_id(a), file_id(b)) {
+        return x == y;
+    }
+    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    absolute(a) == absolute(b)
+}
+
 /// Refuses an output `path` (`flag`) that is the same file as one of the run's `inputs`.
 pub(super) fn refuse_input(
     flag: &str,

@@ -188,7 +188,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             super::common::refuse_input("--html", &html, &inputs)?;
         }
         if let Some(json) = args.json.as_deref().filter(|_| !json_to_stdout) {
-            if same_path(json, &html) {
+            if super::common::same_path(json, &html) {
                 return Err(super::usage(format!(
                     "--json and --html both name {}: give each its own file",
                     html.display()
@@ -317,16 +317,6 @@ fn incomplete(results: &Results) -> Option<String> {
     let records = render::verdict_records(results);
     (!records.is_empty() && records.iter().all(|r| r.verdict.fastest.is_none()))
         .then(|| "no table has a verdict (see each table's line); exit 1".to_string())
-}
-
-/// Whether two output paths are one file: the same file on disk, or the same path spelled
-/// alike once made absolute (neither exists yet).
-fn same_path(a: &std::path::Path, b: &std::path::Path) -> bool {
-    if let (Some(x), Some(y)) = (super::common::file_id(a), super::common::file_id(b)) {
-        return x == y;
-    }
-    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    absolute(a) == absolute(b)
 }
 
 /// Turns flags into the library's config; every bad value is one line and exit 2.

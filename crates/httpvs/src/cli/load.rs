@@ -250,9 +250,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             ("-o", args.output.as_deref()),
             ("--log-file", args.log_file.as_deref()),
         ] {
-            if other.is_some_and(|o| {
-                o == path || file_id(o).is_some_and(|id| file_id(path) == Some(id))
-            }) {
+            if other.is_some_and(|o| super::common::same_path(o, path)) {
                 return Err(usage(format!(
                     "--hgrm and {flag} both name {}: give each its own file",
                     path.display()

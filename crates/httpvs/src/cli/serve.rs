@@ -130,12 +130,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // past SIGINT and SIGTERM.
     if let Some(path) = &args.write_ca {
         for (flag, other) in [("--cert", &args.cert), ("--key", &args.key)] {
-            let same = other.as_deref().is_some_and(|o| {
-                o == path.as_path()
-                    || super::common::file_id(o)
-                        .is_some_and(|id| super::common::file_id(path) == Some(id))
-            });
-            if same {
+            if other
+                .as_deref()
+                .is_some_and(|o| super::common::same_path(o, path))
+            {
                 return Err(usage(format!(
                     "--write-ca {} is the {flag} file: writing there would replace it; give another file",
                     path.display()
