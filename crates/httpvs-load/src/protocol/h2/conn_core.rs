@@ -253,9 +253,15 @@ impl ConnCore {
         if was_full {
             // Room again: bodies held back go on, and requests waiting to open look again.
             self.push_bodies();
-            for w in self.capacity_waiters.drain(..) {
-                w.wake();
-            }
+            self.wake_room_waiters();
+        }
+    }
+
+    /// Wakes every request waiting for room: one that waited was dropped (a timeout), and its
+    /// task's waker, still registered, would take a closing stream's wake-up from the others.
+    pub fn wake_room_waiters(&mut self) {
+        for w in self.capacity_waiters.drain(..) {
+            w.wake();
         }
     }
 

@@ -43,8 +43,19 @@ pub struct SendRequest<'a, 'b> {
     req: &'b RequestSpec,
     /// When the engine started the send, for the time to first byte.
     started: Instant,
-    /// The stream's slot in the core, once opened.
-    slot: Option<usize>,
+    /// Where it stands: not yet opened, waiting for room, or open in a slot of the core.
+    phase: Phase,
+}
+
+/// A [`SendRequest`]'s progress (the size of the `Option<usize>` it replaced).
+#[derive(Clone, Copy)]
+enum Phase {
+    /// Not polled yet, or refused.
+    Unopened,
+    /// Registered with the core as waiting for room (`ConnCore::poll_open` pending).
+    Waiting,
+    /// Open in this slot.
+    Open(usize),
 }
 
 impl Future for SendRequest<'_, '_> {
@@ -53,24 +64,37 @@ impl Future for SendRequest<'_, '_> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let mut core = lock(this.core);
-        let slot = match this.slot {
-            Some(slot) => slot,
-            None => match core.poll_open(this.req, this.started, cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Err(refused)) => return Poll::Ready(Err(refused)),
-                Poll::Ready(Ok(slot)) => *this.slot.insert(slot),
+        let slot = match this.phase {
+            Phase::Open(slot) => slot,
+            Phase::Unopened | Phase::Waiting => match core.poll_open(this.req, this.started, cx) {
+                Poll::Pending => {
+                    this.phase = Phase::Waiting;
+                    return Poll::Pending;
+                }
+                Poll::Ready(Err(refused)) => {
+                    this.phase = Phase::Unopened;
+                    return Poll::Ready(Err(refused));
+                }
+                Poll::Ready(Ok(slot)) => {
+                    this.phase = Phase::Open(slot);
+                    slot
+                }
             },
         };
         let outcome = std::task::ready!(core.poll_outcome(slot, cx));
-        this.slot = None;
+        this.phase = Phase::Unopened;
         Poll::Ready(outcome)
     }
 }
 
 impl Drop for SendRequest<'_, '_> {
     fn drop(&mut self) {
-        if let Some(slot) = self.slot {
-            lock(self.core).abandon(slot);
+        match self.phase {
+            Phase::Open(slot) => lock(self.core).abandon(slot),
+            // Its task's waker stays registered, and a closing stream would wake it instead of
+            // a request still waiting: the waiters look again (and register afresh).
+            Phase::Waiting => lock(self.core).wake_room_waiters(),
+            Phase::Unopened => {}
         }
     }
 }
@@ -92,7 +116,7 @@ impl crate::protocol::Connection for Http2Connection {
             core: &self.core,
             req,
             started: start,
-            slot: None,
+            phase: Phase::Unopened,
         }
     }
 

@@ -393,6 +393,29 @@ fn a_request_waiting_for_a_stream_is_registered_once() {
     assert_eq!(wakes.0.load(std::sync::atomic::Ordering::Relaxed), 1);
 }
 
+/// A waiting request that was dropped leaves its task's waker behind, where a closing stream
+/// would wake it instead of a request still waiting; its drop wakes every waiter, and they
+/// register afresh.
+#[test]
+fn a_dropped_waiter_hands_its_wake_up_to_the_others() {
+    let mut core = ready_core();
+    assert!(open(&mut core).is_ready() && open(&mut core).is_ready());
+    let (gone, live) = (
+        std::sync::Arc::new(Wakes::default()),
+        std::sync::Arc::new(Wakes::default()),
+    );
+    for w in [&live, &gone] {
+        let waker = Waker::from(w.clone());
+        assert!(core
+            .poll_open(&req(), Instant::now(), &mut Context::from_waker(&waker))
+            .is_pending());
+    }
+    // `gone`'s request is dropped (SendRequest's drop calls this).
+    core.wake_room_waiters();
+    assert_eq!(live.0.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert!(core.capacity_waiters.is_empty());
+}
+
 /// While the frames queued for the server pass MAX_OUT_BACKLOG (a server that reads nothing,
 /// so the driver cannot take them), no stream opens and no body grows the queue; once the
 /// driver takes them, waiting requests are woken and bodies go on.
