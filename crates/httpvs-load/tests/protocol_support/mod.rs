@@ -77,18 +77,13 @@ pub async fn tls_scripted_server(alpn: &[&[u8]], reply: Option<&'static [u8]>) -
             let acceptor = acceptor.clone();
             tokio::spawn(async move {
                 if let Ok(mut tls) = acceptor.accept(tcp).await {
-                    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                    use tokio::io::AsyncWriteExt;
                     let Some(reply) = reply else {
                         let _ = tls.shutdown().await;
                         return;
                     };
-                    let mut head = Vec::new();
-                    let mut buf = [0u8; 4096];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match tls.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&buf[..n]),
-                        }
+                    if !read_head(&mut tls).await {
+                        return;
                     }
                     let _ = tls.write_all(reply).await;
                     let _ = tls.flush().await;
@@ -98,6 +93,21 @@ pub async fn tls_scripted_server(alpn: &[&[u8]], reply: Option<&'static [u8]>) -
         }
     });
     addr
+}
+
+/// Reads one request head (through its blank line); `false` when the peer closed or failed
+/// first.
+async fn read_head(io: &mut (impl tokio::io::AsyncRead + Unpin)) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match io.read(&mut buf).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    true
 }
 
 /// How a [`scripted_server`] ends each connection after writing its reply.
@@ -112,7 +122,7 @@ pub enum Ending {
 /// A raw TCP server on 127.0.0.1: for every connection it reads one request head, writes
 /// `reply` verbatim, then ends the connection as `ending` says. For malformed-peer tests.
 pub async fn scripted_server(reply: &'static [u8], ending: Ending) -> SocketAddr {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -120,13 +130,8 @@ pub async fn scripted_server(reply: &'static [u8], ending: Ending) -> SocketAddr
     tokio::spawn(async move {
         while let Ok((mut tcp, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match tcp.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
+                if !read_head(&mut tcp).await {
+                    return;
                 }
                 let _ = tcp.write_all(reply).await;
                 if ending == Ending::Reset {
