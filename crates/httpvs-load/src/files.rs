@@ -7,9 +7,16 @@ use std::path::Path;
 /// The whole of `path`, or an error (`InvalidData`, "longer than N MiB") past `limit` bytes.
 /// Pipes and FIFOs are read as files are (`--data-file <(cmd)`).
 pub fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
-    let file = std::fs::File::open(path)?;
+    read_to_limit(std::fs::File::open(path)?, limit)
+}
+
+/// All of `reader` (a file, stdin), or an error (`InvalidData`, "longer than N MiB") past
+/// `limit` bytes.
+pub fn read_to_limit(reader: impl Read, limit: u64) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    reader
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
@@ -21,7 +28,12 @@ pub fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
 
 /// [`read_bounded`] as UTF-8 text.
 pub fn read_text_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
-    String::from_utf8(read_bounded(path, limit)?)
+    utf8(read_bounded(path, limit)?)
+}
+
+/// Bytes read as UTF-8 text, or an `InvalidData` error.
+pub fn utf8(bytes: Vec<u8>) -> std::io::Result<String> {
+    String::from_utf8(bytes)
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
 }
 

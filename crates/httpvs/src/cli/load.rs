@@ -608,28 +608,20 @@ fn request_urls(args: &Args) -> anyhow::Result<Vec<(String, Option<String>)>> {
         let cannot =
             |e: std::io::Error| usage(format!("cannot read --input-file {}: {e}", path.display()));
         // Bounded: a list longer than this (or /dev/zero) is refused, not read into memory.
-        let mut text = String::new();
+        use httpvs_load::files;
         let read = if path.as_os_str() == "-" {
-            std::io::Read::read_to_string(
-                &mut std::io::Read::take(std::io::stdin(), MAX_URL_FILE_BYTES + 1),
-                &mut text,
-            )
+            files::read_to_limit(std::io::stdin(), MAX_URL_FILE_BYTES)
         } else {
-            std::fs::File::open(path).and_then(|f| {
-                std::io::Read::read_to_string(
-                    &mut std::io::Read::take(f, MAX_URL_FILE_BYTES + 1),
-                    &mut text,
-                )
-            })
+            files::read_bounded(path, MAX_URL_FILE_BYTES)
         };
-        let n = read.map_err(cannot)?;
-        if n as u64 > MAX_URL_FILE_BYTES {
-            return Err(usage(format!(
-                "--input-file {}: longer than {} MiB",
-                path.display(),
-                MAX_URL_FILE_BYTES >> 20
-            )));
-        }
+        let text = match read.and_then(files::utf8) {
+            Ok(text) => text,
+            // Past the limit, or not text: the file's fault, said without "cannot read".
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return Err(usage(format!("--input-file {}: {e}", path.display())));
+            }
+            Err(e) => return Err(cannot(e)),
+        };
         for (number, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
