@@ -8,7 +8,7 @@
 use super::context::WorkerCtx;
 use super::request_timer::RequestDeadlines;
 use crate::error::ErrorKind;
-use crate::protocol::{CloseCause, ConnectInfo, Connection, Protocol, WireBytes};
+use crate::protocol::{CloseCause, CloseDetail, ConnectInfo, Connection, Protocol, WireBytes};
 use std::cell::Cell;
 use std::cell::RefCell;
 use std::future::poll_fn;
@@ -148,11 +148,10 @@ impl<P: Protocol> Drop for LiveConn<P> {
         if cause == CloseCause::Goaway && self.conn.goaway_error().is_some() {
             rec.total.connections.closed_goaway_error += 1;
         }
-        if self.conn.closed_idle() {
-            rec.total.connections.closed_idle += 1;
-        }
-        if self.conn.sent_unasked() {
-            rec.total.connections.closed_unasked += 1;
+        match self.conn.close_detail() {
+            Some(CloseDetail::Idle) => rec.total.connections.closed_idle += 1,
+            Some(CloseDetail::Unasked) => rec.total.connections.closed_unasked += 1,
+            None => {}
         }
         if let Some(q) = quic {
             rec.total.quic.add(&q);

@@ -190,6 +190,18 @@ pub enum CloseCause {
     Local,
 }
 
+/// What an h1 connection found between requests that ended it ([`Connection::close_detail`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseDetail {
+    /// The server closed it while it sat idle, no request in flight (its FIN came between
+    /// requests, an idle timeout), so the engine never sent on it (`CloseCause::Fin`).
+    Idle,
+    /// We closed it because the server sent bytes no request asked for (an extra response,
+    /// or stray bytes while idle), rather than read them as the next response
+    /// (`CloseCause::Local`).
+    Unasked,
+}
+
 /// Bytes on the wire for one connection so far (TLS/QUIC framing included where visible).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WireBytes {
@@ -263,15 +275,10 @@ pub trait Connection: 'static {
     fn goaway_error(&self) -> Option<u64> {
         None
     }
-    /// Whether the server closed it while it sat idle, no request in flight (h1: its FIN came
-    /// between requests, an idle timeout), so the engine never sent on it.
-    fn closed_idle(&self) -> bool {
-        false
-    }
-    /// Whether we closed it because the server sent bytes no request asked for (h1: an extra
-    /// response, or stray bytes while idle), rather than read them as the next response.
-    fn sent_unasked(&self) -> bool {
-        false
+    /// Why it closed, beyond its [`CloseCause`], when an h1 connection saw it between
+    /// requests (`None` otherwise, and for other protocols).
+    fn close_detail(&self) -> Option<CloseDetail> {
+        None
     }
     /// On a fresh connection about to be closed (the engine's probe): the server's limit on
     /// concurrent request streams when it is at most `want`, for protocols that learn it only by

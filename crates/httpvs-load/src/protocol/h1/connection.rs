@@ -16,7 +16,9 @@ use super::write_batch::{WriteBatch, WriteFailure};
 use crate::error::ErrorKind;
 use crate::protocol::tcp::{io_error_kind, Transport};
 use crate::protocol::wire::WireCounter;
-use crate::protocol::{CloseCause, RequestSpec, ResponseInfo, RetryReason, SendError, WireBytes};
+use crate::protocol::{
+    CloseCause, CloseDetail, RequestSpec, ResponseInfo, RetryReason, SendError, WireBytes,
+};
 use bytes::{Buf, BytesMut};
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -46,10 +48,9 @@ pub struct Http1Connection {
     /// `u64::MAX` while healthy. Earlier pipelined responses still complete.
     dead_from: Cell<u64>,
     cause: Cell<CloseCause>,
-    /// The server closed it while idle (seen before a send: `accepts_requests`).
-    closed_idle: Cell<bool>,
-    /// The server sent bytes no request asked for, and we closed it (`sent_unasked`).
-    unasked: Cell<bool>,
+    /// What ended it between requests, when that did (`close_detail`): the server's FIN while
+    /// idle (seen before a send: `accepts_requests`), or bytes no request asked for.
+    detail: Cell<Option<CloseDetail>>,
     keepalive: bool,
     /// Why requests from `WriteBatch::written_through` on could not be written, if so.
     write_error: Cell<Option<ErrorKind>>,
@@ -139,8 +140,7 @@ impl Http1Connection {
             write_error: Cell::new(None),
             server_ended: Cell::new(false),
             cause: Cell::new(CloseCause::Open),
-            closed_idle: Cell::new(false),
-            unasked: Cell::new(false),
+            detail: Cell::new(None),
             counter,
             keepalive,
         }
@@ -219,7 +219,7 @@ impl Http1Connection {
                     // Every request answered, and bytes beyond (two responses to one request):
                     // read as the next request's response, they would pair every later answer
                     // with the wrong request. Closed, as curl closes on "excess found".
-                    self.unasked.set(true);
+                    self.detail.set(Some(CloseDetail::Unasked));
                     self.retire(CloseCause::Local);
                     self.end_reading_after(last);
                 }
@@ -650,24 +650,20 @@ impl crate::protocol::Connection for Http1Connection {
         match spoke {
             Some(Spoke::Closed) => {
                 self.retire(CloseCause::Fin);
-                self.closed_idle.set(true);
+                self.detail.set(Some(CloseDetail::Idle));
                 false
             }
             Some(Spoke::Unasked) => {
                 self.retire(CloseCause::Local);
-                self.unasked.set(true);
+                self.detail.set(Some(CloseDetail::Unasked));
                 false
             }
             Some(Spoke::Nothing) | None => true,
         }
     }
 
-    fn closed_idle(&self) -> bool {
-        self.closed_idle.get()
-    }
-
-    fn sent_unasked(&self) -> bool {
-        self.unasked.get()
+    fn close_detail(&self) -> Option<CloseDetail> {
+        self.detail.get()
     }
 
     fn close_cause(&self) -> CloseCause {
