@@ -379,12 +379,19 @@ impl Plan {
         if self.client.threads == Some(0) {
             return err("client.threads".into(), "must be at least 1".into());
         }
-        for (field, threads) in [
-            ("server.threads", self.server.threads),
-            ("client.threads", self.client.threads),
+        for (field, threads, max) in [
+            (
+                "server.threads",
+                self.server.threads,
+                httpvs_server::MAX_THREADS,
+            ),
+            (
+                "client.threads",
+                self.client.threads,
+                httpvs_load::config::MAX_THREADS,
+            ),
         ] {
-            if let Some(n) = threads.filter(|&n| n > httpvs_load::config::MAX_THREADS) {
-                let max = httpvs_load::config::MAX_THREADS;
+            if let Some(n) = threads.filter(|&n| n > max) {
                 return err(field.into(), format!("{n} is more than {max}"));
             }
         }

@@ -162,11 +162,7 @@ impl WorkerSchedule {
                     return None;
                 }
                 // The next of this worker's lanes, or its first one a round later.
-                *next_k = if k % *lanes + 1 < own.1 {
-                    k + 1
-                } else {
-                    k + 1 + (*lanes - (own.1 - own.0))
-                };
+                *next_k = first_own_at_or_after(k + 1, *own, *lanes);
                 Some(Ticket {
                     intended: Some(at),
                     measured: k >= *first_measured_k,
