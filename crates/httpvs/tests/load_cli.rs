@@ -52,6 +52,8 @@ fn bad_input_is_one_line_and_exit_2() {
         &["http://127.0.0.1:1/", "-H", "no-colon"],
         &["http://127.0.0.1:1/", "-H", "bad name: v"],
         &["http://127.0.0.1:1/", "-H", "Host:"],
+        // h2 and h3 could not carry it as :authority.
+        &["http://127.0.0.1:1/", "-H", "Host: a b"],
         &["http://127.0.0.1:1/", "--data-file", "/no/such/file"],
         // A length that disagrees with the body would fail every request the same way.
         &[

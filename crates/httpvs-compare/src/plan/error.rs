@@ -83,7 +83,7 @@ impl PlanError {
 
     /// Turns a TOML error into one line that names the field under its span.
     pub fn from_toml(origin: &str, text: &str, err: &toml::de::Error) -> Self {
-        let message = err.message().trim().to_string();
+        let message = plain_type_names(err.message().trim());
         let Some(span) = err.span() else {
             return PlanError::field(origin, "", message);
         };
@@ -97,6 +97,25 @@ impl PlanError {
             message,
         }
     }
+}
+
+/// serde names Rust's integer types ("invalid value: integer `-1`, expected u32"); a plan's
+/// reader knows numbers: "invalid value: integer `-1`, expected a whole number, 0 or more".
+fn plain_type_names(message: &str) -> String {
+    let mut out = message.to_string();
+    for (rust, plain) in [
+        ("expected u8", "expected a whole number, 0 to 255"),
+        ("expected u16", "expected a whole number, 0 to 65535"),
+        ("expected u32", "expected a whole number, 0 or more"),
+        ("expected u64", "expected a whole number, 0 or more"),
+        ("expected usize", "expected a whole number, 0 or more"),
+        ("expected f64", "expected a number"),
+    ] {
+        if let Some(rest) = out.strip_suffix(rust) {
+            out = format!("{rest}{plain}");
+        }
+    }
+    out
 }
 
 /// The dotted path of the key set on `line` (1-based): its `[table]` or `[[array]]` header plus its key.

@@ -128,6 +128,17 @@ pub(super) fn parse_header(h: &str) -> anyhow::Result<(http::HeaderName, http::H
             "-H \"Host:\" with no value: HTTP/1.1 needs a Host (httpvs takes it from the URL); give a name, or --connect-to to send the URL's name to another address",
         ));
     }
+    if name == http::header::HOST
+        && value
+            .to_str()
+            .map_or(true, |v| v.parse::<http::uri::Authority>().is_err())
+    {
+        // h2 and h3 carry Host as :authority, which must be host[:port]; such a value would go
+        // out as is on h1 (and get 400) while h2 and h3 fell back to the URL's authority.
+        return Err(usage(format!(
+            "invalid header {h:?}: a Host is a host name or address with an optional :port"
+        )));
+    }
     Ok((name, value))
 }
 
@@ -232,6 +243,27 @@ pub(super) fn duration_flag(flag: &str, s: &str) -> anyhow::Result<Duration> {
             "invalid {flag} {s:?}: a number with a unit (us, ms, s, m or h; under 31 years; a bare number is seconds), like 500ms, 10s or 1m"
         ))
     })
+}
+
+/// Which of a flag's long spellings the command line used last (`spellings[0]` when none is
+/// found), so an error names the flag as the user typed it: h2load users write --warm-up-time.
+pub(super) fn typed_spelling(spellings: &[&'static str]) -> &'static str {
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .take_while(|a| a != "--")
+        .collect();
+    last_spelling(&args, spellings)
+}
+
+fn last_spelling(args: &[String], spellings: &[&'static str]) -> &'static str {
+    args.iter()
+        .rev()
+        .find_map(|arg| {
+            let name = arg.split('=').next().unwrap_or(arg);
+            spellings.iter().find(|s| **s == name).copied()
+        })
+        .unwrap_or(spellings[0])
 }
 
 /// "500ms", "10s", "1.5m", "1h", "800us"; a bare number is seconds.
@@ -465,6 +497,23 @@ mod tests {
         assert_eq!(parse_duration("1.5m"), Some(Duration::from_secs(90)));
         assert_eq!(parse_duration("ten"), None);
         assert_eq!(parse_duration("5y"), None);
+    }
+
+    #[test]
+    fn errors_name_the_spelling_typed_last() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let both = ["--warmup", "--warm-up-time"];
+        assert_eq!(
+            last_spelling(&args(&["--warm-up-time", "1x"]), &both),
+            "--warm-up-time"
+        );
+        assert_eq!(
+            last_spelling(&args(&["--warm-up-time=1x"]), &both),
+            "--warm-up-time"
+        );
+        let later = args(&["--warm-up-time", "1s", "--warmup", "1x"]);
+        assert_eq!(last_spelling(&later, &both), "--warmup");
+        assert_eq!(last_spelling(&args(&["-z", "1s"]), &both), "--warmup");
     }
 
     #[test]

@@ -8,7 +8,7 @@ mod net;
 use super::common::{
     basic_authorization, check_cacert, check_content_length, check_writable, cpu_list,
     duration_flag, file_id, interrupt_flag, parse_header, refuse_input, request_body,
-    take_userinfo, WindowFlags,
+    take_userinfo, typed_spelling, WindowFlags,
 };
 use super::usage;
 use httpvs_load::config::{parse_url, StopAfter, TlsOptions};
@@ -505,7 +505,8 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
         (None, None) => StopAfter::Duration(httpvs_load::config::DEFAULT_DURATION),
     };
     if let Some(w) = &args.warmup {
-        config.warmup = duration_flag("--warmup", w)?;
+        let spelled = typed_spelling(&["--warmup", "--warm-up-time"]);
+        config.warmup = duration_flag(spelled, w)?;
     }
     let with_body = args.data.is_some() || args.data_file.is_some();
     let method = args
