@@ -34,9 +34,21 @@ fn ok_response() -> Vec<u8> {
     out
 }
 
-/// A scripted HTTP/3 peer on 127.0.0.1:0; with `goaway` it opens a control stream carrying
-/// SETTINGS and GOAWAY(id) first. Returns its address and its certificate.
-fn scripted_peer(answer: Answer, goaway: Option<u64>) -> (SocketAddr, CertificateDer<'static>) {
+/// The server's control stream: its type, an empty SETTINGS, then `frames`.
+fn control_stream(frames: &[u8]) -> Vec<u8> {
+    let mut bytes = vec![0x00, 0x04, 0x00];
+    bytes.extend_from_slice(frames);
+    bytes
+}
+
+/// A GOAWAY frame naming stream `id` (a one-byte varint).
+fn goaway(id: u8) -> [u8; 3] {
+    [0x07, 0x01, id]
+}
+
+/// A scripted HTTP/3 peer on 127.0.0.1:0; it first opens a unidirectional stream for each of
+/// `uni` with those bytes, left open. Returns its address and its certificate.
+fn scripted_peer(answer: Answer, uni: Vec<Vec<u8>>) -> (SocketAddr, CertificateDer<'static>) {
     let (tls, der) = protocol_support::h3_server_tls();
     let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
     let config = quinn::ServerConfig::with_crypto(Arc::new(quic));
@@ -46,14 +58,15 @@ fn scripted_peer(answer: Answer, goaway: Option<u64>) -> (SocketAddr, Certificat
     tokio::spawn(async move {
         while let Some(incoming) = endpoint.accept().await {
             let answer = answer.clone();
+            let uni = uni.clone();
             tokio::spawn(async move {
                 let Ok(conn) = incoming.await else { return };
-                if let Some(id) = goaway {
-                    let mut control = conn.open_uni().await.expect("control stream");
-                    // Control stream, empty SETTINGS, GOAWAY(id) as a one-byte varint.
-                    let bytes = [0x00, 0x04, 0x00, 0x07, 0x01, id as u8];
-                    control.write_all(&bytes).await.expect("GOAWAY");
-                    std::mem::forget(control); // closing it would be a connection error
+                for bytes in &uni {
+                    let Ok(mut stream) = conn.open_uni().await else {
+                        return;
+                    };
+                    let _ = stream.write_all(bytes).await;
+                    std::mem::forget(stream); // closing a control stream is a connection error
                 }
                 while let Ok((send, recv)) = conn.accept_bi().await {
                     tokio::spawn(answer_stream(send, recv, answer.clone()));
@@ -129,13 +142,17 @@ fn get(addr: SocketAddr) -> RequestSpec {
 }
 
 /// Connects the owned client to the peer and sends one GET.
-async fn one_request(answer: Answer, goaway: Option<u64>) -> (Result<u16, SendError>, CloseCause) {
-    let (addr, cert) = scripted_peer(answer, goaway);
+async fn one_request(
+    answer: Answer,
+    goaway_id: Option<u8>,
+) -> (Result<u16, SendError>, CloseCause) {
+    let uni = goaway_id.map(|id| control_stream(&goaway(id)));
+    let (addr, cert) = scripted_peer(answer, uni.into_iter().collect());
     let (target, options) = client_to(addr, cert, 4);
     let run = async {
         let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
         let (conn, _) = h3.connect(&target, &options).await.expect("connects");
-        if goaway.is_some() {
+        if goaway_id.is_some() {
             while conn.accepts_requests() {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
@@ -285,4 +302,78 @@ async fn a_request_waiting_for_stream_credit_sends_the_ack_at_once() {
     tokio::time::timeout(TEST_TIMEOUT, run)
         .await
         .expect("bounded");
+}
+
+/// Connects to a peer that opens `uni` streams and answers as `answer`, then sends GETs (each
+/// after 5 ms, so the server's streams arrive) until one gets neither a 200 nor a refusal.
+/// Returns that GET's result and the connection's close cause.
+async fn after_server_streams(
+    uni: Vec<Vec<u8>>,
+    answer: Answer,
+) -> (Result<u16, SendError>, CloseCause) {
+    let (addr, cert) = scripted_peer(answer, uni);
+    let (target, options) = client_to(addr, cert, 4);
+    let run = async {
+        let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
+        let (conn, _) = h3.connect(&target, &options).await.expect("connects");
+        loop {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let result = conn
+                .send(&get(addr), std::time::Instant::now())
+                .await
+                .map(|r| r.status);
+            if result != Ok(200) && result != Err(SendError::Retry(RetryReason::Refused)) {
+                return (result, conn.close_cause());
+            }
+        }
+    };
+    tokio::time::timeout(TEST_TIMEOUT, run)
+        .await
+        .expect("bounded")
+}
+
+/// A server's control stream that breaks RFC 9114 ends the connection with the code the RFC
+/// names, closed by us, and requests on it fail with that code. These were accepted: a rising
+/// GOAWAY id was ignored, a second control stream drained.
+#[tokio::test]
+async fn a_control_stream_that_breaks_http3_closes_the_connection_with_its_code() {
+    let rising = [goaway(4), goaway(8)].concat();
+    let cases: [(Vec<Vec<u8>>, u64); 6] = [
+        // §5.2: a later GOAWAY may not name a higher stream.
+        (vec![control_stream(&rising)], 0x108),
+        // §5.2: a server's GOAWAY names a client-initiated bidirectional stream.
+        (vec![control_stream(&goaway(2))], 0x108),
+        // §6.2.1: one control stream per peer.
+        (vec![control_stream(&[]), control_stream(&[])], 0x103),
+        // §6.2.1: SETTINGS comes first.
+        (vec![vec![0x00, 0x07, 0x01, 0x00]], 0x10a),
+        // §7.2.4: SETTINGS comes once.
+        (vec![control_stream(&[0x04, 0x00])], 0x105),
+        // §7.2.1: DATA belongs on a request stream.
+        (vec![control_stream(&[0x00, 0x01, b'x'])], 0x105),
+    ];
+    for (uni, code) in cases {
+        let (result, cause) = after_server_streams(uni.clone(), bytes(ok_response())).await;
+        assert_eq!(cause, CloseCause::Local, "{uni:02x?}");
+        // A GOAWAY's stream limit comes first: a request past it was never sent, and is retried.
+        if result != Err(SendError::Retry(RetryReason::Goaway(0))) {
+            assert_eq!(
+                result,
+                Err(SendError::Failed(ErrorKind::H3(code))),
+                "{uni:02x?}"
+            );
+        }
+    }
+}
+
+/// A lower GOAWAY after a higher one (a graceful shutdown's two steps) is no error. The peer
+/// refuses every request: it is retried as refused until the second GOAWAY puts it past the
+/// limit.
+#[tokio::test]
+async fn a_falling_goaway_id_is_a_graceful_shutdown() {
+    let falling = [goaway(8), goaway(0)].concat();
+    let refuse = Answer::Reset(0x10b);
+    let (result, cause) = after_server_streams(vec![control_stream(&falling)], refuse).await;
+    assert_eq!(result, Err(SendError::Retry(RetryReason::Goaway(0))));
+    assert_eq!(cause, CloseCause::Goaway);
 }

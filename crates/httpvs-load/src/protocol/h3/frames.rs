@@ -16,6 +16,8 @@ pub const FRAME_DATA: u64 = 0x00;
 pub const FRAME_SETTINGS: u64 = 0x04;
 /// HTTP/3 frame type PUSH_PROMISE.
 pub const FRAME_PUSH_PROMISE: u64 = 0x05;
+/// HTTP/3 frame type MAX_PUSH_ID (client to server only).
+pub const FRAME_MAX_PUSH_ID: u64 = 0x0d;
 /// Unidirectional stream type of the control stream.
 pub const STREAM_TYPE_CONTROL: u64 = 0x00;
 

@@ -8,10 +8,15 @@
 //! the QPACK streams, and re-opens our control stream if the server refuses 0-RTT.
 
 use super::classify::{self, StreamFailure, H3_NO_ERROR};
-use super::frames::{FrameEvent, FrameScanner, FRAME_SETTINGS, STREAM_TYPE_CONTROL};
+use super::frames::{
+    FrameEvent, FrameScanner, FRAME_DATA, FRAME_HEADERS, FRAME_MAX_PUSH_ID, FRAME_PUSH_PROMISE,
+    FRAME_SETTINGS, STREAM_TYPE_CONTROL,
+};
 use super::reference::STATUS_FIELD_BYTES;
 use super::request_head::HeadCache;
-use super::response::{DecodeScratch, ResponseReader, ResponseViolation, H3_MESSAGE_ERROR};
+use super::response::{
+    DecodeScratch, ResponseReader, ResponseViolation, H3_FRAME_UNEXPECTED, H3_MESSAGE_ERROR,
+};
 use crate::error::ErrorKind;
 use crate::protocol::{
     CloseCause, Connection, QuicStats, RequestSpec, ResponseInfo, SendError, WireBytes,
@@ -39,8 +44,14 @@ const READ_CHUNKS: usize = 4;
 /// STREAMS_BLOCKED, which would carry it, quinn does not send).
 const NUDGE: [u8; 2] = [0x21, 0];
 
+/// H3_STREAM_CREATION_ERROR: the server opened a second control stream.
+const H3_STREAM_CREATION_ERROR: u64 = 0x103;
 /// H3_CLOSED_CRITICAL_STREAM: the server's control stream ended.
 const H3_CLOSED_CRITICAL_STREAM: u64 = 0x104;
+/// H3_ID_ERROR: a GOAWAY id that names no request stream or rises above an earlier one.
+const H3_ID_ERROR: u64 = 0x108;
+/// H3_MISSING_SETTINGS: the control stream did not start with SETTINGS.
+const H3_MISSING_SETTINGS: u64 = 0x10a;
 
 /// What the connection's background task and the request streams share.
 #[derive(Debug)]
@@ -51,6 +62,8 @@ struct ConnState {
     ended: OnceLock<ErrorKind>,
     /// We closed it (end of run).
     closed_locally: AtomicBool,
+    /// The server's control stream has been identified (a second one is an error).
+    control_stream_seen: AtomicBool,
     /// Still in 0-RTT: the handshake has not confirmed yet.
     early: AtomicBool,
     /// 0-RTT was attempted and the server refused it.
@@ -97,6 +110,7 @@ impl OwnedConnection {
             goaway: AtomicU64::new(u64::MAX),
             ended: OnceLock::new(),
             closed_locally: AtomicBool::new(false),
+            control_stream_seen: AtomicBool::new(false),
             early: AtomicBool::new(zero_rtt.is_some()),
             early_rejected: AtomicBool::new(false),
             nudge: tokio::sync::Notify::new(),
@@ -353,31 +367,80 @@ async fn nudge(state: &ConnState, control: &tokio::sync::Mutex<quinn::SendStream
 }
 
 /// Reads one server-initiated unidirectional stream: GOAWAY ids from the control stream; the
-/// QPACK encoder/decoder streams (and unknown types) are drained and ignored.
+/// QPACK encoder/decoder streams (and unknown types) are drained and ignored. A control stream
+/// that breaks RFC 9114 closes the connection with the code the RFC names, counted as ours.
 async fn read_server_stream(
     mut stream: quinn::RecvStream,
     quic: quinn::Connection,
     state: Arc<ConnState>,
 ) {
     let mut scanner = FrameScanner::uni_stream();
+    let mut check = ControlCheck::default();
+    let mut identified = false;
     loop {
-        match stream.read_chunk(usize::MAX, true).await {
-            Ok(Some(chunk)) => scanner.feed(&chunk.bytes, |event| {
-                if let FrameEvent::Goaway(id) = event {
-                    // A later GOAWAY may only lower the id (RFC 9114 §5.2); keep the lowest.
-                    state.goaway.fetch_min(id, Ordering::AcqRel);
+        let violation = match stream.read_chunk(usize::MAX, true).await {
+            Ok(Some(chunk)) => {
+                // Only the control stream's frames are reported.
+                let mut violation = None;
+                scanner.feed(&chunk.bytes, |event| {
+                    violation = violation.or_else(|| check.event(event, &state));
+                });
+                if !identified && scanner.is_control_stream() {
+                    identified = true;
+                    // RFC 9114 §6.2.1: one control stream per peer.
+                    if state.control_stream_seen.swap(true, Ordering::AcqRel) {
+                        violation = Some(H3_STREAM_CREATION_ERROR);
+                    }
                 }
-            }),
+                violation
+            }
             Ok(None) | Err(quinn::ReadError::Reset(_)) if scanner.is_control_stream() => {
-                let _ = state.ended.set(ErrorKind::H3(H3_CLOSED_CRITICAL_STREAM));
-                state.closed_locally.store(true, Ordering::Release);
-                quic.close(
-                    quinn::VarInt::from_u32(H3_CLOSED_CRITICAL_STREAM as u32),
-                    b"",
-                );
-                return;
+                Some(H3_CLOSED_CRITICAL_STREAM)
             }
             Ok(None) | Err(_) => return,
+        };
+        if let Some(code) = violation {
+            let _ = state.ended.set(ErrorKind::H3(code));
+            state.closed_locally.store(true, Ordering::Release);
+            quic.close(quinn::VarInt::from_u64(code).unwrap_or_default(), b"");
+            return;
+        }
+    }
+}
+
+/// What RFC 9114 asks of the server's control stream (§6.2.1, §7.2): SETTINGS first and once,
+/// no frame of a request stream or of HTTP/2, GOAWAY ids that name a request stream and never
+/// rise (§5.2).
+#[derive(Debug, Default)]
+struct ControlCheck {
+    /// Frames seen so far.
+    frames: u64,
+}
+
+impl ControlCheck {
+    /// Checks one event of the control stream; records a valid GOAWAY. Returns the H3 code of
+    /// the connection error the event is, if any.
+    fn event(&mut self, event: FrameEvent, state: &ConnState) -> Option<u64> {
+        match event {
+            FrameEvent::Frame { ty, .. } => {
+                self.frames += 1;
+                match ty {
+                    FRAME_SETTINGS if self.frames == 1 => None,
+                    _ if self.frames == 1 => Some(H3_MISSING_SETTINGS),
+                    // A second SETTINGS, a request stream's frames, MAX_PUSH_ID (a client's),
+                    // and HTTP/2's frame types that HTTP/3 reserves (§7.2.8).
+                    FRAME_SETTINGS | FRAME_DATA | FRAME_HEADERS | FRAME_PUSH_PROMISE
+                    | FRAME_MAX_PUSH_ID | 0x02 | 0x06 | 0x08 | 0x09 => Some(H3_FRAME_UNEXPECTED),
+                    _ => None,
+                }
+            }
+            // A server's GOAWAY names a client-initiated bidirectional stream, and a later one
+            // may not name a higher stream than an earlier one.
+            FrameEvent::Goaway(id) if id % 4 != 0 => Some(H3_ID_ERROR),
+            FrameEvent::Goaway(id) => {
+                let earlier = state.goaway.fetch_min(id, Ordering::AcqRel);
+                (earlier != u64::MAX && id > earlier).then_some(H3_ID_ERROR)
+            }
         }
     }
 }
@@ -418,10 +481,15 @@ impl Connection for OwnedConnection {
     }
 
     fn close_cause(&self) -> CloseCause {
+        let closed_locally = self.state.closed_locally.load(Ordering::Acquire);
+        // Closed by us because the server broke HTTP/3, even after its GOAWAY.
+        if closed_locally && matches!(self.state.ended.get(), Some(ErrorKind::H3(_))) {
+            return CloseCause::Local;
+        }
         if self.state.goaway_id().is_some() {
             return CloseCause::Goaway;
         }
-        if self.state.closed_locally.load(Ordering::Acquire) {
+        if closed_locally {
             return CloseCause::Local;
         }
         let ended = self.state.ended.get().copied().or_else(|| {
