@@ -55,6 +55,11 @@ fn bad_input_is_one_line_and_exit_2() {
         // h2 and h3 could not carry it as :authority.
         &["http://127.0.0.1:1/", "-H", "Host: a b"],
         &["http://127.0.0.1:1/", "--data-file", "/no/such/file"],
+        &["http://127.0.0.1:1/", "-d", "@/no/such/file"],
+        // Peers' -d: wrk's duration, h2load's file or stdin. Each would be a 2-byte body.
+        &["http://127.0.0.1:1/", "-d", "2s"],
+        &["http://127.0.0.1:1/", "-d", "/etc/hostname"],
+        &["http://127.0.0.1:1/", "-d", "-"],
         // A length that disagrees with the body would fail every request the same way.
         &[
             "http://127.0.0.1:1/",
@@ -1038,6 +1043,20 @@ fn a_body_means_post_unless_a_method_is_named() {
     let out = httpvs(&[&url, "-n", "2", "-c", "1", "-d", "hello"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("2 requests, POST with a 5B body"), "{text}");
+    // curl's -d @FILE sends the file; --data gives a body -d would take for wrk's duration.
+    let file = std::env::temp_dir().join(format!("httpvs-at-body-{}.json", std::process::id()));
+    std::fs::write(&file, "{\"a\":1}").expect("write");
+    let at_file = format!("@{}", file.display());
+    for (flag, body, bytes) in [("-d", at_file.as_str(), 7), ("--data", "2s", 2)] {
+        let out = httpvs(&[&url, "-n", "2", "-c", "1", flag, body, "--json"]);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(
+            report["shape"]["request_body_bytes"], bytes,
+            "{flag} {body}"
+        );
+        assert_eq!(report["wire"]["body_received"], 2 * bytes, "{flag} {body}");
+    }
+    let _ = std::fs::remove_file(&file);
 }
 
 /// `-H "Transfer-Encoding: chunked"` frames the HTTP/1.1 body in chunks (it used to go out bare,

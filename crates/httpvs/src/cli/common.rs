@@ -435,18 +435,53 @@ pub(super) fn check_cacert(path: &std::path::Path) -> anyhow::Result<()> {
 /// The largest `--data-file` (one copy is shared by every request).
 const MAX_BODY_FILE_BYTES: u64 = 256 << 20;
 
-/// The request body from `-d` or `--data-file` (empty without either).
+/// The request body from `-d` or `--data-file` (empty without either). `-d @FILE` reads FILE
+/// (`@-` stdin), as curl's does.
 pub(super) fn request_body(
     data: Option<&str>,
     data_file: Option<&std::path::Path>,
 ) -> anyhow::Result<bytes::Bytes> {
-    Ok(match (data, data_file) {
-        (Some(d), _) => bytes::Bytes::from(d.to_owned().into_bytes()),
-        (None, Some(path)) => httpvs_load::files::read_bounded(path, MAX_BODY_FILE_BYTES)
-            .map_err(|e| usage(format!("cannot read --data-file {}: {e}", path.display())))?
-            .into(),
-        (None, None) => bytes::Bytes::new(),
-    })
+    let read = |named: &str, path: &std::path::Path| {
+        httpvs_load::files::read_bounded(path, MAX_BODY_FILE_BYTES)
+            .map(bytes::Bytes::from)
+            .map_err(|e| usage(format!("cannot read {named}: {e}")))
+    };
+    match (data, data_file) {
+        (Some(d), _) => match d.strip_prefix('@') {
+            Some("-") => read("-d @- (stdin)", std::path::Path::new("/dev/stdin")),
+            Some(path) => read(&format!("-d {d}"), std::path::Path::new(path)),
+            None => {
+                check_body_is_meant(d, typed_spelling(&["--data", "-d"]))?;
+                Ok(bytes::Bytes::from(d.to_owned().into_bytes()))
+            }
+        },
+        (None, Some(path)) => read(&format!("--data-file {}", path.display()), path),
+        (None, None) => Ok(bytes::Bytes::new()),
+    }
+}
+
+/// `-d VALUE` is the body itself here, as in curl, hey and oha. Two peers spell other things
+/// `-d`: wrk's `-d 2s` is a duration, and h2load's `-d FILE` (or `-`) posts a file. Such a
+/// value would go out as a 2-byte body without a word, so it is refused with the way to say
+/// either.
+fn check_body_is_meant(data: &str, spelled: &str) -> anyhow::Result<()> {
+    let has_unit = data.ends_with(|c: char| c.is_ascii_alphabetic());
+    if spelled == "-d" && has_unit && parse_duration(data).is_some() {
+        return Err(usage(format!(
+            "-d {data:?} would be the request body (-d is the body, as in curl, hey and oha); wrk's -d DURATION is -z {data} here; to send the body {data}, use --data {data}"
+        )));
+    }
+    if data == "-" {
+        return Err(usage(
+            "-d \"-\" would be the request body (-d is the body, as in curl, hey and oha); to send stdin as h2load's -d - does, use -d @-",
+        ));
+    }
+    if data.len() < 4096 && std::path::Path::new(data).is_file() {
+        return Err(usage(format!(
+            "-d {data:?} would be the request body (-d is the body, as in curl, hey and oha); to send a file as h2load's -d does, use -d @{data} or --data-file {data}"
+        )));
+    }
+    Ok(())
 }
 
 /// A `-H Content-Length` that disagrees with the body would leave the server waiting for bytes

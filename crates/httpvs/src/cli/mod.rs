@@ -136,7 +136,10 @@ fn peer_flag_hint(line: &str) -> Option<&'static str> {
         }
         "-D" => "h2load's -D is -z/--duration here",
         "-R" => "wrk2's -R is --rate here (requests per second in total)",
-        "-q" => "oha's and hey's -q is --rate here (requests per second in total)",
+        "-q" => {
+            "oha's -q is --rate here (requests per second in total); hey's -q is per worker, \
+             so hey's -q 10 -c 50 is --rate 500 -c 50"
+        }
         "--latency" | "-U" | "--u_latency" => {
             "wrk's latency flags: the report always has percentiles, a histogram and, in the \
              open model, the uncorrected figures beside the corrected ones; --hgrm FILE (or -) \
