@@ -82,8 +82,10 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
             group(closed),
             group(c.closed_goaway_error)
         ));
-    } else if c.closed_idle >= closed / 2 {
+    } else if c.closed_idle >= closed / 2 && !(config.rate.is_none() && every < 1.5) {
         // Closed between requests, not after a count: an idle timeout shorter than the gaps.
+        // (In the closed model a gap is only the client's turn-around: a server that closes
+        // after every answer without saying so is keep-alive off, below.)
         return Some(format!(
             "the server closed {} idle connections (a FIN while no request was in flight): its keep-alive idle timeout is shorter than the gaps between requests here (nginx keepalive_timeout); httpvs saw each close and opened a new connection instead of sending on it",
             group(c.closed_idle)
@@ -183,6 +185,25 @@ mod tests {
         );
         stats.connections.opened = 8;
         assert_eq!(churn_diagnosis(&config, &stats), None);
+    }
+
+    /// FINs between requests: in the open model an idle timeout shorter than the gaps; in the
+    /// closed model, where a gap is the client's turn-around, a server that closes after every
+    /// answer (the note blamed an idle timeout for microsecond gaps).
+    #[test]
+    fn closes_between_requests_after_every_answer_are_keepalive_off_in_the_closed_model() {
+        let mut stats = closed_every(100, CloseCause::Fin, 1);
+        stats.connections.closed_idle = 100;
+        let closed_model = shaped(2, 1);
+        let d = churn_diagnosis(&closed_model, &stats).unwrap();
+        assert_eq!(
+            d,
+            "the server closed connections 100 times with FIN, after about every request: is keep-alive off there?"
+        );
+        let mut open_model = shaped(2, 1);
+        open_model.rate = Some(2.0);
+        let d = churn_diagnosis(&open_model, &stats).unwrap();
+        assert!(d.contains("100 idle connections"), "{d}");
     }
 
     /// Connections left after a 101 are not "failed or timed out" when nothing failed (the
