@@ -42,6 +42,9 @@ pub enum ErrorKind {
     Protocol,
     /// The body ended before its announced length.
     TruncatedBody,
+    /// No free local port for a new connection (EADDRNOTAVAIL): the ephemeral port range is
+    /// used up, most often by this client's closed connections waiting out TIME_WAIT.
+    LocalPorts,
     /// Any other local I/O error.
     Io,
 }
@@ -86,6 +89,7 @@ impl ErrorKind {
             ErrorKind::Unreachable => "unreachable".into(),
             ErrorKind::Protocol => "protocol".into(),
             ErrorKind::TruncatedBody => "truncated_body".into(),
+            ErrorKind::LocalPorts => "local_ports".into(),
             ErrorKind::Io => "io".into(),
         }
     }

@@ -321,6 +321,7 @@ pub fn io_error_kind(e: &io::Error) -> ErrorKind {
         io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted => ErrorKind::Reset,
         io::ErrorKind::UnexpectedEof | io::ErrorKind::BrokenPipe => ErrorKind::ConnectionClosed,
         io::ErrorKind::InvalidData => ErrorKind::Protocol,
+        io::ErrorKind::AddrNotAvailable => ErrorKind::LocalPorts,
         _ => ErrorKind::Io,
     }
 }
@@ -397,6 +398,14 @@ impl AsyncWrite for Transport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// EADDRNOTAVAIL on connect is the ephemeral range used up, not a generic `io`.
+    #[test]
+    fn no_free_local_port_is_its_own_kind() {
+        let e = io::Error::from_raw_os_error(libc::EADDRNOTAVAIL);
+        assert_eq!(connect_error_kind(&e), ErrorKind::LocalPorts);
+        assert_eq!(ErrorKind::LocalPorts.name(), "local_ports");
+    }
 
     #[test]
     fn io_errors_map_to_kinds() {

@@ -494,8 +494,17 @@ fn statuses_and_errors(out: &mut String, r: &Report) {
         if let Some(note) = not_http_note(r) {
             let _ = writeln!(out, "  note: {note}");
         }
+        if r.errors.iter().any(|e| e.kind == "local_ports") {
+            let _ = writeln!(out, "  note: {LOCAL_PORTS_NOTE}");
+        }
     }
 }
+
+/// Why connects failed as `local_ports`, and what frees ports.
+const LOCAL_PORTS_NOTE: &str = "local_ports: a new connection found no free local port \
+     (EADDRNOTAVAIL). Every connection open to this server, and each one this client closed in \
+     the last 60 s (TIME_WAIT, which --no-keepalive fills), holds a port of \
+     net.ipv4.ip_local_port_range: use fewer connections, keep them alive, or widen the range";
 
 /// Cleartext HTTP/1.1 where no request got an answer and every one failed as the server's
 /// bytes not being HTTP or it hanging up: most often http:// to a TLS port (a TLS server

@@ -107,6 +107,9 @@ fn meaning(kind: ErrorKind) -> &'static str {
         ErrorKind::Unreachable => "the server's UDP port stopped answering (ICMP port unreachable)",
         ErrorKind::Protocol => "the server's bytes broke the protocol",
         ErrorKind::TruncatedBody => "the body ended before its announced length",
+        ErrorKind::LocalPorts => {
+            "no free local port (the ephemeral range is used up, most often by connections in TIME_WAIT)"
+        }
         ErrorKind::Io => "a local I/O error",
     }
 }
