@@ -209,13 +209,20 @@ impl<P: Protocol> Slot<P> {
         }
     }
 
-    /// The connection to send on, opening one if needed. Streams that waited while another
-    /// stream's attempt failed share that failure instead of hammering a dead server.
+    /// The connection to send on, opening one if needed. With keep-alive, one stream at a time
+    /// opens the slot's connection, and streams that waited while another stream's attempt
+    /// failed share that failure instead of hammering a dead server.
     /// `measured`: whether the request that asks is (one opened for a warm-up request counts
     /// as a warm-up connection, even when it opens after the warm-up ended).
     pub async fn connection(&self, measured: bool) -> Result<Rc<LiveConn<P>>, ErrorKind> {
         if let Some(c) = self.usable() {
             return Ok(c);
+        }
+        if !self.ctx.shared.options.keepalive {
+            // One connection per request: each stream opens its own at once, so up to `-m`
+            // connect at a time. Taking turns, the streams' connects ran one after another, and
+            // each request waited for the others' handshakes in no phase of the report.
+            return Box::pin(self.reconnect(measured)).await;
         }
         let mut seen = self.attempts.get();
         // Waiting for the turn is small; only the stream whose turn it is builds the connect.
