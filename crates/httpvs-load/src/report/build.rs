@@ -391,11 +391,12 @@ fn connections(config: &LoadConfig, stats: &WorkerStats, probes: u64) -> Connect
     }
 }
 
-/// Sends an open `-z` run had due by its end that it never started, and how long before the
+/// Sends an open-model run had due by its end that it never started, and how long before the
 /// end the oldest was due. The count uses the schedule's own arithmetic (`schedule::due_offset`):
 /// send k is due at k / rate from the origin, measured from the warm-up's end, and sent only
 /// before the deadline. A `-n` run sends all of its requests, however late. An interrupted run
-/// (`interrupted_after` its measured part began) counts the sends due before the interrupt.
+/// (`interrupted_after` its measured part began) counts the sends due before the interrupt,
+/// up to a `-n` run's last.
 /// The oldest is the earliest of the workers' next sends (`next_due`): workers fall behind by
 /// different amounts, and unsent ÷ rate is only their average.
 fn unsent(
@@ -404,13 +405,19 @@ fn unsent(
     interrupted_after: Option<Duration>,
     next_due: Option<Duration>,
 ) -> (u64, u64) {
-    let (Some(rate), StopAfter::Duration(d)) = (config.rate, config.stop) else {
+    let Some(rate) = config.rate else {
         return (0, 0);
     };
-    let measured = interrupted_after.map_or(d, |at| at.min(d));
     let first = schedule::first_measured(config.warmup, rate);
+    // The measured part's length, and the last send it may make: a `-n` run that was not
+    // interrupted made all of its sends.
+    let (measured, last) = match (config.stop, interrupted_after) {
+        (StopAfter::Duration(d), at) => (at.map_or(d, |at| at.min(d)), u64::MAX),
+        (StopAfter::Requests(n), Some(at)) => (at, first.saturating_add(n)),
+        (StopAfter::Requests(_), None) => return (0, 0),
+    };
     let limit = config.warmup.saturating_add(measured);
-    let end = schedule::sends_due_before(limit, rate);
+    let end = schedule::sends_due_before(limit, rate).min(last);
     let unsent = end.saturating_sub(first).saturating_sub(started);
     if unsent == 0 {
         return (0, 0);
@@ -519,6 +526,10 @@ mod tests {
         assert_eq!(unsent(&open, 150, second, None), (50, 250_000));
         let n = open.clone().requests(800);
         assert_eq!(unsent(&n, 466, None, None), (0, 0));
+        // An interrupted -n run counts the sends due by then, up to its -n.
+        assert_eq!(unsent(&n, 150, second, None), (50, 250_000));
+        let ten = Some(std::time::Duration::from_secs(10));
+        assert_eq!(unsent(&n, 466, ten, None).0, 334);
         // A warm-up of 1/3 s: sends 67 (at 0.335 s) through 866 (4.33 s) are measured.
         let mut warm = open.clone();
         warm.warmup = std::time::Duration::from_secs_f64(1.0 / 3.0);
