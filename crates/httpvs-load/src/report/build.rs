@@ -277,7 +277,7 @@ pub fn spectrum(h: &LatencyHistogram) -> Spectrum {
         rows,
         count: h.len(),
         mean_us: h.mean_us(),
-        stdev_us: if h.is_empty() { 0.0 } else { hdr.stdev() },
+        stdev_us: h.stdev_us(),
         max_us: h.max_us(),
         hdr_buckets: u32::from(hdr.buckets()),
         // 2^ceil(log2(2·10^sigfig)): the sub-buckets HDR needs for its precision (2048 at 3).
@@ -311,7 +311,7 @@ pub fn distribution_at(h: &LatencyHistogram, listed: &[f64]) -> Distribution {
         count: hdr.len(),
         min_us: h.min_us(),
         mean_us: h.mean_us(),
-        stdev_us: hdr.stdev(),
+        stdev_us: h.stdev_us(),
         max_us: h.max_us(),
         percentiles: listed
             .iter()

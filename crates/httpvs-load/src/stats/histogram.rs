@@ -21,6 +21,9 @@ pub struct LatencyHistogram {
     /// The sum of the values recorded, in µs: the mean is exact, as min and max are (from
     /// the buckets it could read below the min).
     sum: u64,
+    /// The sum of the squares of the values recorded, in µs²: the standard deviation is exact
+    /// too (from the buckets, 256 µs wide at 500 ms, it read 110 µs for values 131 µs apart).
+    sum_squares: u128,
 }
 
 impl Default for LatencyHistogram {
@@ -40,6 +43,7 @@ impl LatencyHistogram {
             least: u64::MAX,
             most: 0,
             sum: 0,
+            sum_squares: 0,
         }
     }
 
@@ -68,6 +72,9 @@ impl LatencyHistogram {
         self.least = self.least.min(us);
         self.most = self.most.max(us);
         self.sum = self.sum.saturating_add(us);
+        self.sum_squares = self
+            .sum_squares
+            .saturating_add(u128::from(us) * u128::from(us));
     }
 
     /// Adds every sample of `other`.
@@ -75,6 +82,7 @@ impl LatencyHistogram {
         self.least = self.least.min(other.least);
         self.most = self.most.max(other.most);
         self.sum = self.sum.saturating_add(other.sum);
+        self.sum_squares = self.sum_squares.saturating_add(other.sum_squares);
         // Same bounds on both sides, so `add` cannot fail; saturate rather than panic anyway.
         if self.inner.add(&other.inner).is_err() {
             for v in other.inner.iter_recorded() {
@@ -90,6 +98,7 @@ impl LatencyHistogram {
         self.least = u64::MAX;
         self.most = 0;
         self.sum = 0;
+        self.sum_squares = 0;
     }
 
     /// The mean of the values recorded, exactly, in µs; 0 when empty.
@@ -99,6 +108,26 @@ impl LatencyHistogram {
         } else {
             self.sum as f64 / self.len() as f64
         }
+    }
+
+    /// The (population) standard deviation of the values recorded, exactly, in µs; 0 when
+    /// empty: n·Σx² − (Σx)² in integers, so values far from 0 and close together keep their
+    /// spread (the f64 difference of two large squares would lose it).
+    pub fn stdev_us(&self) -> f64 {
+        let n = u128::from(self.len());
+        if n == 0 {
+            return 0.0;
+        }
+        let sum = u128::from(self.sum);
+        let spread = match (n.checked_mul(self.sum_squares), sum.checked_mul(sum)) {
+            (Some(a), Some(b)) => a.saturating_sub(b) as f64 / (n * n) as f64,
+            // Past u128 (over 10^9 samples of an hour each): the f64 form.
+            _ => {
+                let mean = self.mean_us();
+                (self.sum_squares as f64 / n as f64 - mean * mean).max(0.0)
+            }
+        };
+        spread.sqrt()
     }
 
     /// The least value recorded, exactly, in µs; 0 when empty.
@@ -164,6 +193,32 @@ mod tests {
         a.reset();
         assert!(a.is_empty());
         assert_eq!(a.percentile_us(99.0), 0);
+    }
+
+    /// The standard deviation is the values' own, not the buckets': 0 for equal values, and
+    /// within half the range (it read 0 for 300,143..300,264 µs, and 110.85 for values 131 µs
+    /// apart, which no set of values can have).
+    #[test]
+    fn stdev_is_exact() {
+        let mut h = LatencyHistogram::new();
+        assert_eq!(h.stdev_us(), 0.0);
+        for us in [500_206, 500_337] {
+            h.record_us(us);
+        }
+        assert!((h.stdev_us() - 65.5).abs() < 1e-9, "{}", h.stdev_us());
+        let mut same = LatencyHistogram::new();
+        for _ in 0..5 {
+            same.record_us(300_143);
+        }
+        assert_eq!(same.stdev_us(), 0.0);
+        let mut other = LatencyHistogram::new();
+        for us in [2, 4, 4, 4, 5, 5, 7] {
+            other.record_us(us);
+        }
+        other.record_us(9);
+        same.reset();
+        same.merge(&other);
+        assert!((same.stdev_us() - 2.0).abs() < 1e-9, "{}", same.stdev_us());
     }
 
     /// At 1 s a bucket is 512 µs wide: min and max are the values themselves, and no
