@@ -55,18 +55,76 @@ pub fn measurement(report: &Report) -> Measurement {
     }
 }
 
-/// CDF points (ms, fraction ≤) from the report's log-spaced buckets.
+/// CDF points (ms, fraction ≤): the report's log-spaced buckets (ratio 1.25) and its
+/// percentiles, so the chart passes through the table's p50 and p99 (from the buckets alone a
+/// cell at 5 ms had 4 points, and the line crossed 0.5 up to a bucket's width from p50).
 fn cdf(dist: &Distribution) -> Vec<(f64, f64)> {
     let total: u64 = dist.buckets.iter().map(|b| b.count).sum();
     if total == 0 {
         return Vec::new();
     }
-    let mut points = vec![(dist.min_us as f64 / 1000.0, 0.0)];
+    let ms = |us: u64| us as f64 / 1000.0;
+    let mut points = vec![(ms(dist.min_us), 0.0)];
     let mut seen = 0;
     for b in &dist.buckets {
         seen += b.count;
-        let x = (b.le_us.min(dist.max_us.max(1))) as f64 / 1000.0;
-        points.push((x, seen as f64 / total as f64));
+        points.push((
+            ms(b.le_us.min(dist.max_us.max(1))),
+            seen as f64 / total as f64,
+        ));
     }
+    points.extend(dist.percentiles.iter().map(|p| (ms(p.us), p.p / 100.0)));
+    points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    // A bucket's top and a percentile one HDR step apart may disagree by a hair: the line
+    // never falls.
+    let mut most: f64 = 0.0;
+    for point in &mut points {
+        most = most.max(point.1);
+        point.1 = most;
+    }
+    points.dedup();
     points
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use httpvs_load::report::{Bucket, Percentile};
+
+    /// The chart's line passes through the table's percentiles, rises only, and ends at 1.
+    #[test]
+    fn the_cdf_passes_through_the_percentiles() {
+        let dist = Distribution {
+            count: 100,
+            min_us: 5_089,
+            mean_us: 5_300.0,
+            stdev_us: 100.0,
+            max_us: 9_052,
+            percentiles: vec![
+                Percentile { p: 50.0, us: 5_170 },
+                Percentile { p: 99.0, us: 7_400 },
+            ],
+            buckets: vec![
+                Bucket {
+                    le_us: 6_017,
+                    count: 97,
+                },
+                Bucket {
+                    le_us: 7_522,
+                    count: 2,
+                },
+                Bucket {
+                    le_us: 9_052,
+                    count: 1,
+                },
+            ],
+        };
+        let points = cdf(&dist);
+        assert!(points.contains(&(5.17, 0.5)), "{points:?}");
+        assert!(points.contains(&(7.4, 0.99)), "{points:?}");
+        assert!(points
+            .windows(2)
+            .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
+        assert_eq!(points.last(), Some(&(9.052, 1.0)));
+    }
 }
