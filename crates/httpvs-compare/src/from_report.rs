@@ -21,6 +21,7 @@ pub fn measurement(report: &Report) -> Measurement {
         started: r.started,
         cut_off: r.cut_off,
         warmup_cut_off: r.from_warmup.cut_off,
+        warmup_finished: r.from_warmup.finished,
         retried: r.retried.total,
         errors: report
             .errors

@@ -27,6 +27,10 @@ pub struct Measurement {
     /// `started`: a slow link can hold every slot's warm-up request past the warm-up).
     #[serde(default)]
     pub warmup_cut_off: u64,
+    /// Requests released in the warm-up that ended (a response or a failure) in the measured
+    /// period: their bytes are in it, outside `started`.
+    #[serde(default)]
+    pub warmup_finished: u64,
     /// Requests resent because the server never processed them (after GOAWAY, close, REFUSED_STREAM).
     pub retried: u64,
     /// Failures by kind name.

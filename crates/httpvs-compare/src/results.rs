@@ -169,6 +169,9 @@ impl RunResult {
             m.cut_off = n(&requests["cut_off"]);
             m.warmup_cut_off = n(&requests["from_warmup"]["cut_off"]);
         }
+        if m.warmup_finished == 0 {
+            m.warmup_finished = n(&requests["from_warmup"]["finished"]);
+        }
     }
 }
 
@@ -199,6 +202,8 @@ pub struct Row {
     pub started: u64,
     /// Requests in flight when a measured period ended (its own and the warm-up's), all repeats together.
     pub cut_off: u64,
+    /// Warm-up requests that ended in a measured period, all repeats together.
+    pub warmup_finished: u64,
     /// The most req/s a repeat could have read had every request in flight at its end completed
     /// and every connection its shape asked for opened (infinite when none opened): what a row
     /// too thin to rank might have reached.
@@ -259,6 +264,7 @@ impl CellResult {
             seconds: median(|m| m.seconds),
             started: runs().map(|m| m.started).sum(),
             cut_off: runs().map(|m| m.cut_off + m.warmup_cut_off).sum(),
+            warmup_finished: runs().map(|m| m.warmup_finished).sum(),
             ceiling_rps: runs()
                 .map(|m| ceiling(m, self.shape.connections))
                 .fold(0.0, f64::max),

@@ -696,6 +696,12 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
     }
     let ended_or_cut = row.succeeded + row.errors + row.cut_off;
     let share = row.cut_off as f64 / ended_or_cut.max(1) as f64;
+    // B/req divides every byte on the wire by completed requests, while warm-up requests that
+    // ended in the period, failed ones and cut-off ones moved bytes too: it may read up to
+    // (completed + those) / completed high, as `load`'s note says.
+    let others = row.cut_off + row.warmup_finished + row.errors;
+    let high = (row.succeeded > 0 && others as f64 >= row.succeeded as f64 * CUT_OFF_SHARE)
+        .then(|| format_ratio((row.succeeded + others) as f64 / row.succeeded as f64));
     if share >= CUT_OFF_SHARE {
         let mut line = format!(
             "{name}: {:.0}% of its requests ({} of {}) were still in flight when the \
@@ -704,17 +710,21 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
             count(row.cut_off),
             count(ended_or_cut)
         );
-        // B/req divides every byte on the wire by completed requests, so the partial transfers
-        // of the cut-off ones inflate it by up to (completed + cut off) / completed.
-        if row.succeeded > 0 {
-            let high = (row.succeeded + row.cut_off) as f64 / row.succeeded as f64;
+        if let Some(high) = high {
             line.push_str(&format!(
                 "; its B/req counts their partial transfers over completed requests only, so it \
-                 may read up to {} high",
-                format_ratio(high)
+                 may read up to {high} high"
             ));
         }
         out.push(line);
+    } else if let Some(high) = high {
+        out.push(format!(
+            "{name}: its B/req divides the period's bytes by its {} completed requests, while \
+             {} more (warm-up ones that ended in it, failed ones, ones cut off) moved bytes too: \
+             it may read up to {high} high",
+            count(row.succeeded),
+            count(others)
+        ));
     }
     if row.link_queue_drops > 0 {
         out.push(format!(
