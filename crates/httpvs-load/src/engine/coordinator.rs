@@ -111,8 +111,8 @@ pub fn coordinate(
     shown.series.finish()
 }
 
-/// Ends the series where the measured part ends (`end_s` after its start), when its last point
-/// ends sooner: an open-model `-n` run spans n / rate (as its rate is divided), though its
+/// Ends the series where the measured part ends (`end_s` after its start). Its last point may
+/// end sooner: an open-model `-n` run spans n / rate (as its rate is divided), though its
 /// workers finish once the last send, due at (n - 1) / rate, is answered. The last point
 /// keeps its requests over the longer stretch (`--rate 3 -n 1` is one point of 3 req/s at
 /// 0.33 s, not 1,600 req/s at 0.6 ms).
@@ -122,7 +122,9 @@ pub fn end_series_at(series: &mut [SeriesPoint], end_s: f64) {
         _ => 0.0,
     };
     if let Some(last) = series.last_mut() {
-        if last.t_s < end_s {
+        // Or later: the coordinator's last look comes after the last response, which ended
+        // the measured part (a 44.1 ms run's series ended at 45.8 ms).
+        if last.t_s != end_s && end_s > before {
             let completed = last.requests_per_s * (last.t_s - before);
             last.t_s = end_s;
             last.requests_per_s = completed / (end_s - before);
@@ -318,10 +320,15 @@ mod tests {
         let mut one = vec![point(0.0006, 1.0 / 0.0006)];
         end_series_at(&mut one, 1.0 / 3.0);
         assert!((one[0].requests_per_s - 3.0).abs() < 1e-9, "{:?}", one[0]);
-        // Never shortened, and nothing to stretch in an empty series.
+        // Shortened to the end when the last look came after it, keeping its requests; left
+        // alone when it began after the end, and nothing to do in an empty series.
         let mut later = vec![point(2.0, 10.0)];
-        end_series_at(&mut later, 1.5);
-        assert_eq!(later, vec![point(2.0, 10.0)]);
+        end_series_at(&mut later, 1.6);
+        assert_eq!(later[0].t_s, 1.6);
+        assert!((later[0].requests_per_s - 12.5).abs() < 1e-9, "{later:?}");
+        let mut past = vec![point(1.0, 10.0), point(2.0, 10.0)];
+        end_series_at(&mut past, 0.9);
+        assert_eq!(past, vec![point(1.0, 10.0), point(2.0, 10.0)]);
         end_series_at(&mut [], 1.0);
     }
 
