@@ -852,6 +852,34 @@ fn an_interrupted_run_reports_what_ran_and_says_so() {
     }
 }
 
+/// Ctrl-C in the warm-up: nothing was measured, and the report says so; the warm-up's
+/// requests in flight did not "outlive it" (they read so, with a duration of 1e-9 s).
+#[test]
+fn an_interrupt_in_the_warmup_says_nothing_was_measured() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/?delay=5s", server.http_addr().unwrap());
+    let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["load", &url, "-c", "2", "--warmup", "20s", "-z", "1s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert!(
+        text.contains("Duration:     0.00s (interrupted in the warm-up: nothing was measured)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("From warm-up: 2 requests still in flight when it was interrupted"),
+        "{text}"
+    );
+}
+
 /// Ctrl-C while the first connection is still being made (a TLS port that accepts and never
 /// answers) ends at once with 130 and one line, not after the connect timeout.
 #[test]

@@ -65,7 +65,8 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
             alt_svc: None,
         },
         shape: shape(config, &facts, stats),
-        duration_s: secs,
+        // 0 for a run interrupted in its warm-up (`secs` only keeps rates finite).
+        duration_s: facts.duration.as_secs_f64(),
         interrupted: facts.interrupted,
         requests: Requests {
             started: r.started,

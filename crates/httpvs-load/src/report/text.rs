@@ -190,11 +190,15 @@ fn plural(n: u64, word: &str) -> String {
 
 fn requests(out: &mut String, r: &Report) {
     let q = &r.requests;
+    // Stopped before the measured part began: the warm-up's requests did not outlive it.
+    let in_warmup = r.interrupted && r.duration_s == 0.0 && r.shape.warmup_s > 0.0;
     let _ = writeln!(
         out,
         "Duration:     {:.2}s{}",
         r.duration_s,
-        if r.interrupted {
+        if in_warmup {
+            " (interrupted in the warm-up: nothing was measured)"
+        } else if r.interrupted {
             " (interrupted: the report covers what ran until then)"
         } else {
             ""
@@ -225,7 +229,13 @@ fn requests(out: &mut String, r: &Report) {
         }
     );
     let w = &q.from_warmup;
-    if w.finished + w.cut_off > 0 {
+    if in_warmup && w.cut_off > 0 {
+        let _ = writeln!(
+            out,
+            "From warm-up: {} requests still in flight when it was interrupted, not counted above",
+            group(w.cut_off)
+        );
+    } else if w.finished + w.cut_off > 0 {
         let _ = writeln!(
             out,
             "From warm-up: {} requests it released outlived it, not counted above ({} finished in the run, {} still in flight at the end)",
