@@ -253,6 +253,11 @@ fn bad_flags_get_one_line() {
             vec!["compare", "--from", "nothing.json"],
             "cannot read nothing.json",
         ),
+        // h2load's -D, with compare's spelling (it named load's -z, which compare lacks).
+        (
+            vec!["compare", "-D", "5s"],
+            "unexpected argument '-D' found: h2load's -D is --duration here",
+        ),
         // --print-plan checks the flags a run would (it printed and exited 0).
         (
             vec!["compare", "--print-plan", "--server-cpus", "4095"],

@@ -122,19 +122,26 @@ pub fn usage_error(err: clap::Error) -> ExitCode {
 }
 
 /// For a flag of the peers (h2load, wrk2, oha, hey) that httpvs spells otherwise or leaves
-/// out, what to use instead: users bring their commands with them.
+/// out, what to use instead: users bring their commands with them. `load` takes their load
+/// flags; `compare` only h2load's duration; elsewhere they have no twin.
 fn peer_flag_hint(line: &str) -> Option<&'static str> {
     let flag = line
         .strip_prefix("unexpected argument '")?
         .split('\'')
         .next()?;
     let flag = flag.split('=').next().unwrap_or(flag);
+    let subcommand = std::env::args().nth(1).unwrap_or_default();
+    if subcommand == "compare" && flag == "-D" {
+        return Some("h2load's -D is --duration here");
+    }
+    if subcommand != "load" {
+        return None;
+    }
     Some(match flag {
         "-T" | "--connection-active-timeout" | "-N" | "--connection-inactivity-timeout" => {
             "h2load's connection timeouts have no twin here: --timeout bounds each request, \
              --connect-timeout the connect and handshake"
         }
-        "-D" => "h2load's -D is -z/--duration here",
         "-R" => "wrk2's -R is --rate here (requests per second in total)",
         "-q" => {
             "oha's -q is --rate here (requests per second in total); hey's -q is per worker, \
