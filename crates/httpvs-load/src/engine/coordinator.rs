@@ -278,6 +278,7 @@ fn snapshot(
         elapsed: to.saturating_duration_since(measure_start),
         interval,
         warmup: to <= measure_start,
+        warmup_left: measure_start.saturating_duration_since(to),
         completed,
         requests_per_sec: if secs > 0.0 {
             completed as f64 / secs

@@ -28,12 +28,15 @@ impl ProgressLine {
     }
 }
 
-/// The text of one progress line; `asked` is the open model's `--rate`.
+/// The text of one progress line; `asked` is the open model's `--rate`. Its rate is of
+/// succeeded requests, as the report's throughput: against a dead server failures are done at
+/// once, and a rate of them read as a server keeping up.
 pub fn line(s: &IntervalSnapshot, asked: Option<f64>) -> String {
     if s.warmup {
+        // Connections count from their first measured request, so none would show here.
         return format!(
-            "warming up… {} connections open",
-            s.total_connections_opened
+            "warming up… {:.1}s left",
+            s.warmup_left.as_secs_f64()
         );
     }
     let schedule = asked.map_or(String::new(), |asked| {
@@ -46,25 +49,76 @@ pub fn line(s: &IntervalSnapshot, asked: Option<f64>) -> String {
         } else {
             String::new()
         };
-        format!(" (of {} asked{behind})", rate(asked))
+        format!(" (of {} asked{behind})", asked_rate(asked))
     });
+    let secs = s.interval.as_secs_f64();
+    let ok_per_sec = if secs > 0.0 {
+        s.completed.saturating_sub(s.failed) as f64 / secs
+    } else {
+        0.0
+    };
+    // Latency is of succeeded requests: with none yet there is no figure (not 0µs).
+    let latency = |v: u64| {
+        if s.total_completed > s.total_failed {
+            us(v)
+        } else {
+            "-".to_string()
+        }
+    };
     format!(
-        "{:>5.1}s  done {}  {} req/s{schedule}  p50 {}  p99 {}  errors {}  connections {}",
+        "{:>5.1}s  done {}  {} ok/s{schedule}  p50 {}  p99 {}  errors {}  connections {}",
         s.elapsed.as_secs_f64(),
         group(s.total_completed),
-        rate(s.requests_per_sec),
-        us(s.total_p50_us),
-        us(s.total_p99_us),
+        rate(ok_per_sec),
+        latency(s.total_p50_us),
+        latency(s.total_p99_us),
         group(s.total_failed),
         group(s.total_connections_opened)
     )
 }
 
+/// `--rate` as given when it has more than a tenth's precision (0.04, not 0.0), else as the
+/// other rates.
+fn asked_rate(v: f64) -> String {
+    if v < 1000.0 && (v * 10.0).fract() != 0.0 {
+        format!("{v}")
+    } else {
+        rate(v)
+    }
+}
+
+/// `line` cut to `columns - 1` characters (0: no limit): a line that wraps leaves a row
+/// behind at every rewrite, as `\r` returns to the start of the last row only.
+fn fit(line: String, columns: usize) -> String {
+    if columns == 0 || line.chars().count() < columns {
+        return line;
+    }
+    line.chars().take(columns - 1).collect()
+}
+
+/// The terminal's width on stderr, 0 when unknown.
+fn stderr_columns() -> usize {
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one winsize into `size`, which lives across the call.
+    let ok = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    if ok {
+        usize::from(size.ws_col)
+    } else {
+        0
+    }
+}
+
 impl Observer for ProgressLine {
     fn on_interval(&mut self, snapshot: &IntervalSnapshot) {
+        let text = fit(line(snapshot, self.asked), stderr_columns());
         let mut err = std::io::stderr().lock();
         // \x1b[K clears what a longer previous line left behind.
-        let _ = write!(err, "\r{}\x1b[K", line(snapshot, self.asked));
+        let _ = write!(err, "\r{text}\x1b[K");
         let _ = err.flush();
         self.wrote = true;
     }
@@ -87,16 +141,59 @@ mod tests {
     fn the_open_model_shows_its_asked_rate_and_how_far_behind_it_is() {
         let s = IntervalSnapshot {
             elapsed: Duration::from_secs(2),
-            requests_per_sec: 157.0,
+            interval: Duration::from_secs(1),
+            completed: 157,
             total_started: 330,
             ..IntervalSnapshot::default()
         };
-        assert!(line(&s, None).contains("157.0 req/s  p50"));
-        assert!(line(&s, Some(500.0)).contains("157.0 req/s (of 500.0 asked, 670 sends behind)"));
+        assert!(line(&s, None).contains("157.0 ok/s  p50"));
+        assert!(line(&s, Some(500.0)).contains("157.0 ok/s (of 500.0 asked, 670 sends behind)"));
         let on_time = IntervalSnapshot {
             total_started: 999,
             ..s
         };
-        assert!(line(&on_time, Some(500.0)).contains("req/s (of 500.0 asked)  p50"));
+        assert!(line(&on_time, Some(500.0)).contains("ok/s (of 500.0 asked)  p50"));
+        assert!(line(&on_time, Some(0.04)).contains("(of 0.04 asked"));
+    }
+
+    /// A dead server's instant failures are no rate of answers, and with no request answered
+    /// there is no latency (it read 2,834 req/s of 2,000 asked, p50 0µs).
+    #[test]
+    fn failures_are_not_a_rate_and_no_answer_has_no_latency() {
+        let s = IntervalSnapshot {
+            elapsed: Duration::from_secs(4),
+            interval: Duration::from_secs(1),
+            completed: 2_834,
+            failed: 2_834,
+            total_completed: 7_999,
+            total_failed: 7_999,
+            ..IntervalSnapshot::default()
+        };
+        let text = line(&s, None);
+        assert!(
+            text.contains("done 7,999  0.0 ok/s  p50 -  p99 -  errors 7,999"),
+            "{text}"
+        );
+    }
+
+    /// The warm-up counts down rather than show connections, which count from their first
+    /// measured request (it read "0 connections open" at 100k req/s).
+    #[test]
+    fn the_warmup_shows_what_is_left_of_it() {
+        let s = IntervalSnapshot {
+            warmup: true,
+            warmup_left: Duration::from_millis(1500),
+            ..IntervalSnapshot::default()
+        };
+        assert_eq!(line(&s, None), "warming up… 1.5s left");
+    }
+
+    /// Cut to the terminal: a wrapped line left a row behind at every rewrite.
+    #[test]
+    fn the_line_fits_the_terminal() {
+        assert_eq!(fit("µs…abcdef".into(), 5), "µs…a");
+        assert_eq!(fit("abc".into(), 80), "abc");
+        assert_eq!(fit("abc".into(), 0), "abc");
+        assert_eq!(fit("abcd".into(), 4), "abc");
     }
 }

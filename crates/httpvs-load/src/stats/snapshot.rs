@@ -11,6 +11,8 @@ pub struct IntervalSnapshot {
     pub interval: Duration,
     /// Whether this interval was part of the warmup (not counted in the report).
     pub warmup: bool,
+    /// In the warm-up, how much of it is left.
+    pub warmup_left: Duration,
     /// Requests completed (succeeded + failed) in this interval.
     pub completed: u64,
     /// Requests completed per second in this interval.

@@ -267,7 +267,12 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         config.request_log = Some(open_request_log(path, args.output.as_deref())?);
     }
     let stop = interrupt_flag();
-    let show_progress = !args.no_progress && std::io::stderr().is_terminal();
+    // Not on a terminal that cannot clear a line, nor on one that --log-file - writes rows to.
+    let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+    let rows_on_terminal = args.log_file.as_deref() == Some(std::path::Path::new("-"))
+        && std::io::stdout().is_terminal();
+    let show_progress =
+        !args.no_progress && std::io::stderr().is_terminal() && !dumb && !rows_on_terminal;
     let mut progress = config
         .rate
         .map_or_else(ProgressLine::new, ProgressLine::open);
