@@ -187,6 +187,14 @@ pub fn unfit(row: &Row) -> Option<String> {
     if let Some(why) = mostly_not_2xx(row) {
         return Some(why);
     }
+    // Before the connection count: a server that went away opened none, and it is not a link
+    // that lost handshakes.
+    if failed_all(row) {
+        return Some(format!(
+            "failed all {} requests it ended (see its errors)",
+            count(row.errors)
+        ));
+    }
     if lost_handshakes(row) {
         return Some(opened_text(row));
     }
@@ -231,6 +239,12 @@ pub fn unfit(row: &Row) -> Option<String> {
         ));
     }
     Some(why)
+}
+
+/// Every request the row ended failed (a server gone, refusing connections): it could not
+/// have won, whatever its ceiling.
+fn failed_all(row: &Row) -> bool {
+    row.succeeded == 0 && row.errors > 0
 }
 
 /// Why a row is not ranked when most of its responses were not 2xx: a 404 or 500 page is
@@ -328,10 +342,11 @@ pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
         })
         .collect();
     let best = ranked.first().copied();
-    // A row of error answers is left out whatever its speed: it could not have won.
+    // A row of error answers, or of failures, is left out whatever its speed: it could not
+    // have won.
     let (errored, thin): (Vec<_>, Vec<_>) = thin
         .into_iter()
-        .partition(|(r, _)| mostly_not_2xx(r).is_some());
+        .partition(|(r, _)| mostly_not_2xx(r).is_some() || failed_all(r));
     let blocking: Vec<&(&Row, String)> = thin
         .iter()
         .filter(|(r, _)| best.is_none_or(|b| could_reach(r, b)))
@@ -346,16 +361,24 @@ pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
         }
         return nothing(no_verdict_line(&blocking, rows), not_ranked);
     };
-    // One row left to rank because the others did not run: there is nothing to compare it with.
+    // One row left to rank because the others did not run, or failed every request: there is
+    // nothing to compare it with.
     let failed: Vec<String> = rows
         .iter()
         .filter(|r| r.failure.is_some())
-        .map(|r| label(r, rows))
+        .map(|r| format!("{} did not run", label(r, rows)))
+        .chain(
+            errored
+                .iter()
+                .filter(|(r, _)| failed_all(r))
+                .map(|(r, _)| format!("{} failed every request", label(r, rows))),
+        )
         .collect();
-    if ranked.len() == 1 && !failed.is_empty() && errored.is_empty() && thin.is_empty() {
+    let other_errored = errored.iter().any(|(r, _)| !failed_all(r));
+    if ranked.len() == 1 && !failed.is_empty() && !other_errored && thin.is_empty() {
         return nothing(
             format!(
-                "no verdict: only {} ran ({} did not run)",
+                "no verdict: only {} ran ({})",
                 label(best, rows),
                 failed.join(", ")
             ),
@@ -366,7 +389,14 @@ pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
     if !errored.is_empty() {
         let each: Vec<String> = errored
             .iter()
-            .map(|(r, _)| format!("{} (mostly not 2xx)", label(r, rows)))
+            .map(|(r, _)| {
+                let why = if failed_all(r) {
+                    "every request failed"
+                } else {
+                    "mostly not 2xx"
+                };
+                format!("{} ({why})", label(r, rows))
+            })
             .collect();
         v.line
             .push_str(&format!("; not ranked: {}", each.join(", ")));

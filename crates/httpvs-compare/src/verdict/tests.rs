@@ -662,6 +662,33 @@ fn a_lone_row_beside_rows_that_did_not_run_is_no_winner() {
     assert_eq!(v.line, "no verdict: only h1 ran (h2c did not run)");
 }
 
+/// A row that ran but failed every request (the server went away during its cell) is not
+/// blamed on lost handshakes ("opened 0 of 4 connections; a --warmup over 1 s lets lost
+/// handshakes retry", on loopback), and does not stop the other row's verdict.
+#[test]
+fn a_row_that_failed_every_request_is_left_out_not_blamed_on_handshakes() {
+    let mut refused = run_of((Variant::H2c, 4, 1), 1.0, 176, 0, 0);
+    refused.errors = 176;
+    refused.cut_off = 0;
+    refused.ceiling_rps = 176.0;
+    let ok = row(Variant::H1, [100.0, 100.0, 100.0]);
+    assert_eq!(
+        unfit(&refused).as_deref(),
+        Some("failed all 176 requests it ended (see its errors)")
+    );
+    let v = verdict(&[ok.clone(), refused.clone()], Variant::H1, false);
+    assert_eq!(v.fastest, None);
+    assert_eq!(v.line, "no verdict: only h1 ran (h2c failed every request)");
+    let three = [ok, row(Variant::H2, [200.0, 200.0, 200.0]), refused];
+    let v = verdict(&three, Variant::H1, false);
+    assert_eq!(v.fastest, Some(Variant::H2));
+    assert!(
+        v.line.ends_with("; not ranked: h2c (every request failed)"),
+        "{}",
+        v.line
+    );
+}
+
 /// Repeats whose ranges do not meet, tied by the one-round rule (1105 - 1010 = 95 req/s, under
 /// 64 in flight / 0.6 s), say so: they read "inside the spread".
 #[test]

@@ -34,10 +34,7 @@ impl ProgressLine {
 pub fn line(s: &IntervalSnapshot, asked: Option<f64>) -> String {
     if s.warmup {
         // Connections count from their first measured request, so none would show here.
-        return format!(
-            "warming up… {:.1}s left",
-            s.warmup_left.as_secs_f64()
-        );
+        return format!("warming up… {:.1}s left", s.warmup_left.as_secs_f64());
     }
     let schedule = asked.map_or(String::new(), |asked| {
         // Sends due so far against sends started: Fortio's "not reaching the requested qps",
