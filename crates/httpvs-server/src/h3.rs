@@ -1,6 +1,7 @@
 //! HTTP/3 on quinn + h3: same answers and knobs as TCP. A connection with no request in progress
 //! and no stream traffic for the idle timeout is closed (keep-alive pings keep one with a request
-//! in progress open; QUIC's idle timeout ends one whose peer vanished); GOAWAY (with the next
+//! in progress open; QUIC's idle timeout ends one whose peer vanished; a request whose client
+//! stalls its head, body or reading for the idle timeout is cancelled); GOAWAY (with the next
 //! stream id, RFC 9114 §5.2) after N requests, on `close=1` and at shutdown; a client that
 //! vanishes only ends its own tasks.
 
@@ -154,12 +155,19 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
         let over = goaway_sent;
         let task_ctx = ctx.clone();
         let close_tx = close_tx.clone();
-        let busy = InProgress::new(in_progress.clone());
+        let in_progress = in_progress.clone();
         let echo = echo.clone();
         tokio::spawn(async move {
-            let _busy = busy;
             let answering = Answering::new(&task_ctx);
-            let (request, mut stream) = match resolver.resolve_request().await {
+            // A head that does not come whole within the idle timeout is dropped, as HTTP/1.1's
+            // header read is bounded (slowloris); until it has come the request is not in
+            // progress, so a stalled one leaves its connection to the idle watch.
+            let resolving = stalled_after(task_ctx.limits.idle_timeout, resolver.resolve_request());
+            let Some(resolved) = resolving.await else {
+                return answering.done();
+            };
+            let _busy = InProgress::new(in_progress);
+            let (request, mut stream) = match resolved {
                 Ok(resolved) => resolved,
                 // The h3 crate has answered 431 itself (over max_field_section_size).
                 Err(h3::error::StreamError::HeaderTooBig { .. }) => {
@@ -290,7 +298,15 @@ async fn answer(
                 respond::BodyCollector::new(ctx.limits.max_body_bytes, pending.echo);
             let mut share = EchoShare::new(echo);
             let mut too_large = false;
-            while let Ok(Some(mut chunk)) = stream.recv_data().await {
+            loop {
+                // A body that stops arriving for the idle timeout ends the request, as a
+                // stalled upload ends an HTTP/1.1 connection.
+                let Some(next) = stalled_after(ctx.limits.idle_timeout, stream.recv_data()).await
+                else {
+                    cancel(&mut stream);
+                    return;
+                };
+                let Ok(Some(mut chunk)) = next else { break };
                 let bytes = chunk.copy_to_bytes(chunk.remaining());
                 if collector.keeps() && !share.take(bytes.len() as u64) {
                     too_large = true;
@@ -318,9 +334,14 @@ async fn answer(
     // gave up on a `delay=`) got no answer, and is in `requests` only, as h1 and h2 count a
     // request reset before its answer. The h3 crate does not tell a server of STOP_SENDING
     // before it writes.
-    let _ = send(&mut stream, answer, head_only, || {
-        ctx.counters.status(status)
-    })
+    let idle_timeout = ctx.limits.idle_timeout;
+    let _ = send(
+        &mut stream,
+        answer,
+        head_only,
+        || ctx.counters.status(status),
+        idle_timeout,
+    )
     .await;
     // A request answered without reading its body (GET, HEAD) usually has its FIN here already:
     // take it, so dropping the stream does not send STOP_SENDING (a frame per request that both
@@ -335,11 +356,15 @@ async fn answer(
     }
 }
 
+/// Sends the answer. A client that grants no flow-control credit for the idle timeout (it
+/// reads nothing) has the stream reset, as HTTP/1.1 closes a connection whose client stopped
+/// reading.
 async fn send(
     stream: &mut H3Stream,
     answer: Answer,
     head_only: bool,
     head_taken: impl FnOnce(),
+    idle_timeout: Duration,
 ) -> Result<(), h3::error::StreamError> {
     let (mut parts, mut body) = answer.response.into_parts();
     // The `date` hyper writes on HTTP/1.1, unless the query set one.
@@ -350,8 +375,27 @@ async fn send(
     head_taken();
     if !head_only {
         while let Some(chunk) = body.next_chunk(CHUNK) {
-            stream.send_data(chunk).await?;
+            match stalled_after(idle_timeout, stream.send_data(chunk)).await {
+                Some(sent) => sent?,
+                None => {
+                    cancel(stream);
+                    return Ok(());
+                }
+            }
         }
     }
     stream.finish().await
+}
+
+/// `step`'s output, or `None` when it has not finished within `timeout`: a client that
+/// stalled a request's head, body or reading of the answer.
+async fn stalled_after<F: std::future::Future>(timeout: Duration, step: F) -> Option<F::Output> {
+    tokio::time::timeout(timeout, step).await.ok()
+}
+
+/// Ends a stalled request's stream both ways with H3_REQUEST_CANCELLED (RFC 9114 §8.1: the
+/// server may cancel a request), freeing its place in the connection.
+fn cancel(stream: &mut H3Stream) {
+    stream.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
+    stream.stop_sending(h3::error::Code::H3_REQUEST_CANCELLED);
 }

@@ -18,6 +18,20 @@ struct Client {
 }
 
 async fn connect(server: &RunningServer) -> Client {
+    let (endpoint, conn) = quic(server).await;
+    let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(conn))
+        .await
+        .unwrap();
+    tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
+    Client {
+        endpoint,
+        send,
+        port: server.h3_addr().unwrap().port(),
+    }
+}
+
+/// A QUIC connection to the server's h3 port (ALPN h3), for a client that writes its own bytes.
+async fn quic(server: &RunningServer) -> (quinn::Endpoint, quinn::Connection) {
     let mut roots = rustls::RootCertStore::empty();
     roots
         .add(rustls_pki_types::CertificateDer::from(server.cert_der()))
@@ -34,15 +48,66 @@ async fn connect(server: &RunningServer) -> Client {
     endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
     let addr = server.h3_addr().unwrap();
     let conn = endpoint.connect(addr, "localhost").unwrap().await.unwrap();
-    let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(conn))
+    (endpoint, conn)
+}
+
+/// Waits up to 10 s for the server to close a connection as idle; returns how many it did.
+async fn idle_closes(server: &RunningServer) -> u64 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while server.totals().rejected.idle_closed == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.totals().rejected.idle_closed
+}
+
+/// A client that stalls a request, in its head, its body or its reading of the answer, does not
+/// hold the connection open: the request is dropped after the idle timeout, and the idle
+/// connection closed. Each kept its connection (and its `--max-connections` place) for good,
+/// as a request in progress, where HTTP/1.1 and h2 close such a connection on time.
+#[tokio::test]
+async fn a_stalled_h3_request_does_not_hold_its_connection() {
+    let limits = || Limits {
+        idle_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    // Half a HEADERS frame: type 0x01, a length of 64, then 3 bytes of it.
+    let server = support::server(limits());
+    let (_endpoint, conn) = quic(&server).await;
+    let (mut send, _recv) = conn.open_bi().await.unwrap();
+    send.write_all(&[0x01, 0x40, 0x40, 0, 0, 0xd1])
         .await
         .unwrap();
-    tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
-    Client {
-        endpoint,
-        send,
-        port: addr.port(),
-    }
+    assert_eq!(idle_closes(&server).await, 1, "a stalled head");
+
+    // A body that stops: 3 of its 10 bytes.
+    let server = support::server(limits());
+    let client = connect(&server).await;
+    let uri = format!("https://localhost:{}/echo", client.port);
+    let request = http::Request::post(uri)
+        .header("content-length", "10")
+        .body(())
+        .unwrap();
+    let mut stream = client.send.clone().send_request(request).await.unwrap();
+    stream.send_data(Bytes::from_static(b"abc")).await.unwrap();
+    assert!(
+        stream.recv_response().await.is_err(),
+        "cancelled, not answered"
+    );
+    assert_eq!(idle_closes(&server).await, 1, "a stalled body");
+
+    // An answer never read: 16 MiB against quinn's 1.25 MB stream window.
+    let server = support::server(limits());
+    let client = connect(&server).await;
+    let uri = format!("https://localhost:{}/?size=16m", client.port);
+    let mut stream = client
+        .send
+        .clone()
+        .send_request(http::Request::get(uri).body(()).unwrap())
+        .await
+        .unwrap();
+    stream.finish().await.unwrap();
+    let _ = stream.recv_response().await.unwrap();
+    assert_eq!(idle_closes(&server).await, 1, "an answer never read");
 }
 
 /// GETs `target`; returns status and body, or the error text.
