@@ -21,8 +21,10 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-type H3Conn = Connection<h3_quinn::Connection, Bytes>;
-type H3Stream = RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+mod guard;
+
+type H3Conn = Connection<guard::Guarded, Bytes>;
+type H3Stream = RequestStream<guard::GuardedBidi<Bytes>, Bytes>;
 
 /// QUIC transport settings from the limits.
 pub fn transport(limits: &crate::config::Limits) -> quinn::TransportConfig {
@@ -118,8 +120,12 @@ async fn serve_connection(incoming: quinn::Incoming, ctx: Arc<WorkerCtx>, _slot:
 /// the server's `idle_timeout`) ended it.
 async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
     let mut builder = h3::server::builder();
-    builder.max_field_section_size(ctx.limits.max_header_bytes as u64 + 32 * 64);
-    let Ok(mut conn) = builder.build(h3_quinn::Connection::new(quic.clone())).await else {
+    let max_field_section = ctx.limits.max_header_bytes as u64 + 32 * 64;
+    builder.max_field_section_size(max_field_section);
+    // QPACK's Huffman can make a field section's encoding longer than the section (up to 30
+    // bits a byte): up to 4x the limit is read and answered 431; past that, refused unread.
+    let guarded = guard::Guarded::new(quic.clone(), 4 * max_field_section);
+    let Ok(mut conn) = builder.build(guarded).await else {
         return false;
     };
     let mut shutdown = ctx.shutdown.clone();

@@ -386,3 +386,44 @@ async fn echo_bodies_held_on_an_h3_connection_are_bounded() {
     assert_eq!(t.rejected.bodies_too_large, 4, "{t:?}");
     drop(streams);
 }
+
+/// A HEADERS frame announcing far more than the field-section limit is refused at its frame
+/// header (H3_EXCESSIVE_LOAD both ways), before its payload is held: the h3 crate buffered such
+/// a frame whole (20 MiB a stream, 400 MB for 16) before checking the limit. The connection
+/// goes on serving.
+#[tokio::test]
+async fn an_oversized_h3_headers_frame_is_refused_unread() {
+    let server = support::server(Limits::default());
+    let (_endpoint, conn) = quic(&server).await;
+    let (mut send, mut recv) = conn.open_bi().await.unwrap();
+    // HEADERS with a 20 MiB length (a 4-byte varint), then the first of its bytes.
+    let mut frame = vec![0x01];
+    frame.extend_from_slice(&((20u32 << 20) | 0x8000_0000).to_be_bytes());
+    frame.extend_from_slice(&[0; 1000]);
+    let _ = send.write_all(&frame).await;
+    let read = tokio::time::timeout(Duration::from_secs(10), recv.read_to_end(1 << 20)).await;
+    let code = match read.expect("answered in time") {
+        Err(quinn::ReadToEndError::Read(quinn::ReadError::Reset(code))) => code.into_inner(),
+        other => panic!("not reset: {other:?}"),
+    };
+    assert_eq!(code, 0x107, "H3_EXCESSIVE_LOAD");
+    let mut client = connect(&server).await;
+    assert_eq!(get(&mut client, "/").await.unwrap().0, 200);
+}
+
+/// A field section over the limit but within the frame bound is read and answered 431, as on
+/// h1 and h2.
+#[tokio::test]
+async fn h3_headers_over_the_limit_get_431() {
+    let server = support::server(Limits::default());
+    let client = connect(&server).await;
+    let uri = format!("https://localhost:{}/", client.port);
+    let request = http::Request::get(uri)
+        .header("x-big", "a".repeat(20_000))
+        .body(())
+        .unwrap();
+    let mut stream = client.send.clone().send_request(request).await.unwrap();
+    stream.finish().await.unwrap();
+    let response = stream.recv_response().await.unwrap();
+    assert_eq!(response.status(), 431);
+}

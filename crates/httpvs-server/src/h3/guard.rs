@@ -1,0 +1,363 @@
+//! A bound on the HTTP/3 frames a client can make the server hold: the h3 crate buffers every
+//! frame but DATA whole before it looks at it (its `max_field_section_size` is checked on the
+//! complete HEADERS), so a 20 MiB HEADERS frame cost 20 MiB a stream, 400 MB for 16. This wraps
+//! h3-quinn's connection and, on each request stream, reads the frame headers as the bytes go by:
+//! a frame other than DATA that announces more than the bound is refused before its payload is
+//! held (both ways, H3_EXCESSIVE_LOAD).
+
+use bytes::{Buf, Bytes};
+use h3::quic::{self, ConnectionErrorIncoming, StreamErrorIncoming, StreamId, WriteBuf};
+use std::task::{ready, Context, Poll};
+
+/// H3_EXCESSIVE_LOAD (RFC 9114 §8.1): what a stream that announced an oversized frame gets.
+pub const H3_EXCESSIVE_LOAD: u64 = 0x107;
+
+/// HTTP/3 frame type DATA: its payload streams through the h3 crate, so it is not bounded here.
+const FRAME_DATA: u64 = 0x00;
+
+/// h3-quinn's connection with [`FrameBound`] on every request stream it accepts.
+pub struct Guarded {
+    inner: h3_quinn::Connection,
+    /// The largest payload a frame other than DATA may announce.
+    max_frame: u64,
+}
+
+impl Guarded {
+    /// `quic` with frames other than DATA bounded to `max_frame` payload bytes.
+    pub fn new(quic: quinn::Connection, max_frame: u64) -> Guarded {
+        Guarded {
+            inner: h3_quinn::Connection::new(quic),
+            max_frame,
+        }
+    }
+}
+
+impl<B: Buf> quic::Connection<B> for Guarded {
+    type RecvStream = h3_quinn::RecvStream;
+    type OpenStreams = GuardedOpener;
+
+    fn poll_accept_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::RecvStream, ConnectionErrorIncoming>> {
+        quic::Connection::<B>::poll_accept_recv(&mut self.inner, cx)
+    }
+
+    fn poll_accept_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::BidiStream, ConnectionErrorIncoming>> {
+        let stream = ready!(quic::Connection::<B>::poll_accept_bidi(&mut self.inner, cx))?;
+        Poll::Ready(Ok(GuardedBidi {
+            inner: stream,
+            bound: FrameBound::new(self.max_frame),
+        }))
+    }
+
+    fn opener(&self) -> Self::OpenStreams {
+        GuardedOpener {
+            inner: quic::Connection::<B>::opener(&self.inner),
+            max_frame: self.max_frame,
+        }
+    }
+}
+
+/// Both the connection and its opener open streams; the bidirectional ones they open (the
+/// server opens none) are bounded as the accepted ones are.
+macro_rules! open_streams {
+    ($ty:ty) => {
+        impl<B: Buf> quic::OpenStreams<B> for $ty {
+            type SendStream = h3_quinn::SendStream<B>;
+            type BidiStream = GuardedBidi<B>;
+
+            fn poll_open_bidi(
+                &mut self,
+                cx: &mut Context<'_>,
+            ) -> Poll<Result<Self::BidiStream, StreamErrorIncoming>> {
+                let stream = ready!(quic::OpenStreams::<B>::poll_open_bidi(&mut self.inner, cx))?;
+                Poll::Ready(Ok(GuardedBidi {
+                    inner: stream,
+                    bound: FrameBound::new(self.max_frame),
+                }))
+            }
+
+            fn poll_open_send(
+                &mut self,
+                cx: &mut Context<'_>,
+            ) -> Poll<Result<Self::SendStream, StreamErrorIncoming>> {
+                quic::OpenStreams::<B>::poll_open_send(&mut self.inner, cx)
+            }
+
+            fn close(&mut self, code: h3::error::Code, reason: &[u8]) {
+                quic::OpenStreams::<B>::close(&mut self.inner, code, reason);
+            }
+        }
+    };
+}
+
+open_streams!(Guarded);
+open_streams!(GuardedOpener);
+
+/// h3-quinn's stream opener, for [`Guarded`].
+pub struct GuardedOpener {
+    inner: h3_quinn::OpenStreams,
+    max_frame: u64,
+}
+
+/// A request stream whose received frames are bounded.
+pub struct GuardedBidi<B: Buf> {
+    inner: h3_quinn::BidiStream<B>,
+    bound: FrameBound,
+}
+
+impl<B: Buf> quic::BidiStream<B> for GuardedBidi<B> {
+    type SendStream = h3_quinn::SendStream<B>;
+    type RecvStream = GuardedRecv;
+
+    fn split(self) -> (Self::SendStream, Self::RecvStream) {
+        let (send, recv) = self.inner.split();
+        (
+            send,
+            GuardedRecv {
+                inner: recv,
+                bound: self.bound,
+            },
+        )
+    }
+}
+
+impl<B: Buf> quic::RecvStream for GuardedBidi<B> {
+    type Buf = Bytes;
+
+    fn poll_data(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Self::Buf>, StreamErrorIncoming>> {
+        let data = ready!(quic::RecvStream::poll_data(&mut self.inner, cx));
+        let checked = self.bound.check(data);
+        if checked.is_err() {
+            // Refused both ways: the client learns at once, not from a stream that goes quiet.
+            quic::RecvStream::stop_sending(&mut self.inner, H3_EXCESSIVE_LOAD);
+            quic::SendStream::<B>::reset(&mut self.inner, H3_EXCESSIVE_LOAD);
+        }
+        Poll::Ready(checked)
+    }
+
+    fn stop_sending(&mut self, error_code: u64) {
+        quic::RecvStream::stop_sending(&mut self.inner, error_code);
+    }
+
+    fn recv_id(&self) -> StreamId {
+        quic::RecvStream::recv_id(&self.inner)
+    }
+}
+
+impl<B: Buf> quic::SendStream<B> for GuardedBidi<B> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
+        quic::SendStream::<B>::poll_ready(&mut self.inner, cx)
+    }
+
+    fn send_data<T: Into<WriteBuf<B>>>(&mut self, data: T) -> Result<(), StreamErrorIncoming> {
+        quic::SendStream::<B>::send_data(&mut self.inner, data)
+    }
+
+    fn poll_finish(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
+        quic::SendStream::<B>::poll_finish(&mut self.inner, cx)
+    }
+
+    fn reset(&mut self, reset_code: u64) {
+        quic::SendStream::<B>::reset(&mut self.inner, reset_code);
+    }
+
+    fn send_id(&self) -> StreamId {
+        quic::SendStream::<B>::send_id(&self.inner)
+    }
+}
+
+impl<B: Buf> quic::SendStreamUnframed<B> for GuardedBidi<B> {
+    fn poll_send<D: Buf>(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut D,
+    ) -> Poll<Result<usize, StreamErrorIncoming>> {
+        quic::SendStreamUnframed::<B>::poll_send(&mut self.inner, cx, buf)
+    }
+}
+
+/// The receiving half of a split [`GuardedBidi`].
+pub struct GuardedRecv {
+    inner: h3_quinn::RecvStream,
+    bound: FrameBound,
+}
+
+impl quic::RecvStream for GuardedRecv {
+    type Buf = Bytes;
+
+    fn poll_data(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Self::Buf>, StreamErrorIncoming>> {
+        let data = ready!(quic::RecvStream::poll_data(&mut self.inner, cx));
+        let checked = self.bound.check(data);
+        if checked.is_err() {
+            quic::RecvStream::stop_sending(&mut self.inner, H3_EXCESSIVE_LOAD);
+        }
+        Poll::Ready(checked)
+    }
+
+    fn stop_sending(&mut self, error_code: u64) {
+        quic::RecvStream::stop_sending(&mut self.inner, error_code);
+    }
+
+    fn recv_id(&self) -> StreamId {
+        quic::RecvStream::recv_id(&self.inner)
+    }
+}
+
+/// Reads a request stream's frame headers (type and length varints, RFC 9114 §7.1) as its bytes
+/// pass, skipping payloads, and refuses a frame other than DATA announcing over `max_frame`.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameBound {
+    max_frame: u64,
+    state: State,
+    /// The varint being read: its value so far, bytes read and bytes it has.
+    value: u64,
+    have: u8,
+    need: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    FrameType,
+    FrameLength { ty: u64 },
+    Skip { remaining: u64 },
+    Refused,
+}
+
+impl FrameBound {
+    /// A bound of `max_frame` payload bytes for frames other than DATA.
+    pub fn new(max_frame: u64) -> FrameBound {
+        FrameBound {
+            max_frame,
+            state: State::FrameType,
+            value: 0,
+            have: 0,
+            need: 0,
+        }
+    }
+
+    /// Passes a read through, or refuses it once the stream has announced an oversized frame.
+    fn check(
+        &mut self,
+        data: Result<Option<Bytes>, StreamErrorIncoming>,
+    ) -> Result<Option<Bytes>, StreamErrorIncoming> {
+        let refused = || StreamErrorIncoming::StreamTerminated {
+            error_code: H3_EXCESSIVE_LOAD,
+        };
+        if self.state == State::Refused {
+            return Err(refused());
+        }
+        if let Ok(Some(bytes)) = &data {
+            if !self.feed(bytes) {
+                return Err(refused());
+            }
+        }
+        data
+    }
+
+    /// Feeds the next bytes of the stream; false once a frame over the bound is announced.
+    pub fn feed(&mut self, mut bytes: &[u8]) -> bool {
+        while !bytes.is_empty() {
+            match self.state {
+                State::Refused => return false,
+                State::Skip { remaining } => {
+                    let step = remaining.min(bytes.len() as u64);
+                    bytes = &bytes[step as usize..];
+                    self.state = if step == remaining {
+                        State::FrameType
+                    } else {
+                        State::Skip {
+                            remaining: remaining - step,
+                        }
+                    };
+                }
+                State::FrameType | State::FrameLength { .. } => {
+                    let byte = bytes[0];
+                    bytes = &bytes[1..];
+                    if self.have == 0 {
+                        self.need = 1 << (byte >> 6);
+                        self.value = u64::from(byte & 0x3f);
+                    } else {
+                        self.value = (self.value << 8) | u64::from(byte);
+                    }
+                    self.have += 1;
+                    if self.have == self.need {
+                        self.have = 0;
+                        self.on_varint(self.value);
+                    }
+                }
+            }
+        }
+        self.state != State::Refused
+    }
+
+    fn on_varint(&mut self, value: u64) {
+        self.state = match self.state {
+            State::FrameType => State::FrameLength { ty: value },
+            State::FrameLength { ty } if ty != FRAME_DATA && value > self.max_frame => {
+                State::Refused
+            }
+            State::FrameLength { .. } if value == 0 => State::FrameType,
+            State::FrameLength { .. } => State::Skip { remaining: value },
+            other => other,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A frame header: type and length as varints (one or two bytes here).
+    fn header(ty: u8, len: u16) -> Vec<u8> {
+        let mut out = vec![ty];
+        if len < 64 {
+            out.push(len as u8);
+        } else {
+            out.extend_from_slice(&(len | 0x4000).to_be_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn frames_within_the_bound_pass_in_any_chunking() {
+        let mut stream = header(0x01, 100);
+        stream.extend(vec![0u8; 100]);
+        stream.extend(header(0x00, 5000));
+        stream.extend(vec![1u8; 5000]);
+        stream.extend(header(0x21, 0));
+        for size in [1, 3, 7, 4096] {
+            let mut bound = FrameBound::new(100);
+            assert!(
+                stream.chunks(size).all(|c| bound.feed(c)),
+                "chunks of {size}"
+            );
+        }
+    }
+
+    /// A HEADERS frame, or an unknown one (the h3 crate buffers both whole), over the bound is
+    /// refused at its header, before its payload; DATA of any length passes.
+    #[test]
+    fn an_oversized_frame_other_than_data_is_refused_at_its_header() {
+        let mut bound = FrameBound::new(100);
+        assert!(!bound.feed(&header(0x01, 101)));
+        assert!(!bound.feed(&[0]), "stays refused");
+        let mut unknown = FrameBound::new(100);
+        let mut stream = header(0x01, 2);
+        stream.extend([0, 0]);
+        stream.extend(header(0x21, 1000));
+        assert!(!stream.chunks(1).all(|c| unknown.feed(c)));
+        let mut data = FrameBound::new(100);
+        assert!(data.feed(&header(0x00, 16_000)));
+    }
+}
