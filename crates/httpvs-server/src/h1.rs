@@ -136,7 +136,12 @@ impl hyper::service::Service<Request<Incoming>> for H1Service {
             .is_some_and(|max| n >= max);
         let (parts, body) = req.into_parts();
         if parts.method == Method::CONNECT {
-            return H1Future::Ready(Some(finish(connect_not_allowed(), last, &self.ctx)));
+            return H1Future::Ready(Some(finish(
+                connect_not_allowed(),
+                last,
+                parts.version,
+                &self.ctx,
+            )));
         }
         if !host_is_valid(parts.version, &parts.headers) {
             self.ctx.counters.event(Event::BadRequest);
@@ -144,7 +149,7 @@ impl hyper::service::Service<Request<Incoming>> for H1Service {
             let mut answer = respond::error(StatusCode::BAD_REQUEST, text);
             // As nginx does: a client that sends this is not to be trusted with what follows.
             answer.close = true;
-            return H1Future::Ready(Some(finish(answer, last, &self.ctx)));
+            return H1Future::Ready(Some(finish(answer, last, parts.version, &self.ctx)));
         }
         let body_empty = hyper::body::Body::is_end_stream(&body);
         let view = RequestView {
@@ -154,13 +159,16 @@ impl hyper::service::Service<Request<Incoming>> for H1Service {
             body_empty,
         };
         match respond::decide(&view, &self.ctx.limits, &self.ctx.counters) {
-            Decision::Now(answer) => H1Future::Ready(Some(finish(answer, last, &self.ctx))),
+            Decision::Now(answer) => {
+                H1Future::Ready(Some(finish(answer, last, parts.version, &self.ctx)))
+            }
             Decision::Later(pending) => {
                 let ctx = self.ctx.clone();
                 let state = self.state.clone();
+                let version = parts.version;
                 H1Future::Later(Box::pin(async move {
                     let answer = answer_later(*pending, body, body_empty, &ctx, &state).await;
-                    finish(answer, last, &ctx)
+                    finish(answer, last, version, &ctx)
                 }))
             }
         }
@@ -223,11 +231,17 @@ fn host_is_valid(version: Version, headers: &HeaderMap) -> bool {
     }
 }
 
-fn finish(answer: Answer, last: bool, ctx: &WorkerCtx) -> Response<Body> {
+fn finish(answer: Answer, last: bool, version: Version, ctx: &WorkerCtx) -> Response<Body> {
     let mut response = answer.response;
     ctx.counters.status(response.status().as_u16());
     if answer.close || last {
         response.headers_mut().insert(CONNECTION, CLOSE);
+        if version == Version::HTTP_10 {
+            // To an HTTP/1.0 client that asked for keep-alive, hyper adds `keep-alive` to an
+            // HTTP/1.1 answer's Connection (it read `close, keep-alive`); one marked 1.0, as it
+            // goes out anyway, only closes.
+            *response.version_mut() = Version::HTTP_10;
+        }
     }
     response
 }

@@ -198,3 +198,33 @@ fn a_broken_request_body_gets_400_not_an_answer_built_on_part_of_it() {
     let totals = server.totals();
     assert_eq!(totals.rejected.bad_requests, 3, "{totals:?}");
 }
+
+/// An HTTP/1.0 keep-alive request whose answer closes the connection (`close=1`, the last of
+/// `--max-requests-per-conn`, a 400) reads `Connection: close` alone: hyper added `keep-alive`
+/// to it (`close, keep-alive`). One that stays open keeps its `keep-alive`.
+#[test]
+fn an_http10_keepalive_request_closed_after_its_answer_reads_close_alone() {
+    let server = support::server(Limits {
+        max_requests_per_conn: Some(2),
+        ..Limits::default()
+    });
+    let ka = "Connection: keep-alive\r\n";
+    for request in [
+        format!("GET /?close=1 HTTP/1.0\r\n{ka}\r\n"),
+        format!("GET / HTTP/1.0\r\nHost: a@b\r\n{ka}\r\n"),
+    ] {
+        let text = exchange(&server, &request);
+        assert!(text.starts_with("HTTP/1.0 "), "{text}");
+        assert!(text.contains("connection: close\r\n"), "{text}");
+        assert!(!text.contains("keep-alive"), "{text}");
+    }
+    let text = exchange(
+        &server,
+        &format!("GET / HTTP/1.0\r\n{ka}\r\nGET / HTTP/1.0\r\n{ka}\r\n"),
+    );
+    let answers = responses(&text);
+    assert_eq!(answers.len(), 2, "{text}");
+    assert!(answers[0].contains("connection: keep-alive\r\n"), "{text}");
+    assert!(answers[1].contains("connection: close\r\n"), "{text}");
+    assert!(!answers[1].contains("keep-alive"), "{text}");
+}
