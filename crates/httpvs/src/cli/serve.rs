@@ -201,8 +201,12 @@ fn config_from(args: &Args) -> anyhow::Result<(ServeConfig, Duration)> {
             .unwrap_or(Limits::default().max_connections),
         ..Limits::default()
     };
-    if limits.idle_timeout.is_zero() {
-        return Err(usage("--idle-timeout must be above zero"));
+    if limits.idle_timeout < std::time::Duration::from_millis(1) {
+        // QUIC counts its idle timeout in whole milliseconds (under 1 ms is 0: none at all),
+        // and no handshake finishes in less.
+        return Err(usage(
+            "--idle-timeout must be at least 1ms (QUIC counts it in milliseconds)",
+        ));
     }
     if args.max_requests_per_conn == Some(0) {
         return Err(usage("--max-requests-per-conn must be at least 1"));
