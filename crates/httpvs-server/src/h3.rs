@@ -165,9 +165,10 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
         let echo = echo.clone();
         tokio::spawn(async move {
             let answering = Answering::new(&task_ctx);
-            // A head that does not come whole within the idle timeout is dropped, as HTTP/1.1's
-            // header read is bounded (slowloris); until it has come the request is not in
-            // progress, so a stalled one leaves its connection to the idle watch.
+            // A head that does not come whole within the idle timeout is dropped (its stream
+            // closed), as HTTP/1.1's header read is bounded (slowloris); until it has come the
+            // request is not in progress, so a stalled one leaves its connection to the idle
+            // watch.
             let resolving = stalled_after(task_ctx.limits.idle_timeout, resolver.resolve_request());
             let Some(resolved) = resolving.await else {
                 return answering.done();
@@ -234,7 +235,7 @@ impl Drop for EchoShare<'_> {
 /// The HTTP/3 error code for a close without error (RFC 9114 §8.1).
 const H3_NO_ERROR: quinn::VarInt = quinn::VarInt::from_u32(0x100);
 
-/// A request in progress on a connection: from its stream's accept to its answer's end (or the
+/// A request in progress on a connection: from its head's arrival to its answer's end (or the
 /// stream's failure), the connection is not idle however long its `delay` or body takes.
 struct InProgress(Arc<AtomicU32>);
 
@@ -353,7 +354,9 @@ async fn answer(
     // take it, so dropping the stream does not send STOP_SENDING (a frame per request that both
     // sides pay for). A client still sending (a body over the limit, answered 413) is asked to
     // stop with H3_NO_ERROR, as RFC 9114 §4.1 has it: quinn's drop would say 0, which is no
-    // HTTP/3 code, and a client may take it for a failure and drop the answer.
+    // HTTP/3 code, and a client may take it for a failure and drop the answer. (With nothing of
+    // the body waiting, the read is pending and h3-quinn cannot stop its stream: the drop's 0
+    // it is; `guard::GuardedBidi` keeps that from panicking.)
     if !matches!(stream.recv_data().now_or_never(), Some(Ok(None))) {
         stream.stop_sending(h3::error::Code::H3_NO_ERROR);
     }
@@ -399,8 +402,9 @@ async fn stalled_after<F: std::future::Future>(timeout: Duration, step: F) -> Op
     tokio::time::timeout(timeout, step).await.ok()
 }
 
-/// Ends a stalled request's stream both ways with H3_REQUEST_CANCELLED (RFC 9114 §8.1: the
-/// server may cancel a request), freeing its place in the connection.
+/// Ends a stalled request's stream with H3_REQUEST_CANCELLED (RFC 9114 §8.1: the server may
+/// cancel a request), freeing its place in the connection: the answer's side is reset, and the
+/// client is asked to stop sending (with a read pending, h3-quinn cannot: the drop says 0).
 fn cancel(stream: &mut H3Stream) {
     stream.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
     stream.stop_sending(h3::error::Code::H3_REQUEST_CANCELLED);

@@ -58,7 +58,11 @@ fn bad_input_is_one_line_and_exit_2() {
         &["http://127.0.0.1:1/", "-d", "@/no/such/file"],
         // Peers' -d: wrk's duration, h2load's file or stdin. Each would be a 2-byte body.
         &["http://127.0.0.1:1/", "-d", "2s"],
-        &["http://127.0.0.1:1/", "-d", "/etc/hostname"],
+        &[
+            "http://127.0.0.1:1/",
+            "-d",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"),
+        ],
         &["http://127.0.0.1:1/", "-d", "-"],
         // A length that disagrees with the body would fail every request the same way.
         &[
@@ -864,7 +868,8 @@ fn an_interrupt_in_the_warmup_says_nothing_was_measured() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // Well inside the 20 s warm-up, and past the start (the probe) on a loaded machine.
+    std::thread::sleep(std::time::Duration::from_millis(3000));
     // SAFETY: signalling our own child process.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();

@@ -295,10 +295,12 @@ pub fn peek_now(fd: std::os::fd::RawFd, into: &mut [u8]) -> io::Result<usize> {
     }
 }
 
-/// Classifies a TCP connect failure.
+/// Classifies a TCP connect failure. EADDRNOTAVAIL there is most often no free local port
+/// (the note says what else it can be).
 pub fn connect_error_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
         io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
+        io::ErrorKind::AddrNotAvailable => ErrorKind::LocalPorts,
         _ => io_error_kind(e),
     }
 }
@@ -321,7 +323,6 @@ pub fn io_error_kind(e: &io::Error) -> ErrorKind {
         io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted => ErrorKind::Reset,
         io::ErrorKind::UnexpectedEof | io::ErrorKind::BrokenPipe => ErrorKind::ConnectionClosed,
         io::ErrorKind::InvalidData => ErrorKind::Protocol,
-        io::ErrorKind::AddrNotAvailable => ErrorKind::LocalPorts,
         _ => ErrorKind::Io,
     }
 }

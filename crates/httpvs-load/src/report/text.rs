@@ -511,10 +511,11 @@ fn statuses_and_errors(out: &mut String, r: &Report) {
 }
 
 /// Why connects failed as `local_ports`, and what frees ports.
-const LOCAL_PORTS_NOTE: &str = "local_ports: a new connection found no free local port \
-     (EADDRNOTAVAIL). Every connection open to this server, and each one this client closed in \
-     the last 60 s (TIME_WAIT, which --no-keepalive fills), holds a port of \
-     net.ipv4.ip_local_port_range: use fewer connections, keep them alive, or widen the range";
+const LOCAL_PORTS_NOTE: &str = "local_ports: a new connection could not get a local address \
+     (EADDRNOTAVAIL). Most often no local port was free: every connection open to this server, \
+     and each one this client closed in the last 60 s (TIME_WAIT, which --no-keepalive fills), \
+     holds a port of net.ipv4.ip_local_port_range; use fewer connections, keep them alive, or \
+     widen the range. (An IPv6 target on a host with IPv6 off gives it too.)";
 
 /// Cleartext HTTP/1.1 where no request got an answer and every one failed as the server's
 /// bytes not being HTTP or it hanging up: most often http:// to a TLS port (a TLS server

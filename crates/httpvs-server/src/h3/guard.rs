@@ -3,7 +3,7 @@
 //! complete HEADERS), so a 20 MiB HEADERS frame cost 20 MiB a stream, 400 MB for 16. This wraps
 //! h3-quinn's connection and, on each request stream, reads the frame headers as the bytes go by:
 //! a frame other than DATA that announces more than the bound is refused before its payload is
-//! held (both ways, H3_EXCESSIVE_LOAD).
+//! held (both ways, H3_EXCESSIVE_LOAD). The client's control stream is bounded the same way.
 
 use bytes::{Buf, Bytes};
 use h3::quic::{self, ConnectionErrorIncoming, StreamErrorIncoming, StreamId, WriteBuf};
@@ -14,6 +14,8 @@ pub const H3_EXCESSIVE_LOAD: u64 = 0x107;
 
 /// HTTP/3 frame type DATA: its payload streams through the h3 crate, so it is not bounded here.
 const FRAME_DATA: u64 = 0x00;
+/// The unidirectional stream type of a control stream.
+const CONTROL_STREAM: u64 = 0x00;
 
 /// h3-quinn's connection with [`FrameBound`] on every request stream it accepts.
 pub struct Guarded {
@@ -33,14 +35,20 @@ impl Guarded {
 }
 
 impl<B: Buf> quic::Connection<B> for Guarded {
-    type RecvStream = h3_quinn::RecvStream;
+    type RecvStream = GuardedRecv;
     type OpenStreams = GuardedOpener;
 
     fn poll_accept_recv(
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Self::RecvStream, ConnectionErrorIncoming>> {
-        quic::Connection::<B>::poll_accept_recv(&mut self.inner, cx)
+        let stream = ready!(quic::Connection::<B>::poll_accept_recv(&mut self.inner, cx))?;
+        Poll::Ready(Ok(GuardedRecv {
+            id: quic::RecvStream::recv_id(&stream),
+            inner: stream,
+            bound: FrameBound::uni(self.max_frame),
+            read_pending: false,
+        }))
     }
 
     fn poll_accept_bidi(
@@ -48,10 +56,7 @@ impl<B: Buf> quic::Connection<B> for Guarded {
         cx: &mut Context<'_>,
     ) -> Poll<Result<Self::BidiStream, ConnectionErrorIncoming>> {
         let stream = ready!(quic::Connection::<B>::poll_accept_bidi(&mut self.inner, cx))?;
-        Poll::Ready(Ok(GuardedBidi {
-            inner: stream,
-            bound: FrameBound::new(self.max_frame),
-        }))
+        Poll::Ready(Ok(GuardedBidi::new(stream, self.max_frame)))
     }
 
     fn opener(&self) -> Self::OpenStreams {
@@ -75,10 +80,7 @@ macro_rules! open_streams {
                 cx: &mut Context<'_>,
             ) -> Poll<Result<Self::BidiStream, StreamErrorIncoming>> {
                 let stream = ready!(quic::OpenStreams::<B>::poll_open_bidi(&mut self.inner, cx))?;
-                Poll::Ready(Ok(GuardedBidi {
-                    inner: stream,
-                    bound: FrameBound::new(self.max_frame),
-                }))
+                Poll::Ready(Ok(GuardedBidi::new(stream, self.max_frame)))
             }
 
             fn poll_open_send(
@@ -105,9 +107,27 @@ pub struct GuardedOpener {
 }
 
 /// A request stream whose received frames are bounded.
+///
+/// It also keeps h3-quinn from panicking: while a read is pending, h3-quinn's receive side has
+/// moved its quinn stream into the read, and `stop_sending` or `recv_id` would unwrap `None`
+/// (a client that stalls its upload, then the server asks it to stop). The id is kept from the
+/// start, and a stop asked for while a read is pending is left to the stream's drop.
 pub struct GuardedBidi<B: Buf> {
     inner: h3_quinn::BidiStream<B>,
     bound: FrameBound,
+    id: StreamId,
+    read_pending: bool,
+}
+
+impl<B: Buf> GuardedBidi<B> {
+    fn new(inner: h3_quinn::BidiStream<B>, max_frame: u64) -> GuardedBidi<B> {
+        GuardedBidi {
+            id: quic::SendStream::<B>::send_id(&inner),
+            inner,
+            bound: FrameBound::new(max_frame),
+            read_pending: false,
+        }
+    }
 }
 
 impl<B: Buf> quic::BidiStream<B> for GuardedBidi<B> {
@@ -121,6 +141,8 @@ impl<B: Buf> quic::BidiStream<B> for GuardedBidi<B> {
             GuardedRecv {
                 inner: recv,
                 bound: self.bound,
+                id: self.id,
+                read_pending: self.read_pending,
             },
         )
     }
@@ -133,7 +155,9 @@ impl<B: Buf> quic::RecvStream for GuardedBidi<B> {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<Self::Buf>, StreamErrorIncoming>> {
+        self.read_pending = true;
         let data = ready!(quic::RecvStream::poll_data(&mut self.inner, cx));
+        self.read_pending = false;
         let checked = self.bound.check(data);
         if checked.is_err() {
             // Refused both ways: the client learns at once, not from a stream that goes quiet.
@@ -144,11 +168,13 @@ impl<B: Buf> quic::RecvStream for GuardedBidi<B> {
     }
 
     fn stop_sending(&mut self, error_code: u64) {
-        quic::RecvStream::stop_sending(&mut self.inner, error_code);
+        if !self.read_pending {
+            quic::RecvStream::stop_sending(&mut self.inner, error_code);
+        }
     }
 
     fn recv_id(&self) -> StreamId {
-        quic::RecvStream::recv_id(&self.inner)
+        self.id
     }
 }
 
@@ -184,10 +210,14 @@ impl<B: Buf> quic::SendStreamUnframed<B> for GuardedBidi<B> {
     }
 }
 
-/// The receiving half of a split [`GuardedBidi`].
+/// A receiving stream bounded as [`GuardedBidi`]'s is: the half of a split one, or a
+/// unidirectional stream of the client's (its control stream is bounded as request streams
+/// are; the others pass as they are).
 pub struct GuardedRecv {
     inner: h3_quinn::RecvStream,
     bound: FrameBound,
+    id: StreamId,
+    read_pending: bool,
 }
 
 impl quic::RecvStream for GuardedRecv {
@@ -197,7 +227,9 @@ impl quic::RecvStream for GuardedRecv {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<Self::Buf>, StreamErrorIncoming>> {
+        self.read_pending = true;
         let data = ready!(quic::RecvStream::poll_data(&mut self.inner, cx));
+        self.read_pending = false;
         let checked = self.bound.check(data);
         if checked.is_err() {
             quic::RecvStream::stop_sending(&mut self.inner, H3_EXCESSIVE_LOAD);
@@ -206,11 +238,13 @@ impl quic::RecvStream for GuardedRecv {
     }
 
     fn stop_sending(&mut self, error_code: u64) {
-        quic::RecvStream::stop_sending(&mut self.inner, error_code);
+        if !self.read_pending {
+            quic::RecvStream::stop_sending(&mut self.inner, error_code);
+        }
     }
 
     fn recv_id(&self) -> StreamId {
-        quic::RecvStream::recv_id(&self.inner)
+        self.id
     }
 }
 
@@ -228,9 +262,17 @@ pub struct FrameBound {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
+    /// A unidirectional stream's type, before its frames.
+    StreamType,
+    /// Not a stream of frames bounded here (QPACK's, or a type the h3 crate refuses).
+    Pass,
     FrameType,
-    FrameLength { ty: u64 },
-    Skip { remaining: u64 },
+    FrameLength {
+        ty: u64,
+    },
+    Skip {
+        remaining: u64,
+    },
     Refused,
 }
 
@@ -243,6 +285,15 @@ impl FrameBound {
             value: 0,
             have: 0,
             need: 0,
+        }
+    }
+
+    /// The same bound on a unidirectional stream: on the control stream (type 0x00), whose
+    /// frames the h3 crate reads as it reads a request's; other types pass.
+    pub fn uni(max_frame: u64) -> FrameBound {
+        FrameBound {
+            state: State::StreamType,
+            ..FrameBound::new(max_frame)
         }
     }
 
@@ -270,6 +321,7 @@ impl FrameBound {
         while !bytes.is_empty() {
             match self.state {
                 State::Refused => return false,
+                State::Pass => return true,
                 State::Skip { remaining } => {
                     let step = remaining.min(bytes.len() as u64);
                     bytes = &bytes[step as usize..];
@@ -281,7 +333,7 @@ impl FrameBound {
                         }
                     };
                 }
-                State::FrameType | State::FrameLength { .. } => {
+                State::StreamType | State::FrameType | State::FrameLength { .. } => {
                     let byte = bytes[0];
                     bytes = &bytes[1..];
                     if self.have == 0 {
@@ -303,6 +355,8 @@ impl FrameBound {
 
     fn on_varint(&mut self, value: u64) {
         self.state = match self.state {
+            State::StreamType if value == CONTROL_STREAM => State::FrameType,
+            State::StreamType => State::Pass,
             State::FrameType => State::FrameLength { ty: value },
             State::FrameLength { ty } if ty != FRAME_DATA && value > self.max_frame => {
                 State::Refused
@@ -359,5 +413,20 @@ mod tests {
         assert!(!stream.chunks(1).all(|c| unknown.feed(c)));
         let mut data = FrameBound::new(100);
         assert!(data.feed(&header(0x00, 16_000)));
+    }
+
+    /// On the client's control stream every frame is bounded (the h3 crate holds an unknown
+    /// one whole before it skips it); QPACK's streams pass.
+    #[test]
+    fn the_control_stream_is_bounded_and_other_uni_streams_pass() {
+        let mut control = vec![0x00];
+        control.extend(header(0x04, 0));
+        control.extend(header(0x21, 1000));
+        let mut bound = FrameBound::uni(100);
+        assert!(!control.chunks(2).all(|c| bound.feed(c)));
+        let mut encoder = vec![0x02];
+        encoder.extend(vec![0xff; 5000]);
+        let mut bound = FrameBound::uni(100);
+        assert!(bound.feed(&encoder));
     }
 }

@@ -128,11 +128,7 @@ pub(super) fn parse_header(h: &str) -> anyhow::Result<(http::HeaderName, http::H
             "-H \"Host:\" with no value: HTTP/1.1 needs a Host (httpvs takes it from the URL); give a name, or --connect-to to send the URL's name to another address",
         ));
     }
-    if name == http::header::HOST
-        && value
-            .to_str()
-            .map_or(true, |v| v.parse::<http::uri::Authority>().is_err())
-    {
+    if name == http::header::HOST && !is_host_and_port(&value) {
         // h2 and h3 carry Host as :authority, which must be host[:port]; such a value would go
         // out as is on h1 (and get 400) while h2 and h3 fell back to the URL's authority.
         return Err(usage(format!(
@@ -140,6 +136,24 @@ pub(super) fn parse_header(h: &str) -> anyhow::Result<(http::HeaderName, http::H
         )));
     }
     Ok((name, value))
+}
+
+/// `host[:port]`: an authority without userinfo (which RFC 9113 forbids in `:authority` and
+/// servers answer 400 on HTTP/1.1), with a port of digits if any.
+fn is_host_and_port(value: &http::HeaderValue) -> bool {
+    let Ok(text) = value.to_str() else {
+        return false;
+    };
+    let Ok(authority) = text.parse::<http::uri::Authority>() else {
+        return false;
+    };
+    // What follows the host: nothing, or `:` and a port of digits (`x:8o` parses).
+    let after = text.get(authority.host().len()..).unwrap_or("");
+    let port_ok = match after.strip_prefix(':') {
+        None => after.is_empty(),
+        Some(port) => !port.is_empty() && port.parse::<u16>().is_ok(),
+    };
+    !text.contains('@') && port_ok
 }
 
 /// `--window SIZE` and `--connection-window SIZE`, as `load` and `trace` take them. Boxed
@@ -532,6 +546,19 @@ mod tests {
         assert_eq!(parse_duration("1.5m"), Some(Duration::from_secs(90)));
         assert_eq!(parse_duration("ten"), None);
         assert_eq!(parse_duration("5y"), None);
+    }
+
+    /// A Host h2 and h3 can carry as :authority, as h1 servers take it: no userinfo, a
+    /// numeric port.
+    #[test]
+    fn a_host_header_is_host_and_port() {
+        let host = |v: &str| parse_header(&format!("Host: {v}")).is_ok();
+        for good in ["x", "example.com:8080", "[::1]:80", "127.0.0.1"] {
+            assert!(host(good), "{good}");
+        }
+        for bad in ["a b", "a@b", "user:pw@x", "x:8o", "x/y"] {
+            assert!(!host(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -112,7 +112,9 @@ pub fn usage_error(err: clap::Error) -> ExitCode {
         }
         _ => {
             let line = plain_value_reason(&clap_one_line(&err.to_string()));
-            match peer_flag_hint(&line) {
+            // The subcommand as typed (clap's error does not say which one it was parsing).
+            let subcommand = std::env::args_os().nth(1).unwrap_or_default();
+            match peer_flag_hint(&line, &subcommand.to_string_lossy()) {
                 Some(hint) => say!("httpvs: {line}: {hint}"),
                 None => say!("httpvs: {line} (see --help)"),
             }
@@ -124,13 +126,12 @@ pub fn usage_error(err: clap::Error) -> ExitCode {
 /// For a flag of the peers (h2load, wrk2, oha, hey) that httpvs spells otherwise or leaves
 /// out, what to use instead: users bring their commands with them. `load` takes their load
 /// flags; `compare` only h2load's duration; elsewhere they have no twin.
-fn peer_flag_hint(line: &str) -> Option<&'static str> {
+fn peer_flag_hint(line: &str, subcommand: &str) -> Option<&'static str> {
     let flag = line
         .strip_prefix("unexpected argument '")?
         .split('\'')
         .next()?;
     let flag = flag.split('=').next().unwrap_or(flag);
-    let subcommand = std::env::args().nth(1).unwrap_or_default();
     if subcommand == "compare" && flag == "-D" {
         return Some("h2load's -D is --duration here");
     }
@@ -249,11 +250,18 @@ mod tests {
     #[test]
     fn peer_flags_say_what_to_use_instead() {
         use super::peer_flag_hint;
-        let hint = |f: &str| peer_flag_hint(&format!("unexpected argument '{f}' found"));
+        let line = |f: &str| format!("unexpected argument '{f}' found");
+        let hint = |f: &str| peer_flag_hint(&line(f), "load");
         assert!(hint("-T").is_some_and(|h| h.contains("--timeout")));
         assert!(hint("-R").is_some_and(|h| h.contains("--rate")));
         assert!(hint("--connection-inactivity-timeout=5").is_some());
         assert_eq!(hint("--bogus"), None);
+        // Load's flags have no twin in trace; compare takes h2load's duration its own way.
+        assert_eq!(peer_flag_hint(&line("-R"), "trace"), None);
+        assert_eq!(
+            peer_flag_hint(&line("-D"), "compare"),
+            Some("h2load's -D is --duration here")
+        );
     }
 
     #[test]
