@@ -43,11 +43,10 @@ impl<B: Buf> quic::Connection<B> for Guarded {
         cx: &mut Context<'_>,
     ) -> Poll<Result<Self::RecvStream, ConnectionErrorIncoming>> {
         let stream = ready!(quic::Connection::<B>::poll_accept_recv(&mut self.inner, cx))?;
+        let id = quic::RecvStream::recv_id(&stream);
         Poll::Ready(Ok(GuardedRecv {
-            id: quic::RecvStream::recv_id(&stream),
             inner: stream,
-            bound: FrameBound::uni(self.max_frame),
-            read_pending: false,
+            guard: RecvGuard::new(id, FrameBound::uni(self.max_frame)),
         }))
     }
 
@@ -106,26 +105,20 @@ pub struct GuardedOpener {
     max_frame: u64,
 }
 
-/// A request stream whose received frames are bounded.
-///
-/// It also keeps h3-quinn from panicking: while a read is pending, h3-quinn's receive side has
-/// moved its quinn stream into the read, and `stop_sending` or `recv_id` would unwrap `None`
-/// (a client that stalls its upload, then the server asks it to stop). The id is kept from the
-/// start, and a stop asked for while a read is pending is left to the stream's drop.
+/// A request stream whose received frames are bounded (by its [`RecvGuard`]).
 pub struct GuardedBidi<B: Buf> {
     inner: h3_quinn::BidiStream<B>,
-    bound: FrameBound,
-    id: StreamId,
-    read_pending: bool,
+    guard: RecvGuard,
 }
 
 impl<B: Buf> GuardedBidi<B> {
     fn new(inner: h3_quinn::BidiStream<B>, max_frame: u64) -> GuardedBidi<B> {
         GuardedBidi {
-            id: quic::SendStream::<B>::send_id(&inner),
+            guard: RecvGuard::new(
+                quic::SendStream::<B>::send_id(&inner),
+                FrameBound::new(max_frame),
+            ),
             inner,
-            bound: FrameBound::new(max_frame),
-            read_pending: false,
         }
     }
 }
@@ -136,15 +129,8 @@ impl<B: Buf> quic::BidiStream<B> for GuardedBidi<B> {
 
     fn split(self) -> (Self::SendStream, Self::RecvStream) {
         let (send, recv) = self.inner.split();
-        (
-            send,
-            GuardedRecv {
-                inner: recv,
-                bound: self.bound,
-                id: self.id,
-                read_pending: self.read_pending,
-            },
-        )
+        let guard = self.guard;
+        (send, GuardedRecv { inner: recv, guard })
     }
 }
 
@@ -155,26 +141,20 @@ impl<B: Buf> quic::RecvStream for GuardedBidi<B> {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<Self::Buf>, StreamErrorIncoming>> {
-        self.read_pending = true;
-        let data = ready!(quic::RecvStream::poll_data(&mut self.inner, cx));
-        self.read_pending = false;
-        let checked = self.bound.check(data);
-        if checked.is_err() {
+        let polled = self.guard.poll_data(&mut self.inner, cx);
+        if self.guard.bound.refused() {
             // Refused both ways: the client learns at once, not from a stream that goes quiet.
-            quic::RecvStream::stop_sending(&mut self.inner, H3_EXCESSIVE_LOAD);
             quic::SendStream::<B>::reset(&mut self.inner, H3_EXCESSIVE_LOAD);
         }
-        Poll::Ready(checked)
+        polled
     }
 
     fn stop_sending(&mut self, error_code: u64) {
-        if !self.read_pending {
-            quic::RecvStream::stop_sending(&mut self.inner, error_code);
-        }
+        self.guard.stop_sending(&mut self.inner, error_code);
     }
 
     fn recv_id(&self) -> StreamId {
-        self.id
+        self.guard.id
     }
 }
 
@@ -215,9 +195,7 @@ impl<B: Buf> quic::SendStreamUnframed<B> for GuardedBidi<B> {
 /// are; the others pass as they are).
 pub struct GuardedRecv {
     inner: h3_quinn::RecvStream,
-    bound: FrameBound,
-    id: StreamId,
-    read_pending: bool,
+    guard: RecvGuard,
 }
 
 impl quic::RecvStream for GuardedRecv {
@@ -227,24 +205,58 @@ impl quic::RecvStream for GuardedRecv {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<Self::Buf>, StreamErrorIncoming>> {
+        self.guard.poll_data(&mut self.inner, cx)
+    }
+
+    fn stop_sending(&mut self, error_code: u64) {
+        self.guard.stop_sending(&mut self.inner, error_code);
+    }
+
+    fn recv_id(&self) -> StreamId {
+        self.guard.id
+    }
+}
+
+/// What the guarded streams add to h3-quinn's receiving side: the frame bound, and no panic.
+/// While a read is pending, h3-quinn's receive side has moved its quinn stream into the read,
+/// and its `stop_sending` or `recv_id` would unwrap `None` (a client that stalls its upload,
+/// then the server asks it to stop). The id is kept from the start, and a stop asked for while
+/// a read is pending is left to the stream's drop.
+struct RecvGuard {
+    bound: FrameBound,
+    id: StreamId,
+    read_pending: bool,
+}
+
+impl RecvGuard {
+    fn new(id: StreamId, bound: FrameBound) -> RecvGuard {
+        RecvGuard {
+            bound,
+            id,
+            read_pending: false,
+        }
+    }
+
+    /// `inner`'s next read, checked against the bound; a refusal asks the client to stop.
+    fn poll_data<R: quic::RecvStream<Buf = Bytes>>(
+        &mut self,
+        inner: &mut R,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
         self.read_pending = true;
-        let data = ready!(quic::RecvStream::poll_data(&mut self.inner, cx));
+        let data = ready!(inner.poll_data(cx));
         self.read_pending = false;
         let checked = self.bound.check(data);
         if checked.is_err() {
-            quic::RecvStream::stop_sending(&mut self.inner, H3_EXCESSIVE_LOAD);
+            inner.stop_sending(H3_EXCESSIVE_LOAD);
         }
         Poll::Ready(checked)
     }
 
-    fn stop_sending(&mut self, error_code: u64) {
+    fn stop_sending<R: quic::RecvStream>(&mut self, inner: &mut R, error_code: u64) {
         if !self.read_pending {
-            quic::RecvStream::stop_sending(&mut self.inner, error_code);
+            inner.stop_sending(error_code);
         }
-    }
-
-    fn recv_id(&self) -> StreamId {
-        self.id
     }
 }
 
@@ -295,6 +307,11 @@ impl FrameBound {
             state: State::StreamType,
             ..FrameBound::new(max_frame)
         }
+    }
+
+    /// Whether the stream announced a frame over the bound.
+    fn refused(&self) -> bool {
+        self.state == State::Refused
     }
 
     /// Passes a read through, or refuses it once the stream has announced an oversized frame.
