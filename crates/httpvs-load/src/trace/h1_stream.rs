@@ -100,7 +100,7 @@ impl H1State {
                 _ => &mut self.sent,
             };
             if let Some(body) = reader.body.as_mut() {
-                let used = body.feed(bytes);
+                let used = body.feed(bytes, &self.recorder);
                 bytes = &bytes[used..];
                 if body.is_done() {
                     if let Some(body) = reader.body.take() {
@@ -255,22 +255,23 @@ impl Body {
     }
 
     /// Consumes body bytes from `bytes`; returns how many belonged to the body.
-    fn feed(&mut self, bytes: &[u8]) -> usize {
+    fn feed(&mut self, bytes: &[u8], recorder: &Recorder) -> usize {
+        let keep = |text: &mut Option<Vec<u8>>, body: &[u8]| {
+            if let Some(text) = text {
+                text.extend_from_slice(&body[..recorder.body_room(body.len())]);
+            }
+        };
         match &mut self.left {
             BodyLeft::Length(left) => {
                 let take = (*left).min(bytes.len() as u64) as usize;
                 *left -= take as u64;
                 self.length += take as u64;
-                if let Some(text) = &mut self.text {
-                    text.extend_from_slice(&bytes[..take]);
-                }
+                keep(&mut self.text, &bytes[..take]);
                 take
             }
             BodyLeft::UntilClose => {
                 self.length += bytes.len() as u64;
-                if let Some(text) = &mut self.text {
-                    text.extend_from_slice(bytes);
-                }
+                keep(&mut self.text, bytes);
                 bytes.len()
             }
             BodyLeft::Chunked(chunked, pending) => {

@@ -138,11 +138,12 @@ impl FrameDecoder {
         let Some((data, _)) = unpad(header, payload) else {
             return H2Detail::Malformed;
         };
+        let shown = self.show_body.then(|| self.recorder.body_room(data.len()));
         H2Detail::Data {
             data_len: data.len() as u64,
-            text: self
-                .show_body
-                .then(|| String::from_utf8_lossy(data).into_owned()),
+            text: shown
+                .filter(|room| *room > 0 || data.is_empty())
+                .map(|room| String::from_utf8_lossy(&data[..room]).into_owned()),
         }
     }
 

@@ -125,8 +125,12 @@ impl H3TapObserver for H3Streams {
                 length: len,
                 // A request carries its whole body in one DATA frame.
                 text: (sent && ty == FRAME_DATA)
-                    .then(|| self.request_body.clone())
-                    .flatten(),
+                    .then_some(self.request_body.as_deref())
+                    .flatten()
+                    .map(|body| {
+                        let room = self.recorder.body_room(body.len());
+                        String::from_utf8_lossy(&body.as_bytes()[..room]).into_owned()
+                    }),
             },
             FrameEvent::Goaway(id) => {
                 self.goaway

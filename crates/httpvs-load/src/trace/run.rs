@@ -7,7 +7,6 @@ use super::h1_stream::H1Wire;
 use super::h2_frames::H2Wire;
 use super::h3_streams::{self, H3Streams, BODY_NOT_VISIBLE, NOT_VISIBLE};
 use super::recorder::Recorder;
-use super::summary::summarize;
 use super::tls_version::TlsVersionLog;
 use super::Trace;
 use crate::config::{ProtocolChoice, TlsOptions};
@@ -171,7 +170,7 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
         }
     };
     let events = recorder.events();
-    let summary = summarize(kind, config.requests, &events, outcome.wire);
+    let summary = recorder.summary(kind, config.requests, outcome.wire);
     let failure = outcome.connect_failure.or_else(|| {
         let (n, why) = outcome.first_failure?;
         let (failed, not_sent) = (summary.failed, summary.not_sent);
