@@ -380,6 +380,26 @@ fn requests_the_server_never_let_us_send_are_counted_as_not_sent() {
     }
 }
 
+/// Two streams at a time, one request per connection: stream 3 went out above the GOAWAY's
+/// last stream id (failed, unprocessed), and the third request never had a stream (not sent).
+/// That line read FAILED, as the second's, while the summary said one failed and one not sent.
+#[test]
+fn a_request_line_agrees_with_the_summary_when_a_goaway_splits_sent_and_unsent() {
+    let server = serve(Limits {
+        max_streams: 2,
+        max_requests_per_conn: Some(1),
+        ..Limits::default()
+    });
+    let url = format!("http://{}/", server.http_addr().expect("http"));
+    let out = trace(&["-p", "h2c", "-m", "3", &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().unwrap_or_default();
+    assert!(last.contains(" answered=1 failed=1 not_sent=1 "), "{text}");
+    let failed = text.lines().filter(|l| l.contains(" FAILED: ")).count();
+    let not_sent = text.lines().filter(|l| l.contains(" not sent: ")).count();
+    assert_eq!((failed, not_sent), (1, 1), "{text}");
+}
+
 #[test]
 fn a_connection_closed_mid_way_counts_sent_and_unsent_requests() {
     // `close=1`: the first response says Connection: close; the pipelined others were sent

@@ -134,12 +134,12 @@ pub fn quic_cause(quic: Option<&quinn::Connection>) -> Option<String> {
     Some(format!("QUIC connection: {reason}"))
 }
 
-/// For an h2 request the server's GOAWAY turned away: `Some(last stream id)` when every stream
-/// we opened is at or below it, so this request never had a stream (it was not sent, rather
-/// than sent and left unprocessed).
-pub fn h2_unsent_under_goaway(events: &[TraceEvent]) -> Option<u32> {
+/// For h2 requests the server's GOAWAY turned away: its last stream id, and how many streams
+/// we opened above it (sent, left unprocessed). The requests turned away past that many never
+/// had a stream: they were not sent, as the summary counts them.
+pub fn h2_opened_above_goaway(events: &[TraceEvent]) -> Option<(u32, u32)> {
     let mut last_goaway = None;
-    let mut highest_opened = 0;
+    let mut opened = std::collections::BTreeSet::new();
     for e in events {
         let EventKind::H2Frame(f) = &e.kind else {
             continue;
@@ -149,12 +149,13 @@ pub fn h2_unsent_under_goaway(events: &[TraceEvent]) -> Option<u32> {
                 last_goaway = Some(*last_stream)
             }
             (_, Direction::Send) if f.frame_type == 0x1 => {
-                highest_opened = highest_opened.max(f.stream)
+                opened.insert(f.stream);
             }
             _ => {}
         }
     }
-    last_goaway.filter(|last| highest_opened <= *last)
+    let last = last_goaway?;
+    Some((last, opened.range(last + 1..).count() as u32))
 }
 
 /// The cause an h2 connection shows: the server's last GOAWAY with an error code, if any.

@@ -128,6 +128,7 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
         keylog: &keylog,
         kind,
         h3: None,
+        goaway_refused: std::sync::atomic::AtomicU32::new(0),
     };
     let outcome = match kind {
         ProtocolKind::H1 => {
@@ -230,6 +231,9 @@ struct Session<'a> {
     kind: ProtocolKind,
     /// h3 only: the stream observer (GOAWAY, which request opened which stream, the close).
     h3: Option<Arc<H3Streams>>,
+    /// h2: requests a GOAWAY turned away so far; the first ones take the streams opened above
+    /// its last id (sent, unprocessed), the rest were not sent.
+    goaway_refused: std::sync::atomic::AtomicU32,
 }
 
 impl Session<'_> {
@@ -364,8 +368,13 @@ impl Session<'_> {
             return result.map_err(|e| {
                 let events = self.recorder.events();
                 if matches!(e, SendError::Retry(RetryReason::Goaway(_))) {
-                    if let Some(last) = failure::h2_unsent_under_goaway(&events) {
-                        return failure::not_sent_after_goaway(&format!("last stream id {last}"));
+                    if let Some((last, above)) = failure::h2_opened_above_goaway(&events) {
+                        let refused = &self.goaway_refused;
+                        if refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= above {
+                            return failure::not_sent_after_goaway(&format!(
+                                "last stream id {last}"
+                            ));
+                        }
                     }
                 }
                 failure::send_failure(e, failure::h2_cause(&events).as_deref())
