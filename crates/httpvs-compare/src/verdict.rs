@@ -157,6 +157,22 @@ pub fn ties(a: &Row, b: &Row) -> bool {
     top > 0.0 && diff / top <= SINGLE_RUN_TIE
 }
 
+/// Which rule of [`ties`] makes `a` and `b` a tie, in words: ranges that meet, a difference
+/// within one round of requests in flight, or the 5% rule ("too close to call") when no row
+/// has a spread (a single run, or repeats that all read the same: that tie was credited to the
+/// one-round rule, beside a spread of ±0%).
+fn tie_rule(a: &Row, b: &Row) -> &'static str {
+    let spread = a.rps.min < a.rps.max || b.rps.min < b.rps.max;
+    let diff = (a.rps.median - b.rps.median).abs();
+    if a.runs > 1 && spread && overlap(a, b) {
+        "inside the spread"
+    } else if a.runs > 1 && diff <= round_rps(a).max(round_rps(b)) * (1.0 + 1e-9) {
+        "within one round of requests in flight"
+    } else {
+        "too close to call"
+    }
+}
+
 /// Whether two rows' min-max ranges of req/s meet.
 fn overlap(a: &Row, b: &Row) -> bool {
     a.rps.min <= b.rps.max && b.rps.min <= a.rps.max
@@ -416,6 +432,37 @@ pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
     v
 }
 
+/// How far a row's B/req may read high: it divides every byte of the measured period by the
+/// completed requests, while warm-up requests that ended in the period, failed ones and ones
+/// cut off at its end moved bytes too, up to (completed + those) / completed. `None` under
+/// [`CUT_OFF_SHARE`] of the completed, as `load`'s note.
+pub fn bytes_high(row: &Row) -> Option<f64> {
+    let others = row.cut_off + row.warmup_finished + row.errors;
+    (row.failure.is_none()
+        && row.succeeded > 0
+        && others as f64 >= row.succeeded as f64 * CUT_OFF_SHARE)
+        .then(|| (row.succeeded + others) as f64 / row.succeeded as f64)
+}
+
+/// One line for a table's rows whose B/req may read high (see [`bytes_high`]): "B/req counts
+/// ...: h1 up to 1.14x high, h2c up to 1.29x".
+pub fn bytes_note(rows: &[Row]) -> Option<String> {
+    let each: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            bytes_high(r).map(|h| format!("{} up to {}", label(r, rows), format_ratio(h)))
+        })
+        .collect();
+    (!each.is_empty()).then(|| {
+        format!(
+            "B/req divides the period's bytes by its completed requests, while warm-up requests \
+             that ended in it, failed ones and ones still in flight at its end moved bytes too, \
+             so it may read high: {}",
+            each.join(", ")
+        )
+    })
+}
+
 /// "no verdict: h1 completed 2 of 34 started in 1 s, ...; run longer with --duration".
 fn no_verdict_line(blocking: &[&(&Row, String)], rows: &[Row]) -> String {
     let each: Vec<String> = blocking
@@ -519,18 +566,18 @@ fn ranked_verdict(
             "tie: {}{}",
             names.join(" ≈ "),
             parenthesised(&[
-                // A single run has no spread: the rule that made the tie follows. Repeats
-                // whose ranges do not meet tie only by the one-round rule: say that one.
-                Some(
-                    if best.runs <= 1 {
-                        "too close to call"
-                    } else if compared.iter().all(|r| overlap(best, r)) {
-                        "inside the spread"
-                    } else {
-                        "within one round of requests in flight"
+                // The rule that made each tie (a single run has no spread: the 5% rule
+                // follows), each named once.
+                Some({
+                    let mut rules: Vec<&str> = Vec::new();
+                    for r in compared.iter().filter(|r| !std::ptr::eq(**r, best)) {
+                        let rule = tie_rule(best, r);
+                        if !rules.contains(&rule) {
+                            rules.push(rule);
+                        }
                     }
-                    .into()
-                ),
+                    rules.join("; ")
+                }),
                 base_note,
                 by_median,
                 tied_note,
@@ -660,7 +707,7 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
         Some(why) if lost_handshakes(row) => {
             out.push(format!("{name}: too thin to rank: {why} ({LOST})"));
         }
-        Some(why) if mostly_not_2xx(row).is_some() => {
+        Some(why) if mostly_not_2xx(row).is_some() || failed_all(row) => {
             out.push(format!("{name}: not ranked: {why}"));
             return out;
         }
@@ -726,34 +773,13 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
     }
     let ended_or_cut = row.succeeded + row.errors + row.cut_off;
     let share = row.cut_off as f64 / ended_or_cut.max(1) as f64;
-    // B/req divides every byte on the wire by completed requests, while warm-up requests that
-    // ended in the period, failed ones and cut-off ones moved bytes too: it may read up to
-    // (completed + those) / completed high, as `load`'s note says.
-    let others = row.cut_off + row.warmup_finished + row.errors;
-    let high = (row.succeeded > 0 && others as f64 >= row.succeeded as f64 * CUT_OFF_SHARE)
-        .then(|| format_ratio((row.succeeded + others) as f64 / row.succeeded as f64));
     if share >= CUT_OFF_SHARE {
-        let mut line = format!(
+        out.push(format!(
             "{name}: {:.0}% of its requests ({} of {}) were still in flight when the \
              measured period ended",
             share * 100.0,
             count(row.cut_off),
             count(ended_or_cut)
-        );
-        if let Some(high) = high {
-            line.push_str(&format!(
-                "; its B/req counts their partial transfers over completed requests only, so it \
-                 may read up to {high} high"
-            ));
-        }
-        out.push(line);
-    } else if let Some(high) = high {
-        out.push(format!(
-            "{name}: its B/req divides the period's bytes by its {} completed requests, while \
-             {} more (warm-up ones that ended in it, failed ones, ones cut off) moved bytes too: \
-             it may read up to {high} high",
-            count(row.succeeded),
-            count(others)
         ));
     }
     if row.link_queue_drops > 0 {

@@ -56,6 +56,7 @@ pub fn views(results: &Results) -> Vec<TableView<'_>> {
             let anomalies = rows
                 .iter()
                 .flat_map(|r| verdict::anomalies(r, &rows, client_cpus, repeats))
+                .chain(verdict::bytes_note(&rows))
                 .collect();
             let name = if results.several_payloads() {
                 format!("{}/{}", table.condition, table.payload)
