@@ -299,10 +299,11 @@ fn several_urls_are_sent_in_turn() {
     )
     .unwrap();
     let small = format!("{base}?size=100");
+    // One connection each: the turn is per connection (below), so the split is exact.
     let cases: [&[&str]; 3] = [
-        &[&small, "/?size=1000", "-p", "h1", "-c", "3"],
-        &[&small, "/?size=1000", "-p", "h2c", "-c", "2", "-m", "4"],
-        &["-i", list.to_str().unwrap(), "-p", "h1", "-c", "3"],
+        &[&small, "/?size=1000", "-p", "h1", "-c", "1"],
+        &[&small, "/?size=1000", "-p", "h2c", "-c", "1", "-m", "4"],
+        &["-i", list.to_str().unwrap(), "-p", "h1", "-c", "1"],
     ];
     for args in cases {
         let out = httpvs(&[args, &["-n", "100", "-t", "1", "--json", "--no-progress"]].concat());
@@ -1151,6 +1152,50 @@ fn h2load_and_oha_spellings_work() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(report["shape"]["keepalive"], false);
     assert_eq!(report["connections"]["opened"], 3);
+}
+
+/// Each connection goes round the URLs, as h2load's clients do: with three connections and
+/// three URLs each connection had one URL only (the turn was per worker thread).
+#[test]
+fn each_connection_goes_round_the_urls() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let base = format!("http://{}/", server.http_addr().unwrap());
+    let log = std::env::temp_dir().join(format!("httpvs-turns-{}.tsv", std::process::id()));
+    let log_path = log.to_str().unwrap();
+    let out = httpvs(&[
+        &base,
+        "/a",
+        "/b",
+        "-c",
+        "3",
+        "-t",
+        "1",
+        "-n",
+        "90",
+        "--log-file",
+        log_path,
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let rows = std::fs::read_to_string(&log).unwrap();
+    let mut by_connection: std::collections::BTreeMap<u64, Vec<(u64, u64)>> = Default::default();
+    for row in rows.lines() {
+        let f: Vec<&str> = row.split('\t').collect();
+        let (start, conn, url) = (
+            f[0].parse().unwrap(),
+            f[4].parse().unwrap(),
+            f[5].parse().unwrap(),
+        );
+        by_connection.entry(conn).or_default().push((start, url));
+    }
+    assert_eq!(by_connection.len(), 3, "{rows}");
+    for (conn, mut sent) in by_connection {
+        sent.sort();
+        let urls: Vec<u64> = sent.iter().map(|s| s.1).collect();
+        let expected: Vec<u64> = (0..urls.len() as u64).map(|i| i % 3).collect();
+        assert_eq!(urls, expected, "connection {conn}");
+    }
+    let _ = std::fs::remove_file(&log);
 }
 
 /// `-n` below `-c` (h2load refuses it; the default -c 10 with -n 5 is common): the run goes on,

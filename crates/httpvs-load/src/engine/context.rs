@@ -64,8 +64,6 @@ pub struct WorkerCtx<P: Protocol> {
     pub cancelled: Cell<bool>,
     /// Wakes every stream when the run is interrupted.
     pub cancel: tokio::sync::Notify,
-    /// The index in `shared.specs` of this worker's next request.
-    pub next_spec: Cell<usize>,
     /// `--log-file`: this worker's buffer of request rows.
     pub log: RefCell<Option<WorkerLog>>,
     /// Open model: what streams wait on for their intended times (`None`: tokio's timer).
@@ -73,19 +71,7 @@ pub struct WorkerCtx<P: Protocol> {
 }
 
 impl<P: Protocol> WorkerCtx<P> {
-    /// The index of the request a newly released ticket sends: the run's URLs in turn, per
-    /// worker (at most `u32::MAX` of them; the CLI takes 100,000).
-    pub fn next_spec(&self) -> u32 {
-        let count = self.shared.specs.len();
-        if count == 1 {
-            return 0;
-        }
-        let at = self.next_spec.get();
-        self.next_spec.set(if at + 1 < count { at + 1 } else { 0 });
-        at as u32
-    }
-
-    /// The request at `index` (from [`WorkerCtx::next_spec`]).
+    /// The request at `index` (from [`Slot::next_spec`](super::slot::Slot::next_spec)).
     pub fn request(&self, index: u32) -> &RequestSpec {
         &self.shared.specs[index as usize]
     }

@@ -191,6 +191,8 @@ pub struct Slot<P: Protocol> {
     /// The last attempt's failure, if it failed.
     last_failure: Cell<Option<ErrorKind>>,
     consecutive_failures: Cell<u32>,
+    /// The index in `shared.specs` of the slot's next request.
+    next_spec: Cell<u32>,
 }
 
 impl<P: Protocol> Slot<P> {
@@ -206,7 +208,22 @@ impl<P: Protocol> Slot<P> {
             attempts: Cell::new(0),
             last_failure: Cell::new(None),
             consecutive_failures: Cell::new(0),
+            next_spec: Cell::new(0),
         }
+    }
+
+    /// The index of the request a newly released ticket on this slot sends: the run's URLs in
+    /// turn per connection, as h2load's clients go round them (per worker, `-c 3` over three
+    /// URLs gave each connection one URL only).
+    pub fn next_spec(&self) -> u32 {
+        let count = self.ctx.shared.specs.len();
+        if count <= 1 {
+            return 0;
+        }
+        let at = self.next_spec.get();
+        self.next_spec
+            .set(if (at as usize) + 1 < count { at + 1 } else { 0 });
+        at
     }
 
     /// The connection to send on, opening one if needed. With keep-alive, one stream at a time

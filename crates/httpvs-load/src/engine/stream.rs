@@ -49,7 +49,7 @@ struct InFlight<'a> {
 }
 
 impl<'a> InFlight<'a> {
-    fn start<P: Protocol>(ctx: &'a WorkerCtx<P>, ticket: Ticket, now: Instant) -> Self {
+    fn start<P: Protocol>(ctx: &'a WorkerCtx<P>, ticket: Ticket, now: Instant, spec: u32) -> Self {
         let recorder = &ctx.recorder;
         if ticket.measured {
             let mut rec = recorder.borrow_mut();
@@ -68,7 +68,7 @@ impl<'a> InFlight<'a> {
             retries: 0,
             refused_by: None,
             resolved: false,
-            spec: ctx.next_spec(),
+            spec,
         }
     }
 
@@ -157,7 +157,7 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
                     break;
                 };
                 ready = Some(dispatch);
-                InFlight::start(&slot.ctx, ticket, dispatch)
+                InFlight::start(&slot.ctx, ticket, dispatch, slot.next_spec())
             };
             let end = loop {
                 let ready_at = ready.take().unwrap_or_else(Instant::now);

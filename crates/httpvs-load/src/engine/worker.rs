@@ -118,7 +118,6 @@ pub fn run_worker<F: ProtocolFactory>(
             schedule: RefCell::new(schedule),
             cancelled: Cell::new(false),
             cancel: tokio::sync::Notify::new(),
-            next_spec: Cell::new(0),
             log: RefCell::new(shared.request_log.clone().map(WorkerLog::new)),
             pacer: pacer.clone(),
         });
