@@ -130,7 +130,7 @@ pub struct LoadConfig {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
     /// The URL does not parse or lacks a host.
-    #[error("invalid URL {url:?}: {why}")]
+    #[error("invalid URL {}: {why}", shown_url(.url))]
     InvalidUrl {
         /// The URL as given.
         url: String,
@@ -140,6 +140,31 @@ pub enum ConfigError {
     /// A value is out of range or two values contradict each other.
     #[error("{0}")]
     Invalid(String),
+}
+
+/// A URL quoted for an error line: whole up to 200 characters, else its first 100 and its
+/// length (a 200,000-byte path from `-i` filled the one line).
+pub fn shown_url(url: &str) -> String {
+    if url.chars().count() <= 200 {
+        return format!("{url:?}");
+    }
+    let head: String = url.chars().take(100).collect();
+    format!("{head:?}… ({} bytes)", url.len())
+}
+
+#[cfg(test)]
+mod shown_url_tests {
+    use super::shown_url;
+
+    /// A long URL is cut in an error line, its length said.
+    #[test]
+    fn long_urls_are_cut() {
+        assert_eq!(shown_url("/a"), "\"/a\"");
+        let long = format!("/{}", "a".repeat(200_000));
+        let shown = shown_url(&long);
+        assert!(shown.ends_with("… (200001 bytes)"), "{shown}");
+        assert!(shown.len() < 200, "{shown}");
+    }
 }
 
 /// Default number of connections (`-c`), as wrk's.

@@ -56,6 +56,15 @@ fn bad_input_is_one_line_and_exit_2() {
         &["http://127.0.0.1:1/", "-H", "Host: a b"],
         &["http://127.0.0.1:1/", "--data-file", "/no/such/file"],
         &["http://127.0.0.1:1/", "-d", "@/no/such/file"],
+        // 0-RTT data can be replayed: only idempotent requests may go as early data.
+        &["https://127.0.0.1:1/", "-p", "h3", "--0rtt", "-d", "x"],
+        // A connection per request, and a header asking to keep it.
+        &[
+            "http://127.0.0.1:1/",
+            "--no-keepalive",
+            "-H",
+            "Connection: keep-alive",
+        ],
         // Peers' -d: wrk's duration, h2load's file or stdin. Each would be a 2-byte body.
         &["http://127.0.0.1:1/", "-d", "2s"],
         &[

@@ -27,6 +27,21 @@ use std::time::{Duration, Instant};
 /// it. The h1 and h2 clients, Alt-Svc discovery and the trace all stop there.
 pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
 
+/// Whether a request header is HTTP/1.1's alone, which h2 and h3 leave out (RFC 9113 §8.2.2,
+/// RFC 9114 §4.2: a server resets a stream that carries one): the connection headers, and a TE
+/// other than "trailers" (`-H 'TE: gzip'` failed every h2c request with PROTOCOL_ERROR).
+pub fn connection_specific(name: &http::HeaderName, value: &http::HeaderValue) -> bool {
+    const CONNECTION_SPECIFIC: [&str; 5] = [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "upgrade",
+    ];
+    CONNECTION_SPECIFIC.contains(&name.as_str())
+        || (name == http::header::TE && !value.as_bytes().eq_ignore_ascii_case(b"trailers"))
+}
+
 /// The User-Agent every protocol sends unless `-H` sets one.
 pub const USER_AGENT: &str = concat!("httpvs/", env!("CARGO_PKG_VERSION"));
 

@@ -561,6 +561,26 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
     };
     config.rate = args.rate;
     config.zero_rtt = args.zero_rtt;
+    if args.zero_rtt && !config.method.is_idempotent() {
+        // RFC 8470 §2.1: early data can be replayed; only a request that may be repeated goes.
+        return Err(usage(format!(
+            "--0rtt with {}: 0-RTT early data can be replayed by an attacker, so only idempotent requests may go as 0-RTT (GET, HEAD, PUT, DELETE, OPTIONS, TRACE)",
+            config.method
+        )));
+    }
+    if args.no_keepalive
+        && config.headers.iter().any(|(name, value)| {
+            name == http::header::CONNECTION
+                && value.to_str().is_ok_and(|v| {
+                    v.split(',')
+                        .any(|t| t.trim().eq_ignore_ascii_case("keep-alive"))
+                })
+        })
+    {
+        return Err(usage(
+            "--no-keepalive with -H 'Connection: keep-alive': one asks for a connection per request, the other to keep it; give one",
+        ));
+    }
     config.alt_svc = args.alt_svc;
     config.windows = args.windows.windows()?;
     if let Some(list) = &args.cpus {
@@ -636,9 +656,10 @@ fn request_urls(args: &Args) -> anyhow::Result<Vec<(String, Option<String>)>> {
             // Checked here, where the line is known: a URL or a /path (taken against the first URL).
             if let Err(e) = line.parse::<http::Uri>() {
                 return Err(usage(format!(
-                    "--input-file {}:{}: invalid URL {line:?}: {e}",
+                    "--input-file {}:{}: invalid URL {}: {e}",
                     path.display(),
-                    number + 1
+                    number + 1,
+                    httpvs_load::config::shown_url(line)
                 )));
             }
             let at = format!("--input-file {}:{}", path.display(), number + 1);

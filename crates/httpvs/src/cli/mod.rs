@@ -154,6 +154,10 @@ fn peer_flag_hint(line: &str, subcommand: &str) -> Option<&'static str> {
              writes wrk2's detailed percentile spectrum"
         }
         "--h2" | "-h2" => "HTTP/2 is -p h2 (TLS) or -p h2c (cleartext) here",
+        "-x" | "--proxy" => {
+            "httpvs connects straight to the URL's host, as h2load and wrk do (no proxy); \
+             --connect-to HOST:PORT sends the connections elsewhere"
+        }
         _ => return None,
     })
 }

@@ -7,15 +7,6 @@ use http::{Method, Request, Uri};
 /// A run uses one request (or a handful); more distinct ones than this are rebuilt.
 const CACHED_TEMPLATES: usize = 8;
 
-/// Headers that are connection-specific in HTTP/1.1 and forbidden in HTTP/2 (RFC 9113 §8.2.2).
-const CONNECTION_SPECIFIC: [&str; 5] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "transfer-encoding",
-    "upgrade",
-];
-
 /// Request templates of one connection, keyed by the request they came from.
 #[derive(Debug, Default)]
 pub struct TemplateCache {
@@ -71,7 +62,7 @@ pub fn build_template(req: &RequestSpec) -> Request<()> {
     for (name, value) in &req.headers {
         if *name == header::HOST {
             uri = with_authority(&uri, value).unwrap_or(uri);
-        } else if !CONNECTION_SPECIFIC.contains(&name.as_str()) {
+        } else if !crate::protocol::connection_specific(name, value) {
             request.headers_mut().append(name.clone(), value.clone());
         }
     }
@@ -120,6 +111,26 @@ mod tests {
         assert_eq!(t.headers()["user-agent"], USER_AGENT);
         assert!(t.headers().get("connection").is_none());
         assert!(t.headers().get("host").is_none());
+    }
+
+    /// TE other than "trailers" is HTTP/1.1's alone (RFC 9113 §8.2.2): left out, as the
+    /// connection headers are; `TE: trailers` goes.
+    #[test]
+    fn te_goes_only_as_trailers() {
+        let with_te = |value: &'static str| RequestSpec {
+            method: Method::GET,
+            uri: "http://h/".parse().unwrap(),
+            headers: vec![(header::TE, HeaderValue::from_static(value))],
+            body: Bytes::new(),
+        };
+        assert!(build_template(&with_te("gzip"))
+            .headers()
+            .get("te")
+            .is_none());
+        assert_eq!(
+            build_template(&with_te("trailers")).headers()["te"],
+            "trailers"
+        );
     }
 
     #[test]

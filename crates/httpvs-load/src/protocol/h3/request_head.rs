@@ -12,15 +12,6 @@ use http::{Method, Uri};
 /// A run uses one request (or a handful); more distinct ones than this are re-encoded in turn.
 const CACHED_HEADS: usize = 8;
 
-/// Headers that are connection-specific in HTTP/1.1 and malformed in HTTP/3 (RFC 9114 §4.2).
-const CONNECTION_SPECIFIC: [&str; 5] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "transfer-encoding",
-    "upgrade",
-];
-
 /// One encoded head and the request it was built from.
 #[derive(Debug)]
 struct Entry {
@@ -88,7 +79,7 @@ pub fn encode_head(req: &RequestSpec) -> EncodedHead {
     for (name, value) in &req.headers {
         if *name == header::HOST {
             authority = value.as_bytes();
-        } else if !CONNECTION_SPECIFIC.contains(&name.as_str()) {
+        } else if !crate::protocol::connection_specific(name, value) {
             regular.push((name.as_str().as_bytes(), value.as_bytes()));
         }
     }
