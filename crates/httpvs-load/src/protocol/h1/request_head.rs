@@ -147,7 +147,8 @@ pub fn serialize_head(req: &RequestSpec, keepalive: bool) -> Vec<u8> {
     if !has(&UA) {
         push_header(&mut out, b"User-Agent", USER_AGENT.as_bytes());
     }
-    for (name, value) in &req.headers {
+    // An empty `-H 'Name:'` sends no such header, ours included, as curl's does.
+    for (name, value) in req.headers.iter().filter(|(_, v)| !v.is_empty()) {
         push_header(&mut out, name.as_str().as_bytes(), value.as_bytes());
     }
     let wants_length =
@@ -244,6 +245,16 @@ mod tests {
                 "GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: {USER_AGENT}\r\n\r\n"
             )
         );
+    }
+
+    /// An empty `-H 'User-Agent:'` sends none, as curl's does (it went out empty).
+    #[test]
+    fn an_empty_header_is_left_out_with_its_default() {
+        let mut req = spec(Method::GET, "http://h/", b"");
+        req.headers
+            .push(("user-agent".parse().unwrap(), "".parse().unwrap()));
+        let text = String::from_utf8(serialize_head(&req, true)).unwrap();
+        assert_eq!(text, "GET / HTTP/1.1\r\nHost: h\r\n\r\n");
     }
 
     #[test]

@@ -62,12 +62,14 @@ pub fn build_template(req: &RequestSpec) -> Request<()> {
     for (name, value) in &req.headers {
         if *name == header::HOST {
             uri = with_authority(&uri, value).unwrap_or(uri);
-        } else if !crate::protocol::connection_specific(name, value) {
+        } else if !crate::protocol::connection_specific(name, value) && !value.is_empty() {
+            // An empty `-H 'Name:'` sends no such header, ours included, as curl's does.
             request.headers_mut().append(name.clone(), value.clone());
         }
     }
+    let given = |wanted: &header::HeaderName| req.headers.iter().any(|(n, _)| n == wanted);
     let headers = request.headers_mut();
-    if !headers.contains_key(header::USER_AGENT) {
+    if !given(&header::USER_AGENT) {
         headers.insert(header::USER_AGENT, HeaderValue::from_static(USER_AGENT));
     }
     if !req.body.is_empty() && !headers.contains_key(header::CONTENT_LENGTH) {
@@ -131,6 +133,18 @@ mod tests {
             build_template(&with_te("trailers")).headers()["te"],
             "trailers"
         );
+    }
+
+    /// An empty `-H 'User-Agent:'` sends none, as curl's does.
+    #[test]
+    fn an_empty_header_is_left_out_with_its_default() {
+        let req = RequestSpec {
+            method: Method::GET,
+            uri: "http://h/".parse().unwrap(),
+            headers: vec![(header::USER_AGENT, HeaderValue::from_static(""))],
+            body: Bytes::new(),
+        };
+        assert!(build_template(&req).headers().is_empty());
     }
 
     #[test]

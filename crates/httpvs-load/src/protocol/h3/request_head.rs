@@ -79,7 +79,8 @@ pub fn encode_head(req: &RequestSpec) -> EncodedHead {
     for (name, value) in &req.headers {
         if *name == header::HOST {
             authority = value.as_bytes();
-        } else if !crate::protocol::connection_specific(name, value) {
+        } else if !crate::protocol::connection_specific(name, value) && !value.is_empty() {
+            // An empty `-H 'Name:'` sends no such header, ours included, as curl's does.
             regular.push((name.as_str().as_bytes(), value.as_bytes()));
         }
     }
