@@ -290,6 +290,8 @@ impl Body {
                         bytes.len() - leftover
                     }
                     Err(_) => {
+                        // Said in the body's line: it read as complete ("0 bytes (chunked)").
+                        self.framing = "chunked, broken here: the rest is not shown";
                         self.left = BodyLeft::Length(0);
                         bytes.len()
                     }
@@ -440,6 +442,24 @@ HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nHTTP/1.1 204 No Content\r\nConnec
             text.contains(
                 "recv body: 3 of 100 bytes (content-length, cut off: the connection ended first)"
             ),
+            "{text}"
+        );
+    }
+
+    /// A chunk size that is not one breaks the framing: the body line says so, where it read
+    /// "0 bytes (chunked)" as if complete.
+    #[test]
+    fn broken_chunked_framing_is_said() {
+        let recorder = Recorder::start_now();
+        let mut wire = H1Wire::new(recorder.clone(), false);
+        wire.sent(b"GET / HTTP/1.1\r\n\r\n");
+        wire.received(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX\r\n");
+        let mut text = String::new();
+        for event in recorder.events() {
+            crate::trace::text::render_event(&mut text, &event);
+        }
+        assert!(
+            text.contains("(chunked, broken here: the rest is not shown)"),
             "{text}"
         );
     }
