@@ -125,13 +125,20 @@ impl Recorder {
             .push(event);
     }
 
-    /// The trace's summary: from the events in time order when all were kept, else from the
-    /// counts kept over every event as it came (the events shown are only the first and last).
-    pub fn summary(&self, protocol: ProtocolKind, requests: u32, wire: WireBytes) -> Summary {
+    /// The trace's summary: from `events` (this recorder's [`Recorder::events`], in time order)
+    /// when all were kept, else from the counts kept over every event as it came (the events
+    /// shown are only the first and last).
+    pub fn summary(
+        &self,
+        protocol: ProtocolKind,
+        requests: u32,
+        events: &[TraceEvent],
+        wire: WireBytes,
+    ) -> Summary {
         let kept = self.inner.events.lock().unwrap_or_else(|p| p.into_inner());
         if kept.dropped == 0 {
             drop(kept);
-            return summarize(protocol, requests, &self.events(), wire);
+            return summarize(protocol, requests, events, wire);
         }
         kept.tally.clone().finish(protocol, requests, wire)
     }
@@ -185,7 +192,12 @@ mod tests {
             };
             recorder.record(Direction::Local, kind);
         }
-        let s = recorder.summary(ProtocolKind::H2c, n, WireBytes::default());
+        let s = recorder.summary(
+            ProtocolKind::H2c,
+            n,
+            &recorder.events(),
+            WireBytes::default(),
+        );
         assert_eq!((s.succeeded, s.failed, s.not_sent), (n, 0, 0));
         assert_eq!(s.statuses.get(&200), Some(&n));
     }

@@ -171,7 +171,7 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
         }
     };
     let events = recorder.events();
-    let summary = recorder.summary(kind, config.requests, outcome.wire);
+    let summary = recorder.summary(kind, config.requests, &events, outcome.wire);
     let failure = outcome.connect_failure.or_else(|| {
         let (n, why) = outcome.first_failure?;
         let (failed, not_sent) = (summary.failed, summary.not_sent);

@@ -74,6 +74,14 @@ struct ConnState {
 }
 
 impl ConnState {
+    /// Closes the connection with H3 error `code` for the server's fault: its requests fail
+    /// with that code, and it counts as closed by us, as h2's is.
+    fn close_for_violation(&self, quic: &quinn::Connection, code: u64) {
+        let _ = self.ended.set(ErrorKind::H3(code));
+        self.closed_locally.store(true, Ordering::Release);
+        quic.close(quinn::VarInt::from_u64(code).unwrap_or_default(), b"");
+    }
+
     fn goaway_id(&self) -> Option<u64> {
         match self.goaway.load(Ordering::Acquire) {
             u64::MAX => None,
@@ -165,11 +173,7 @@ impl OwnedConnection {
     fn violation(&self, violation: ResponseViolation, recv: &mut quinn::RecvStream) -> SendError {
         match violation {
             ResponseViolation::Connection(code) => {
-                let _ = self.state.ended.set(ErrorKind::H3(code));
-                // Our close, for the server's fault: counted as closed by us, as h2's is.
-                self.state.closed_locally.store(true, Ordering::Release);
-                self.quic
-                    .close(quinn::VarInt::from_u64(code).unwrap_or_default(), b"");
+                self.state.close_for_violation(&self.quic, code);
                 SendError::Failed(ErrorKind::H3(code))
             }
             ResponseViolation::Message => {
@@ -400,9 +404,7 @@ async fn read_server_stream(
             Ok(None) | Err(_) => return,
         };
         if let Some(code) = violation {
-            let _ = state.ended.set(ErrorKind::H3(code));
-            state.closed_locally.store(true, Ordering::Release);
-            quic.close(quinn::VarInt::from_u64(code).unwrap_or_default(), b"");
+            state.close_for_violation(&quic, code);
             return;
         }
     }
