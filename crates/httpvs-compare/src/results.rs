@@ -26,7 +26,7 @@ pub struct Results {
     pub setup: Setup,
     /// Every cell, in plan order (when interrupted, those that finished).
     pub cells: Vec<CellResult>,
-    /// Whether Ctrl-C or SIGTERM stopped the run before its last cell (`setup` says where).
+    /// Whether Ctrl-C, SIGTERM or SIGHUP stopped the run before its last cell (`setup` says where).
     #[serde(default)]
     pub interrupted: bool,
 }
@@ -396,7 +396,7 @@ impl Results {
             None => String::new(),
         };
         Some(format!(
-            "interrupted (Ctrl-C or SIGTERM): {finished}{dropped}; tables and verdicts cover the finished cells only"
+            "interrupted (Ctrl-C, SIGTERM or SIGHUP): {finished}{dropped}; tables and verdicts cover the finished cells only"
         ))
     }
 

@@ -128,7 +128,7 @@ fn ctrl_c_keeps_the_finished_cells_marks_the_report_and_leaves_nothing_behind() 
         progress.contains("interrupted: this cell is dropped"),
         "{progress}"
     );
-    let line = format!("interrupted (Ctrl-C or SIGTERM): {finished} of 6 cells finished");
+    let line = format!("interrupted (Ctrl-C, SIGTERM or SIGHUP): {finished} of 6 cells finished");
     assert!(stdout.contains(&line), "{stdout}");
     let clean = stdout
         .split("\n== ")

@@ -828,8 +828,8 @@ fn probe_connections_are_reported_apart_from_the_runs_own() {
     assert_eq!(totals.connections.h2, 2 + 2, "{:?}", totals.connections);
 }
 
-/// Ctrl-C (SIGINT) or SIGTERM mid-run: the report still comes, spans what ran, and says it was
-/// interrupted. So it does when the stop comes twice at once, as `timeout` sends it (to the
+/// Ctrl-C (SIGINT), SIGTERM or SIGHUP (a closed terminal; it used to kill the run with no
+/// report) mid-run: the report still comes, spans what ran, and says it was interrupted. So it does when the stop comes twice at once, as `timeout` sends it (to the
 /// command, then to its process group): that run used to die without a report, 7 in 20.
 #[test]
 fn an_interrupted_run_reports_what_ran_and_says_so() {
@@ -840,6 +840,7 @@ fn an_interrupted_run_reports_what_ran_and_says_so() {
         &[libc::SIGTERM],
         &[libc::SIGTERM, libc::SIGTERM],
         &[libc::SIGINT, libc::SIGINT],
+        &[libc::SIGHUP],
     ] {
         let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
             .args([

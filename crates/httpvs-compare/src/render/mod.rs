@@ -297,7 +297,7 @@ mod tests {
         results.setup.dropped = Some("wan / large / h3 4x32".into());
         let n = results.cells.len();
         let line = format!(
-            "interrupted (Ctrl-C or SIGTERM): {n} of {} cells finished; the one in progress \
+            "interrupted (Ctrl-C, SIGTERM or SIGHUP): {n} of {} cells finished; the one in progress \
              (wan / large / h3 4x32) was dropped",
             n + 1
         );

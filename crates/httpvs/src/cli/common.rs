@@ -302,12 +302,12 @@ pub(super) fn parse_duration(s: &str) -> Option<Duration> {
         .then(|| Duration::from_secs_f64(secs))
 }
 
-/// The exit status of a run stopped by Ctrl-C or SIGTERM (a shell's 128 + SIGINT), after its
-/// report: a partial run must not pass as a whole one.
+/// The exit status of a run stopped by Ctrl-C, SIGTERM or SIGHUP (a shell's 128 + SIGINT), after
+/// its report: a partial run must not pass as a whole one.
 pub(super) const INTERRUPTED: u8 = 130;
 
-/// The flag the first Ctrl-C (or SIGTERM) sets: the run stops and reports what it did (`load`,
-/// `compare`). A second one kills the process, unless it came within 300 ms of the first: then
+/// The flag the first Ctrl-C (or SIGTERM, or SIGHUP) sets: the run stops and reports what it did
+/// (`load`, `compare`). A second one kills the process, unless it came within 300 ms of the first: then
 /// it is the same stop sent twice (`timeout` signals the command, then its process group).
 pub(super) fn interrupt_flag() -> Arc<AtomicBool> {
     static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
@@ -351,9 +351,11 @@ pub(super) fn interrupt_flag() -> Arc<AtomicBool> {
     let flag = FLAG
         .get_or_init(|| Arc::new(AtomicBool::new(false)))
         .clone();
-    // Ctrl-C, and SIGTERM as `timeout` and service managers send it: both end the run with
-    // its report.
-    for signal in [libc::SIGINT, libc::SIGTERM] {
+    // Ctrl-C, SIGTERM as `timeout` and service managers send it, and SIGHUP as a closed
+    // terminal or ssh session sends it: each ends the run with its report, so a long compare
+    // still writes its JSON and HTML (a hang-up used to kill it with nothing written; `netem`
+    // already passes SIGHUP on as a stop).
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: installing a handler that only reads the clock, stores to atomics and calls
         // signal() and raise().
         unsafe {
