@@ -304,6 +304,39 @@ fn h3_two_requests_on_one_quic_connection() {
     assert!(s["header_decoded_bytes"].is_null());
 }
 
+/// An h3 GOAWAY is one event, its frame header and id together, in text and in JSON, as h2's
+/// is: it showed as two GOAWAY lines, the second looking like a second GOAWAY.
+#[test]
+fn an_h3_goaway_is_one_event() {
+    let server = serve(Limits {
+        max_requests_per_conn: Some(1),
+        ..Limits::default()
+    });
+    let ca = write_ca(&server, "h3-goaway");
+    let port = server.h3_addr().expect("h3").port();
+    let url = format!("https://localhost:{port}/");
+    let ca = ca.to_str().unwrap();
+    let out = trace(&["-p", "h3", "-m", "2", "--cacert", ca, &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("h3 GOAWAY")).collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert!(
+        lines[0].contains(
+            "recv h3 GOAWAY frame <length=1, stream_id=3> ; first unprocessed request stream id=4"
+        ),
+        "{text}"
+    );
+    let out = trace(&["-p", "h3", "-m", "2", "--cacert", ca, "--json", &url]);
+    let events = events(&out);
+    let goaways = of_type(&events, "GOAWAY", "recv");
+    assert_eq!(goaways.len(), 1, "{goaways:?}");
+    assert_eq!(
+        (&goaways[0]["length"], &goaways[0]["goaway_id"]),
+        (&Value::from(1), &Value::from(4)),
+        "{goaways:?}"
+    );
+}
+
 #[test]
 fn refused_connection_is_an_event_then_one_line_and_exit_1() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");

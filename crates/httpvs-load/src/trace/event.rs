@@ -102,6 +102,8 @@ pub enum EventKind {
         stream: u64,
         /// First request stream id the server will not process.
         id: u64,
+        /// The frame's payload length, when its header came on the same stream.
+        length: Option<u64>,
     },
     /// One side of an HTTP/3 stream finished (FIN).
     H3StreamFinished {

@@ -48,6 +48,9 @@ pub struct H3Streams {
     opened: Mutex<HashMap<u32, u64>>,
     /// The lowest GOAWAY id received (RFC 9114 §5.2: a later one may only lower it).
     goaway: tokio::sync::watch::Sender<Option<u64>>,
+    /// A GOAWAY frame's header (stream, sent, length) whose id has not come yet: shown with
+    /// the id as one event, as h2's GOAWAY is (it showed as two GOAWAYs).
+    goaway_header: Mutex<Option<(u64, bool, u64)>>,
 }
 
 impl H3Streams {
@@ -59,6 +62,7 @@ impl H3Streams {
             quic: Mutex::new(None),
             opened: Mutex::new(HashMap::new()),
             goaway: tokio::sync::watch::Sender::new(None),
+            goaway_header: Mutex::new(None),
         }
     }
 
@@ -119,36 +123,77 @@ impl H3TapObserver for H3Streams {
 
     fn frame(&self, stream: u64, sent: bool, event: FrameEvent) {
         let kind = match event {
-            FrameEvent::Frame { ty, len } => EventKind::H3Frame {
-                stream,
-                frame_type: ty,
-                length: len,
-                // A request carries its whole body in one DATA frame.
-                text: (sent && ty == FRAME_DATA)
-                    .then_some(self.request_body.as_deref())
-                    .flatten()
-                    .map(|body| {
-                        let room = self.recorder.body_room(body.len());
-                        String::from_utf8_lossy(&body.as_bytes()[..room]).into_owned()
-                    }),
-            },
+            FrameEvent::Frame { ty, len } => {
+                self.flush_goaway_header(stream, sent);
+                if ty == FRAME_GOAWAY {
+                    *self.goaway_header.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some((stream, sent, len));
+                    return;
+                }
+                EventKind::H3Frame {
+                    stream,
+                    frame_type: ty,
+                    length: len,
+                    // A request carries its whole body in one DATA frame.
+                    text: (sent && ty == FRAME_DATA)
+                        .then_some(self.request_body.as_deref())
+                        .flatten()
+                        .map(|body| {
+                            let room = self.recorder.body_room(body.len());
+                            String::from_utf8_lossy(&body.as_bytes()[..room]).into_owned()
+                        }),
+                }
+            }
             FrameEvent::Goaway(id) => {
                 self.goaway
                     .send_modify(|g| *g = Some(g.map_or(id, |g| g.min(id))));
-                EventKind::H3Goaway { stream, id }
+                let header = self
+                    .goaway_header
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take();
+                let length = header.filter(|h| h.0 == stream).map(|h| h.2);
+                EventKind::H3Goaway { stream, id, length }
             }
         };
         self.recorder.record(dir(sent), kind);
     }
 
     fn stream_finished(&self, stream: u64, sent: bool) {
+        self.flush_goaway_header(stream, sent);
         self.recorder
             .record(dir(sent), EventKind::H3StreamFinished { stream });
     }
 }
 
+impl H3Streams {
+    /// Shows a GOAWAY frame header held for its id as a plain frame when the stream goes on
+    /// without the id (a malformed GOAWAY): nothing the server sent goes unshown.
+    fn flush_goaway_header(&self, stream: u64, sent: bool) {
+        let mut held = self.goaway_header.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((s, was_sent, length)) = *held else {
+            return;
+        };
+        if (s, was_sent) != (stream, sent) {
+            return;
+        }
+        *held = None;
+        drop(held);
+        let kind = EventKind::H3Frame {
+            stream,
+            frame_type: FRAME_GOAWAY,
+            length,
+            text: None,
+        };
+        self.recorder.record(dir(sent), kind);
+    }
+}
+
 /// The DATA frame type (RFC 9114 §7.2.1).
 const FRAME_DATA: u64 = 0x0;
+
+/// The GOAWAY frame type (RFC 9114 §7.2.6).
+const FRAME_GOAWAY: u64 = 0x7;
 
 /// How the trace's own close of an h3 connection went.
 #[derive(Debug)]

@@ -97,9 +97,10 @@ fn kind_json(kind: &EventKind) -> (String, Value) {
             json!({"proto": "h3", "stream": stream, "frame_type": frame_type, "length": length,
                    "text": text}),
         ),
-        EventKind::H3Goaway { stream, id } => (
+        EventKind::H3Goaway { stream, id, length } => (
             "GOAWAY".into(),
-            json!({"proto": "h3", "stream": stream, "goaway_id": id}),
+            json!({"proto": "h3", "stream": stream, "frame_type": 0x7, "length": length,
+                   "goaway_id": id}),
         ),
         EventKind::H3StreamFinished { stream } => (
             "stream_fin".into(),

@@ -87,10 +87,13 @@ pub fn render_event(out: &mut String, event: &TraceEvent) {
                 body_text(out, text);
             }
         }
-        EventKind::H3Goaway { stream, id } => line(
-            out,
-            format!("{dir} h3 GOAWAY <stream_id={stream}> ; first unprocessed request stream id={id}"),
-        ),
+        EventKind::H3Goaway { stream, id, length } => {
+            let length = length.map(|l| format!("length={l}, ")).unwrap_or_default();
+            line(
+                out,
+                format!("{dir} h3 GOAWAY frame <{length}stream_id={stream}> ; first unprocessed request stream id={id}"),
+            )
+        }
         EventKind::H3StreamFinished { stream } => {
             line(out, format!("{dir} h3 stream {stream} FIN"))
         }
