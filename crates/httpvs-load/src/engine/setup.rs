@@ -106,6 +106,9 @@ fn connect_timeout_line(addr: SocketAddr, timeout: Duration, detail: &str) -> St
     }
 }
 
+/// rustls's name for the alert a server sends when it takes none of the ALPN protocols offered.
+const NO_ALPN_ALERT: &str = "NoApplicationProtocol";
+
 /// What to try after a failed handshake: with `-k` the certificate is not the cause (`trace`
 /// says it too). A certificate for another name is not fixed by `--cacert`, which the line
 /// suggested even to a run that gave it.
@@ -113,6 +116,11 @@ pub(crate) fn tls_hint(insecure: bool, detail: &str) -> &'static str {
     if detail.contains(", not h2,") {
         // The handshake worked; the server chose another protocol, and the detail says so.
         ""
+    } else if detail.contains(NO_ALPN_ALERT) {
+        // Not the certificate (it blamed the certificate, or SNI): the server's answer to the
+        // protocols offered.
+        "; the server takes none of the protocols offered by ALPN (-p h1 offers http/1.1, \
+         -p h2 h2, an https URL by default both): it serves another one"
     } else if !insecure && detail.contains("not valid for name") {
         "; the certificate is for another name: put a name it holds in the URL (and the \
          address in --connect-to), or -k"
@@ -132,7 +140,8 @@ pub(crate) fn sni_hint(no_sni: bool, detail: &str) -> &'static str {
     // The peer refused, not we: QUIC reports our own refusal of its certificate as a failed
     // cryptographic handshake too, with rustls's words after it.
     let refused = (detail.contains("alert") || detail.contains("cryptographic handshake failed"))
-        && !detail.contains("invalid peer certificate");
+        && !detail.contains("invalid peer certificate")
+        && !detail.contains(NO_ALPN_ALERT);
     if no_sni && refused {
         "; the URL names an IP address, so the handshake carried no server name (SNI): a server \
          that picks its certificate by name refuses it; put the name in the URL and the address \
@@ -417,6 +426,16 @@ mod tests {
         assert!(!failed(quic, "https://127.0.0.1:8443/").contains("SNI"));
         let peer = "the cryptographic handshake failed: error 80";
         assert!(failed(peer, "https://127.0.0.1:8443/").contains("SNI"));
+    }
+
+    /// Under -k the certificate is not what failed: the hint names the other causes and does
+    /// not suggest -k; without it, --cacert or -k.
+    #[test]
+    fn a_failed_handshake_under_insecure_does_not_suggest_insecure() {
+        let alert = "received fatal alert: HandshakeFailure";
+        assert!(tls_hint(true, alert).contains("-k already accepts any certificate"));
+        assert!(!tls_hint(true, alert).contains("--cacert"));
+        assert!(tls_hint(false, alert).contains("--cacert FILE holding the certificate"));
     }
 
     #[test]
