@@ -141,8 +141,14 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
             r = conn.accept() => match r {
                 Ok(Some(resolver)) => resolver,
                 Ok(None) => return false,
-                // Asked now: once the h3 connection is dropped, the reason reads LocallyClosed.
-                Err(_) => return timed_out(&quic),
+                Err(e) => {
+                    if closed_for_violation(&e) {
+                        ctx.counters.event(Event::H3ProtocolError);
+                    }
+                    // Asked now: once the h3 connection is dropped, the reason reads
+                    // LocallyClosed.
+                    return timed_out(&quic);
+                }
             },
             _ = &mut idle => {
                 quic.close(H3_NO_ERROR, b"idle");
@@ -262,6 +268,19 @@ async fn idle(quic: &quinn::Connection, in_progress: &AtomicU32, timeout: Durati
         rx.stream + rx.ping + rx.reset_stream + rx.stop_sending + tx.stream
     };
     crate::conn_io::quiet_for(timeout, activity, || in_progress.load(Relaxed) > 0).await;
+}
+
+/// Whether the h3 crate closed the connection with an error code: the client broke RFC 9114
+/// (a second SETTINGS, a frame where none may come, a broken control stream).
+fn closed_for_violation(e: &h3::error::ConnectionError) -> bool {
+    use h3::error::{Code, ConnectionError, LocalError};
+    matches!(
+        e,
+        ConnectionError::Local {
+            error: LocalError::Application { code, .. },
+            ..
+        } if *code != Code::H3_NO_ERROR
+    )
 }
 
 fn timed_out(quic: &quinn::Connection) -> bool {

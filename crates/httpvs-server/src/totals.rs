@@ -38,6 +38,7 @@ pub struct Counters {
     tls_handshake_failures: AtomicU64,
     quic_handshake_failures: AtomicU64,
     h2_protocol_errors: AtomicU64,
+    h3_protocol_errors: AtomicU64,
     refused_streams: AtomicU64,
     cut_off: AtomicU64,
 }
@@ -71,6 +72,8 @@ pub enum Event {
     QuicHandshakeFailed,
     /// An h2 connection ended by a GOAWAY with an error code (not rapid reset's).
     H2ProtocolError,
+    /// An h3 connection the server closed with an error code (the client broke RFC 9114).
+    H3ProtocolError,
     /// A stream refused with REFUSED_STREAM over `max_streams`.
     RefusedStream,
     /// A request still in progress when the drain deadline (`--grace`) passed.
@@ -104,6 +107,7 @@ impl Counters {
             Event::TlsHandshakeFailed => &self.tls_handshake_failures,
             Event::QuicHandshakeFailed => &self.quic_handshake_failures,
             Event::H2ProtocolError => &self.h2_protocol_errors,
+            Event::H3ProtocolError => &self.h3_protocol_errors,
             Event::RefusedStream => &self.refused_streams,
             Event::CutOff => &self.cut_off,
         };
@@ -210,6 +214,9 @@ pub struct Failures {
     /// h2 connections ended by a GOAWAY with an error code (a protocol, flow-control, frame-size
     /// or compression error); rapid-reset cut-offs are counted apart.
     pub h2_protocol_errors: u64,
+    /// h3 connections the server closed with an H3 error code for the client's fault (a
+    /// broken control stream, a frame where none may come, a second SETTINGS).
+    pub h3_protocol_errors: u64,
     /// Streams refused with REFUSED_STREAM over `max_streams` (owned engine; the h2 crate refuses
     /// them inside, unseen).
     pub refused_streams: u64,
@@ -263,6 +270,7 @@ impl ServerTotals {
             f.tls_handshakes += c.tls_handshake_failures.load(Relaxed);
             f.quic_handshakes += c.quic_handshake_failures.load(Relaxed);
             f.h2_protocol_errors += c.h2_protocol_errors.load(Relaxed);
+            f.h3_protocol_errors += c.h3_protocol_errors.load(Relaxed);
             f.refused_streams += c.refused_streams.load(Relaxed);
             f.cut_off_at_stop += c.cut_off.load(Relaxed);
         }
@@ -316,12 +324,13 @@ impl std::fmt::Display for ServerTotals {
         let x = &self.failed;
         write!(
             f,
-            "\n{:<12} not-http {}, tls-handshake {}, quic-handshake {}, h2-protocol-error {}, refused-stream {}, cut-off-at-stop {}",
+            "\n{:<12} not-http {}, tls-handshake {}, quic-handshake {}, h2-protocol-error {}, h3-protocol-error {}, refused-stream {}, cut-off-at-stop {}",
             "failed",
             x.not_http,
             x.tls_handshakes,
             x.quic_handshakes,
             x.h2_protocol_errors,
+            x.h3_protocol_errors,
             x.refused_streams,
             x.cut_off_at_stop
         )

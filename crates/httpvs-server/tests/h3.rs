@@ -436,6 +436,40 @@ async fn an_oversized_h3_headers_frame_is_refused_unread() {
     assert_eq!((answer[0], status), (0x01, 0xc0 | 25), "{answer:02x?}");
 }
 
+/// A client that breaks RFC 9114 on its control stream (a second SETTINGS) has its connection
+/// closed with H3_FRAME_UNEXPECTED, and the totals count it under `failed`: such closes were
+/// counted nowhere.
+#[tokio::test]
+async fn an_h3_protocol_error_is_counted() {
+    let server = support::server(Limits::default());
+    let (_endpoint, conn) = quic(&server).await;
+    let mut control = conn.open_uni().await.unwrap();
+    // Stream type 0x00 (control), then SETTINGS (0x04) with no settings, twice.
+    control
+        .write_all(&[0x00, 0x04, 0x00, 0x04, 0x00])
+        .await
+        .unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(10), conn.closed())
+        .await
+        .expect("closed in time");
+    match reason {
+        quinn::ConnectionError::ApplicationClosed(close) => {
+            assert_eq!(close.error_code.into_inner(), 0x105, "H3_FRAME_UNEXPECTED")
+        }
+        other => panic!("not closed by the application: {other:?}"),
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while server.totals().failed.h3_protocol_errors == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let totals = server.totals();
+    assert_eq!(totals.failed.h3_protocol_errors, 1, "{totals}");
+    assert!(
+        totals.to_string().contains("h3-protocol-error 1,"),
+        "{totals}"
+    );
+}
+
 /// A field section over the limit but within the frame bound is read and answered 431, as on
 /// h1 and h2.
 #[tokio::test]
