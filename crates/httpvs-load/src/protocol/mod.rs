@@ -259,8 +259,11 @@ pub struct QuicStats {
     pub min_rtt: std::time::Duration,
     /// Congestion window at the end, bytes.
     pub cwnd: u64,
-    /// Requests sent as 0-RTT early data.
+    /// Requests sent as 0-RTT early data that the server accepted.
     pub early_requests: u64,
+    /// Requests sent as 0-RTT early data that the server refused (they go again, after the
+    /// handshake).
+    pub early_rejected: u64,
 }
 
 /// One open connection. `send` takes `&self` so up to `-m` sends may run at once on it.

@@ -447,12 +447,15 @@ fn quic(config: &LoadConfig, stats: &WorkerStats) -> Option<Quic> {
         min_rtt_us: q.min_rtt_us.unwrap_or(0),
         mean_cwnd_bytes: q.cwnd_sum / q.connections,
         early_requests: q.sum.early_requests,
-        note: (config.zero_rtt && q.sum.early_requests == 0).then(|| {
-            "--0rtt sent no early data: 0-RTT needs a connection that resumes a session with a \
+        early_rejected: q.sum.early_rejected,
+        note: (config.zero_rtt && q.sum.early_requests == 0 && q.sum.early_rejected == 0).then(
+            || {
+                "--0rtt sent no early data: 0-RTT needs a connection that resumes a session with a \
              server that accepts early data (httpvs serve does not; caddy does), and with \
              keep-alive only the first connections open (--no-keepalive opens one per request)"
-                .to_string()
-        }),
+                    .to_string()
+            },
+        ),
     })
 }
 

@@ -464,8 +464,12 @@ pub struct Quic {
     /// uploads, not responses. It stays near the initial window when the client only sends
     /// small requests (the controller does not grow an application-limited window).
     pub mean_cwnd_bytes: u64,
-    /// Requests sent as 0-RTT early data.
+    /// Requests sent as 0-RTT early data that the server accepted.
     pub early_requests: u64,
+    /// Requests sent as 0-RTT early data that the server refused: sent again after the
+    /// handshake, so not in `early_requests`.
+    #[serde(default)]
+    pub early_rejected: u64,
     /// Why `--0rtt` sent nothing early, when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,

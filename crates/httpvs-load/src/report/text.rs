@@ -663,14 +663,26 @@ fn quic(out: &mut String, r: &Report) {
     );
     let _ = writeln!(
         out,
-        "  RTT mean {} (min {}), our cwnd mean {}, early (0-RTT) requests {}",
+        "  RTT mean {} (min {}), our cwnd mean {}, early (0-RTT) requests {}{}",
         us(q.mean_smoothed_rtt_us),
         us(q.min_rtt_us),
         bytes(q.mean_cwnd_bytes as f64),
-        group(q.early_requests)
+        group(q.early_requests),
+        early_rejected(q.early_rejected)
     );
     if let Some(note) = &q.note {
         let _ = writeln!(out, "  note: {note}");
+    }
+}
+
+/// What follows the early-request count when the server refused early data.
+fn early_rejected(n: u64) -> String {
+    match n {
+        0 => String::new(),
+        n => format!(
+            " ({} more sent early were refused by the server, and sent again)",
+            group(n)
+        ),
     }
 }
 
@@ -825,6 +837,17 @@ fn thresholds(out: &mut String, r: &Report) {
 mod tests {
     use super::*;
     use crate::report::model::Bucket;
+
+    /// Requests sent in 0-RTT that the server refused are not early requests: they are said
+    /// apart (they counted as early).
+    #[test]
+    fn refused_early_requests_are_said_apart() {
+        assert_eq!(early_rejected(0), "");
+        assert_eq!(
+            early_rejected(1200),
+            " (1,200 more sent early were refused by the server, and sent again)"
+        );
+    }
 
     /// Every row's "≤ X" holds for its samples, and the top row is the true maximum: a bucket
     /// starting near 200 µs and ending at 520 µs once sat in a row labelled "≤ 256µs".

@@ -319,6 +319,7 @@ impl QuicTotals {
         self.sum.packets_lost += q.packets_lost;
         self.sum.retransmits += q.retransmits;
         self.sum.early_requests += q.early_requests;
+        self.sum.early_rejected += q.early_rejected;
         self.smoothed_rtt_us_sum += q.smoothed_rtt.as_micros() as u64;
         let min = q.min_rtt.as_micros() as u64;
         self.min_rtt_us = Some(self.min_rtt_us.map_or(min, |m| m.min(min)));
@@ -335,6 +336,7 @@ impl QuicTotals {
         self.sum.packets_lost += o.sum.packets_lost;
         self.sum.retransmits += o.sum.retransmits;
         self.sum.early_requests += o.sum.early_requests;
+        self.sum.early_rejected += o.sum.early_rejected;
         self.smoothed_rtt_us_sum += o.smoothed_rtt_us_sum;
         if let Some(m) = o.min_rtt_us {
             self.min_rtt_us = Some(self.min_rtt_us.map_or(m, |x| x.min(m)));

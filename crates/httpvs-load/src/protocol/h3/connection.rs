@@ -205,9 +205,25 @@ pub(super) fn wire_of(
     }
 }
 
-/// The report's QUIC section for one connection, from quinn's statistics.
-pub(super) fn quic_stats_of(quic: &quinn::Connection, early_requests: u64) -> QuicStats {
+/// Requests sent in 0-RTT as (accepted early, refused): all one or the other, as the server
+/// takes or refuses a connection's early data whole.
+fn early_split(sent_early: u64, rejected: bool) -> (u64, u64) {
+    match rejected {
+        true => (0, sent_early),
+        false => (sent_early, 0),
+    }
+}
+
+/// The report's QUIC section for one connection, from quinn's statistics. `sent_early`:
+/// requests sent while the connection was in 0-RTT; `rejected`: the server refused its early
+/// data, so none of them counts as early (they were sent again).
+pub(super) fn quic_stats_of(
+    quic: &quinn::Connection,
+    sent_early: u64,
+    rejected: bool,
+) -> QuicStats {
     let stats = quic.stats();
+    let (early_requests, early_rejected) = early_split(sent_early, rejected);
     QuicStats {
         datagrams_sent: stats.udp_tx.datagrams,
         datagrams_received: stats.udp_rx.datagrams,
@@ -227,5 +243,19 @@ pub(super) fn quic_stats_of(quic: &quinn::Connection, early_requests: u64) -> Qu
         min_rtt: stats.path.min_rtt,
         cwnd: stats.path.cwnd,
         early_requests,
+        early_rejected,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::early_split;
+
+    /// Requests sent before the server refused the early data are not early ones (they read
+    /// as early, though the server never took them so).
+    #[test]
+    fn refused_early_data_counts_no_early_request() {
+        assert_eq!(early_split(3, false), (3, 0));
+        assert_eq!(early_split(3, true), (0, 3));
     }
 }

@@ -522,6 +522,7 @@ impl Connection for OwnedConnection {
         Some(super::connection::quic_stats_of(
             &self.quic,
             self.early_requests.get(),
+            self.state.early_rejected.load(Ordering::Acquire),
         ))
     }
 }

@@ -247,7 +247,8 @@ impl Connection for ReferenceConnection {
 
     fn quic_stats(&self) -> Option<QuicStats> {
         let early = self.shared.early_requests.load(Ordering::Relaxed);
-        Some(quic_stats_of(&self.quic, early))
+        let rejected = self.shared.early_rejected.load(Ordering::Acquire);
+        Some(quic_stats_of(&self.quic, early, rejected))
     }
 }
 
