@@ -350,7 +350,8 @@ impl LoadConfig {
             _ => {}
         }
         if let Some(rate) = self.rate {
-            if !(rate.is_finite() && rate > 0.0) {
+            // Infinity is past the top, not "not positive".
+            if rate.is_nan() || rate <= 0.0 {
                 return bad(format!("--rate must be a positive number, not {rate}"));
             }
             if rate < MIN_RATE {
@@ -567,6 +568,15 @@ mod tests {
         assert!(c.clone().rate(MIN_RATE).validate().is_ok());
         assert!(c.clone().rate(MAX_RATE).validate().is_ok());
         assert!(c.clone().rate(1e20).validate().is_err());
+        // Infinity is too large, not "not positive" (it read so).
+        let inf = c
+            .clone()
+            .rate(f64::INFINITY)
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(inf.contains("--rate must be at most"), "{inf}");
+        assert!(c.clone().rate(f64::NAN).validate().is_err());
         assert_eq!(c.clone().shape(3, 1).threads(8).worker_count(), 3);
     }
 }

@@ -286,14 +286,22 @@ fn requests(out: &mut String, r: &Report) {
 
 /// The open model's asked and achieved send rates. A `-z` run divides what it started by the
 /// span; a `-n` run's span also holds the wait for its last responses, so its sends are judged
-/// up to the last of them: n sends at the rate asked take (n - 1) / rate, plus one interval.
+/// up to the last of them: n sends at the rate asked take (n - 1) / rate, plus one interval;
+/// and only when some send was late.
 fn send_rate(r: &Report) -> Option<(f64, f64)> {
     let asked = r.shape.rate?;
     let started = r.requests.started as f64;
     if r.shape.duration_s.is_some() {
         (r.duration_s > 0.0).then(|| (asked, started / r.duration_s))
     } else {
-        let span = r.schedule.as_ref()?.last_send_s + 1.0 / asked;
+        let schedule = r.schedule.as_ref()?;
+        // No send was late: the last one's few µs of ordinary lag are no shortfall, though
+        // over a schedule of a millisecond or two they read as one ("sent 946 req/s" of
+        // 1,000 for a single request).
+        if schedule.late_sends == 0 {
+            return None;
+        }
+        let span = schedule.last_send_s + 1.0 / asked;
         (span > 0.0).then(|| (asked, started / span))
     }
 }
@@ -386,7 +394,13 @@ fn latency(out: &mut String, r: &Report) {
 
 /// The open model's lines: late sends, and the sends due by the end that never went out.
 fn schedule(out: &mut String, r: &Report) {
-    if let Some(s) = &r.schedule {
+    // No send measured (an interrupt in the warm-up): no lag to speak of, rather than
+    // "0 of 0 sends were late" with percentiles of nothing.
+    if let Some(s) = r
+        .schedule
+        .as_ref()
+        .filter(|s| s.lag.count > 0 || s.unsent > 0)
+    {
         let _ = writeln!(
             out,
             "  {} of {} sends were late (more than {} behind their intended time); lag of every send: p50 {}, p99 {}, max {}",

@@ -198,7 +198,9 @@ fn plain_value_reason(line: &str) -> String {
             "it cannot be negative".to_owned()
         }
         "invalid digit found in string" => "expected a whole number".to_owned(),
-        "invalid float literal" => "expected a number".to_owned(),
+        "invalid float literal" | "cannot parse float from empty string" => {
+            "expected a number".to_owned()
+        }
         "cannot parse integer from empty string" => "expected a whole number".to_owned(),
         "number too large to fit in target type" => "too large".to_owned(),
         _ => match reason.split_once(" is not in ") {
@@ -238,6 +240,10 @@ mod tests {
             (
                 "invalid value 'abc' for '--rate <R>': invalid float literal",
                 "invalid value 'abc' for '--rate <R>': expected a number",
+            ),
+            (
+                "invalid value '' for '--rate <R>': cannot parse float from empty string",
+                "invalid value '' for '--rate <R>': expected a number",
             ),
             (
                 "invalid value 'x' for '--mtu <MTU>': 70000 is not in 576..=65535",
