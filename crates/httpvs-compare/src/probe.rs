@@ -9,6 +9,8 @@ use crate::results::Skipped;
 use crate::variant::{Listener, Variant};
 use httpvs_load::stats::Quiet;
 use httpvs_load::{LoadConfig, ProtocolChoice, TlsOptions};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The endpoints a user URL offers: its scheme decides cleartext or TLS (h3 on the same port).
@@ -29,16 +31,21 @@ pub fn endpoints(
     }
 }
 
-/// Splits `variants` into those the server speaks and those skipped, with why.
+/// Splits `variants` into those the server speaks and those skipped, with why. Setting `stop`
+/// (Ctrl-C) ends the trial under way and skips the rest: the caller sees it set.
 pub fn probe(
     endpoints: &Endpoints,
     path: &str,
     variants: &[Variant],
+    stop: &Arc<AtomicBool>,
 ) -> (Vec<Variant>, Vec<Skipped>) {
     let mut speaks = Vec::new();
     let mut skipped = Vec::new();
     for v in variants {
-        match trial(endpoints, path, *v) {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        match trial(endpoints, path, *v, stop) {
             Ok(()) => speaks.push(*v),
             Err(reason) => skipped.push(Skipped {
                 name: v.name().into(),
@@ -49,7 +56,12 @@ pub fn probe(
     (speaks, skipped)
 }
 
-fn trial(endpoints: &Endpoints, path: &str, variant: Variant) -> Result<(), String> {
+fn trial(
+    endpoints: &Endpoints,
+    path: &str,
+    variant: Variant,
+    stop: &Arc<AtomicBool>,
+) -> Result<(), String> {
     let Some(base) = endpoints.base(variant) else {
         return Err(match variant.listener() {
             Listener::Http => {
@@ -75,7 +87,8 @@ fn trial(endpoints: &Endpoints, path: &str, variant: Variant) -> Result<(), Stri
         Variant::H2 => "no h2 over TLS (ALPN h2)",
         Variant::H3 => "no HTTP/3 handshake on the UDP port",
     };
-    let report = httpvs_load::run(&config, &mut Quiet).map_err(|e| format!("{tried}: {e}"))?;
+    let report = httpvs_load::run_until(&config, &mut Quiet, stop.clone())
+        .map_err(|e| format!("{tried}: {e}"))?;
     if report.requests.succeeded == 0 {
         let why: Vec<String> = report
             .errors

@@ -60,6 +60,11 @@ pub enum CompareError {
     /// Nothing is left to run (no protocol spoken, no condition possible).
     #[error("{0}")]
     NothingToRun(String),
+    /// The stop flag was set (Ctrl-C) while the user's server was being probed.
+    #[error(
+        "interrupted before the run started (while probing which protocols the server speaks)"
+    )]
+    Interrupted,
 }
 
 /// Runs the comparison and returns every result.
@@ -93,7 +98,7 @@ pub fn run_until(
             (target, plan.protocols.clone())
         }
         Some(url) => {
-            let (target, variants, skipped) = Target::user(url, config, &mut plan)?;
+            let (target, variants, skipped) = Target::user(url, config, &mut plan, &stop)?;
             setup.target = url.clone();
             setup.client_cpus = config.pinning.client.clone();
             setup.pinning = match config.pinning.client.is_empty() {
@@ -296,6 +301,7 @@ impl Target {
         url: &str,
         config: &CompareConfig,
         plan: &mut Plan,
+        stop: &Arc<AtomicBool>,
     ) -> Result<(Target, Vec<Variant>, Vec<crate::results::Skipped>), CompareError> {
         let uri =
             httpvs_load::config::parse_url(url).map_err(|e| CompareError::Target(e.to_string()))?;
@@ -306,7 +312,11 @@ impl Target {
         let endpoints = probe::endpoints(&uri, tls, config.connect_to.clone());
         let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
         aim_at_url(plan, &path, config.custom_plan);
-        let (variants, skipped) = probe::probe(&endpoints, &path, &plan.protocols);
+        let (variants, skipped) = probe::probe(&endpoints, &path, &plan.protocols, stop);
+        // Ctrl-C during the probe ends it at once (it waited out every protocol's trial).
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(CompareError::Interrupted);
+        }
         if variants.is_empty() {
             return Err(CompareError::NothingToRun(nothing_answered(url, &skipped)));
         }

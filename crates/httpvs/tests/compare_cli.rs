@@ -642,3 +642,37 @@ fn overlapping_pinning_is_warned_about_and_reported() {
         "{stdout}"
     );
 }
+
+/// Ctrl-C while compare probes a URL (here a port that accepts and never answers) ends it at
+/// once with 130 and one line; it waited out every protocol's trial (about 22 s), then
+/// exited 1 saying the server answered none.
+#[test]
+fn ctrl_c_while_probing_a_url_ends_at_once() {
+    let dir = scratch_dir("compare-probe-interrupt");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["compare", &url, "--no-html"])
+        .args(ONE_SHORT_CLEAN_RUN)
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let signalled = std::time::Instant::now();
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let took = signalled.elapsed();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("httpvs: interrupted before the run started (while probing"),
+        "{stderr}"
+    );
+    // The trial under way ends with the stop, not after every trial's 5 s (a bound far from
+    // either, not a speed figure).
+    assert!(took < std::time::Duration::from_secs(15), "{took:?}");
+    drop(listener);
+}

@@ -215,7 +215,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut progress = Lines::default();
             // The first Ctrl-C ends the matrix: the finished cells are still shown and written.
             let stop = super::common::interrupt_flag();
-            session::run_until(&config, &mut progress, stop).map_err(|e| anyhow::anyhow!("{e}"))?
+            session::run_until(&config, &mut progress, stop).map_err(|e| match e {
+                // Ctrl-C while probing the URL: 130, as load's interrupted set-up.
+                session::CompareError::Interrupted => {
+                    super::exit_error(super::common::INTERRUPTED, e.to_string())
+                }
+                e => anyhow::anyhow!("{e}"),
+            })?
         }
     };
     // An interrupt that cut the matrix exits 130 (128 + SIGINT, as a shell reports ^C), after
