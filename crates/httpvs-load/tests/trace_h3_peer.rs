@@ -140,6 +140,7 @@ fn config(addr: SocketAddr, requests: u32, body: &'static str) -> TraceConfig {
         show_body: true,
         windows: Default::default(),
         linger: Duration::ZERO,
+        stop: Default::default(),
         connect_to: None,
     }
 }

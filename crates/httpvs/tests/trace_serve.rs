@@ -337,6 +337,72 @@ fn an_h3_goaway_is_one_event() {
     );
 }
 
+/// Runs `httpvs trace ARGS` and sends it SIGINT after `after`.
+fn trace_interrupted(args: &[&str], after: Duration) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .arg("trace")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("httpvs runs");
+    std::thread::sleep(after);
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    child.wait_with_output().expect("output")
+}
+
+/// Ctrl-C while a trace waits (a response the server delays, a port that never answers) shows
+/// what it saw until then, the waiting requests marked interrupted, and exits 130 with one
+/// line: it died with nothing printed, everything it had seen lost.
+#[test]
+fn ctrl_c_shows_what_the_trace_saw() {
+    let server = serve(Limits::default());
+    let url = format!("http://{}/?delay=20s", server.http_addr().expect("http"));
+    let out = trace_interrupted(&["-m", "2", &url], Duration::from_millis(1500));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{text}{stderr}");
+    assert!(text.contains("TCP connected to"), "{text}");
+    assert_eq!(
+        text.matches("send GET /?delay=20s HTTP/1.1").count(),
+        2,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("FAILED: interrupted: Ctrl-C came before its response")
+            .count(),
+        2,
+        "{text}"
+    );
+    assert!(
+        text.contains("requests=2 answered=0 failed=2 not_sent=0"),
+        "{text}"
+    );
+    assert_eq!(
+        stderr.trim(),
+        "httpvs: trace interrupted (Ctrl-C): 0 of 2 requests answered"
+    );
+    // A port that accepts and never answers the h2c preface: still connecting.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", silent.local_addr().unwrap());
+    let out = trace_interrupted(
+        &["-p", "h2c", "--connect-timeout", "60s", "--json", &url],
+        Duration::from_millis(1500),
+    );
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    let events = events(&out);
+    let error = of_type(&events, "error", "local");
+    assert_eq!(error.len(), 1, "{events:?}");
+    assert_eq!(error[0]["error"], "interrupted while connecting (Ctrl-C)");
+    assert_eq!(
+        of_type(&events, "tcp_connected", "local").len(),
+        1,
+        "{events:?}"
+    );
+    assert_eq!(summary(&events)["not_sent"], 1);
+}
+
 #[test]
 fn refused_connection_is_an_event_then_one_line_and_exit_1() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");

@@ -35,4 +35,6 @@ pub struct Trace {
     pub summary: summary::Summary,
     /// Why the trace failed (connection error, failed requests), as one line.
     pub failure: Option<String>,
+    /// Ctrl-C stopped it: it shows what it saw until then.
+    pub interrupted: bool,
 }

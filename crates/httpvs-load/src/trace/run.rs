@@ -22,6 +22,7 @@ use crate::protocol::{
     ConnectInfo, ConnectOptions, Connection, Protocol, ProtocolKind, RequestSpec, RetryReason,
     SendError, Target, WireBytes,
 };
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -53,6 +54,18 @@ pub struct TraceConfig {
     pub windows: ReceiveWindows,
     /// `--connect-to`: where the connection goes instead of the URL's host and port.
     pub connect_to: Option<crate::connect_to::ConnectTo>,
+    /// Set by Ctrl-C: the exchange stops where it is, and the trace shows what it saw.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// What a request cut off by Ctrl-C reads as.
+const INTERRUPTED: &str = "interrupted: Ctrl-C came before its response";
+
+/// Resolves once `stop` is set (checked every 10 ms: a trace is not a hot path).
+async fn stopped(stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Runs the trace. Setup problems (DNS, TLS files) are errors; connection and request
@@ -92,7 +105,12 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
         ProtocolChoice::Auto if https => {
             options.tls = Some(tls_for(&[ALPN_H2, ALPN_HTTP11])?);
             // The probe's own handshake is not part of the trace: it only picks the protocol.
-            match probe_alpn(target, &options).await {
+            // Ctrl-C during it goes on to the exchange, which stops at once and says so.
+            let probed = tokio::select! {
+                probed = probe_alpn(target, &options) => probed,
+                () = stopped(&config.stop) => Ok(ProtocolKind::H1),
+            };
+            match probed {
                 Ok(kind) => kind,
                 Err(kind) => {
                     let _ = crate::protocol::tcp::take_connect_note();
@@ -172,6 +190,7 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
     };
     let events = recorder.events();
     let summary = recorder.summary(kind, config.requests, &events, outcome.wire);
+    let interrupted = config.stop.load(Ordering::Relaxed);
     let failure = outcome.connect_failure.or_else(|| {
         let (n, why) = outcome.first_failure?;
         let (failed, not_sent) = (summary.failed, summary.not_sent);
@@ -190,6 +209,7 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
         events,
         summary,
         failure,
+        interrupted,
     })
 }
 
@@ -239,16 +259,24 @@ struct Session<'a> {
 impl Session<'_> {
     async fn exchange<P: Protocol>(&self, protocol: &P) -> Outcome {
         let offset = self.recorder.start().elapsed();
-        let connected = protocol.connect(self.target, self.options).await;
+        let connected = tokio::select! {
+            connected = protocol.connect(self.target, self.options) => Some(connected),
+            () = stopped(&self.config.stop) => None,
+        };
         let (conn, info) = match connected {
-            Ok(done) => done,
-            Err(kind) => {
-                let attempt = failure::Attempt {
-                    quic: self.kind == ProtocolKind::H3,
-                    insecure: self.config.tls.insecure,
+            Some(Ok(done)) => done,
+            failed => {
+                let error = match failed {
+                    Some(Err(kind)) => {
+                        let attempt = failure::Attempt {
+                            quic: self.kind == ProtocolKind::H3,
+                            insecure: self.config.tls.insecure,
+                        };
+                        let cause = protocol.failure_detail();
+                        failure::connect_failure(kind, self.target, cause.as_deref(), attempt)
+                    }
+                    _ => "interrupted while connecting (Ctrl-C)".to_string(),
                 };
-                let cause = protocol.failure_detail();
-                let error = failure::connect_failure(kind, self.target, cause.as_deref(), attempt);
                 // TCP may have connected before a later step failed: show that, and the bytes
                 // that went both ways (the preface sent, a server's other protocol read).
                 let tcp = match self.kind {
@@ -297,6 +325,7 @@ impl Session<'_> {
         while lingers(conn.close_cause()) && !linger.is_elapsed() {
             tokio::select! {
                 () = &mut linger => break,
+                () = stopped(&self.config.stop) => break,
                 () = tokio::time::sleep(Duration::from_millis(5)) => {}
             }
         }
@@ -332,7 +361,17 @@ impl Session<'_> {
 
     /// Sends request `n`; records its outcome. Returns why it failed, if it did.
     async fn send_one<C: Connection>(&self, conn: &C, n: u32) -> Option<String> {
-        let sent = tokio::time::timeout(self.config.timeout, self.send(conn, n)).await;
+        let sent = tokio::select! {
+            sent = tokio::time::timeout(self.config.timeout, self.send(conn, n)) => sent,
+            () = stopped(&self.config.stop) => Ok(Err(INTERRUPTED.to_string())),
+        };
+        // A request behind one the interrupt cut off fails with it (its connection retired):
+        // the interrupt is why, not the server.
+        let sent = match sent {
+            Ok(Ok(info)) => Ok(Ok(info)),
+            _ if self.config.stop.load(Ordering::Relaxed) => Ok(Err(INTERRUPTED.to_string())),
+            failed => failed,
+        };
         let outcome = match sent {
             Ok(Ok(info)) => EventKind::Response {
                 request: n,

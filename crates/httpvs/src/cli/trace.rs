@@ -113,6 +113,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(rendered.as_bytes());
     let _ = out.flush();
+    if traced.interrupted {
+        // Ctrl-C: what it saw is above; 130, as an interrupted `load`.
+        let s = &traced.summary;
+        return Err(super::exit_error(
+            super::common::INTERRUPTED,
+            format!(
+                "trace interrupted (Ctrl-C): {} of {} requests answered",
+                s.succeeded, s.requests
+            ),
+        ));
+    }
     match traced.failure {
         Some(failure) => anyhow::bail!("trace failed: {failure}"),
         None => Ok(ExitCode::SUCCESS),
@@ -190,6 +201,7 @@ fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
             bound => bound,
         },
         show_body: args.body,
+        stop: super::common::interrupt_flag(),
         linger: duration_flag("--linger", &args.linger)?,
         windows,
         connect_to: args
