@@ -441,7 +441,11 @@ pub(super) fn check_cacert(path: &std::path::Path) -> anyhow::Result<()> {
                 .map_err(|e| usage(format!("--cacert: {e}")));
         }
         Ok(meta) if meta.is_dir() => "a directory, not a PEM file",
-        Ok(_) => "not a regular file (a PEM file of CA certificates)",
+        // Every connection's TLS set-up reads it again, which a pipe allows once.
+        Ok(_) => {
+            "not a regular file (a PEM file of CA certificates; it is read again for each \
+             client set-up, which a pipe or <(cmd) cannot be: save it to a file)"
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such file",
         Err(_) => "cannot be read",
     };

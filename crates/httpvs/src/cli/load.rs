@@ -478,6 +478,15 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
     let (first, first_at) = first;
     let (first, url_credentials) = take_userinfo(first)?;
     let first = first.as_str();
+    if first.starts_with('/') {
+        // A /path is taken against the first URL, so the first must be whole.
+        let e = format!(
+            "{} is a /path, taken against the first URL: give the first as a whole URL \
+             (http://host:port/...), as an argument or as the file's first line",
+            httpvs_load::config::shown_url(first)
+        );
+        return Err(at(first_at, &e));
+    }
     parse_url(first).map_err(|e| at(first_at, &e))?;
     let mut config = LoadConfig::new(first).map_err(|e| at(first_at, &e))?;
     config.more_urls = more
