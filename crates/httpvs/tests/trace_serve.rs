@@ -634,3 +634,20 @@ fn credentials_in_the_url_become_basic_authorization() {
     assert!(!out.status.success());
     assert!(!stderr.contains("secret"), "{stderr}");
 }
+
+/// http:// to a TLS port: the server's TLS alert is named as such, with the fix, as `load`'s
+/// report names it (the trace said only "unparseable HTTP/1.1 head").
+#[test]
+fn http_to_a_tls_port_says_so() {
+    let server = serve(Limits::default());
+    let url = format!("http://{}/", server.https_addr().expect("https"));
+    let out = trace(&[&url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "the server answered with a TLS record (http:// to a TLS port? use https://)"
+        ),
+        "{text}"
+    );
+}

@@ -154,13 +154,23 @@ impl H1State {
             }
             Ok(None) if self.reader(dir).head.len() <= crate::protocol::MAX_RESPONSE_HEAD => None,
             Ok(None) | Err(()) => {
-                self.recorder.record(
-                    dir,
-                    EventKind::Note {
-                        text: "unparseable HTTP/1.1 head; the rest of this direction is not shown"
-                            .into(),
-                    },
-                );
+                // A TLS record (alert 0x15, handshake 0x16, version 3.x): a TLS server
+                // answering a cleartext request, as `load`'s report says it.
+                let head = &self.reader(dir).head;
+                let tls = dir == Direction::Recv
+                    && head.len() >= 2
+                    && matches!(head[0], 0x15 | 0x16)
+                    && head[1] == 0x03;
+                let text = match tls {
+                    true => {
+                        "unparseable HTTP/1.1 head: the server answered with a TLS record \
+                             (http:// to a TLS port? use https://); the rest of this direction \
+                             is not shown"
+                    }
+                    false => "unparseable HTTP/1.1 head; the rest of this direction is not shown",
+                };
+                self.recorder
+                    .record(dir, EventKind::Note { text: text.into() });
                 // Park the direction: a huge "body" that is never shown.
                 self.reader(dir).body =
                     Some(Body::new(UNPARSED, BodyLeft::Length(u64::MAX), false));
