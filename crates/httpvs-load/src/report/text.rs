@@ -247,7 +247,7 @@ fn requests(out: &mut String, r: &Report) {
     if q.retried.total > 0 {
         let _ = writeln!(
             out,
-            "Retried:      {} on a new connection, not failures (after GOAWAY {}, refused stream {}, connection closed {})",
+            "Retried:      {} times on a new connection, not failures (after GOAWAY {}, refused stream {}, connection closed {})",
             group(q.retried.total),
             group(q.retried.goaway),
             group(q.retried.refused),
