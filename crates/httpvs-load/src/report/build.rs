@@ -448,19 +448,34 @@ fn quic(config: &LoadConfig, stats: &WorkerStats) -> Option<Quic> {
         mean_cwnd_bytes: q.cwnd_sum / q.connections,
         early_requests: q.sum.early_requests,
         early_rejected: q.sum.early_rejected,
-        note: (config.zero_rtt && q.sum.early_requests == 0 && q.sum.early_rejected == 0).then(
-            || {
-                "--0rtt sent no early data: 0-RTT needs a connection that resumes a session with a \
-             server that accepts early data (httpvs serve does not; caddy does), and with \
-             keep-alive only the first connections open (--no-keepalive opens one per request)"
-                    .to_string()
-            },
-        ),
+        note: (config.zero_rtt && q.sum.early_requests == 0 && q.sum.early_rejected == 0)
+            .then(|| zero_rtt_note(config.keepalive)),
     })
+}
+
+/// Why `--0rtt` sent nothing early; the keep-alive clause only where keep-alive is on (it read
+/// so beside `--no-keepalive`).
+fn zero_rtt_note(keepalive: bool) -> String {
+    let base = "--0rtt sent no early data: 0-RTT needs a connection that resumes a session \
+                with a server that accepts early data (httpvs serve does not; caddy does)";
+    match keepalive {
+        true => format!(
+            "{base}, and with keep-alive only the first connections open (--no-keepalive opens \
+             one per request)"
+        ),
+        false => base.to_string(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    /// The note names --no-keepalive only to a run that keeps connections alive.
+    #[test]
+    fn the_zero_rtt_note_suggests_no_keepalive_only_with_keepalive() {
+        assert!(super::zero_rtt_note(true).contains("--no-keepalive opens one per request"));
+        assert!(!super::zero_rtt_note(false).contains("keep-alive"));
+    }
+
     use super::*;
 
     /// A report written before the SETTINGS phase existed reads back with the same empty
