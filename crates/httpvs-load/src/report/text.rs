@@ -111,6 +111,7 @@ fn header(out: &mut String, r: &Report) {
     // HTTP/1.1 has no streams: -m is how deep each connection pipelines (with keep-alive; a
     // one-request connection pipelines nothing, and the no-keep-alive part says what -m does).
     let per_connection = match (r.protocol.negotiated.as_str(), s.streams, s.keepalive) {
+        ("h1", 1, _) if s.connections == 1 => ", one request at a time".to_string(),
         ("h1", 1, _) => ", one request at a time each".to_string(),
         // Each of a slot's -m streams opens connections of its own: the tail says how many.
         ("h1", m, false) => format!(" × {m} streams"),

@@ -159,7 +159,7 @@ pub struct Args {
     percentiles: Option<String>,
     /// Write one tab-separated row per request to FILE, as h2load's --log-file: start (µs since
     /// the epoch), status (-1 failed), duration µs, then intended start µs, connection, url
-    /// index, error
+    /// index, error, sent µs (the wait for a connection before it went out)
     #[arg(long, value_name = "FILE")]
     log_file: Option<PathBuf>,
     /// Write the latency's percentile spectrum to FILE in HdrHistogram's text form (.hgrm), as
