@@ -1489,3 +1489,18 @@ fn a_passing_latency_rule_names_the_sends_that_never_went_out() {
     assert!(rule.contains(" ok (but "), "{rule}");
     assert!(rule.contains("--fail-on unsent>0 judges them"), "{rule}");
 }
+
+/// `--version` names the binary whichever subcommand it follows (`httpvs load --version` said
+/// `httpvs-load 0.1.0`).
+#[test]
+fn version_names_the_binary() {
+    let want = format!("httpvs {}\n", env!("CARGO_PKG_VERSION"));
+    for args in [&["--version"][..], &["load", "--version"], &["compare", "-V"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+            .args(args)
+            .output()
+            .expect("httpvs runs");
+        assert!(out.status.success(), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{args:?}");
+    }
+}

@@ -102,8 +102,15 @@ pub fn one_line(err: &anyhow::Error) -> String {
 pub fn usage_error(err: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match err.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+        ErrorKind::DisplayHelp => {
             let _ = err.print();
+            ExitCode::SUCCESS
+        }
+        // The binary's name and version, whichever subcommand asked (clap said `httpvs-load
+        // 0.1.0` for `httpvs load --version`).
+        ErrorKind::DisplayVersion => {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stdout(), "httpvs {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
