@@ -1495,7 +1495,11 @@ fn a_passing_latency_rule_names_the_sends_that_never_went_out() {
 #[test]
 fn version_names_the_binary() {
     let want = format!("httpvs {}\n", env!("CARGO_PKG_VERSION"));
-    for args in [&["--version"][..], &["load", "--version"], &["compare", "-V"]] {
+    for args in [
+        &["--version"][..],
+        &["load", "--version"],
+        &["compare", "-V"],
+    ] {
         let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
             .args(args)
             .output()

@@ -79,6 +79,8 @@ pub enum EventKind {
         cut_off: bool,
         /// The length the head announced (`content-length` framing).
         announced: Option<u64>,
+        /// A chunked body's trailer fields, as they came.
+        trailers: Vec<(String, String)>,
     },
     /// An HTTP/3 request stream opened.
     H3StreamOpened {

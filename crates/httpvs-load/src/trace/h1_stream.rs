@@ -41,6 +41,8 @@ struct Body {
     left: BodyLeft,
     length: u64,
     text: Option<Vec<u8>>,
+    /// A chunked body's trailer section as it came (bounded as a head is).
+    trailers: Vec<u8>,
 }
 
 #[derive(Debug)]
@@ -253,6 +255,7 @@ impl Body {
             left,
             length: 0,
             text: show.then(Vec::new),
+            trailers: Vec::new(),
         }
     }
 
@@ -290,6 +293,13 @@ impl Body {
                 match chunked.feed(pending) {
                     Ok(fed) => {
                         self.length += fed.data;
+                        if let Some(from) = fed.trailer_from {
+                            let room = crate::protocol::MAX_RESPONSE_HEAD
+                                .saturating_sub(self.trailers.len());
+                            let lines = &pending[from..fed.consumed];
+                            self.trailers
+                                .extend_from_slice(&lines[..lines.len().min(room)]);
+                        }
                         pending.drain(..fed.consumed);
                         if !chunked.is_done() {
                             return bytes.len();
@@ -332,8 +342,21 @@ fn body_event(recorder: &Recorder, dir: Direction, body: Body) {
             text: body.text.map(|t| String::from_utf8_lossy(&t).into_owned()),
             cut_off,
             announced,
+            trailers: trailer_fields(&body.trailers),
         },
     );
+}
+
+/// A trailer section's fields (`name: value` lines), as they came.
+fn trailer_fields(section: &[u8]) -> Vec<Field> {
+    String::from_utf8_lossy(section)
+        .split("\r\n")
+        .filter(|line| !line.is_empty())
+        .map(|line| match line.split_once(':') {
+            Some((name, value)) => (name.to_string(), value.trim().to_string()),
+            None => (line.to_string(), String::new()),
+        })
+        .collect()
 }
 
 fn fields_of(headers: &[httparse::Header<'_>]) -> Vec<Field> {
@@ -472,5 +495,33 @@ HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nHTTP/1.1 204 No Content\r\nConnec
             text.contains("(chunked, broken here: the rest is not shown)"),
             "{text}"
         );
+    }
+
+    /// A chunked body's trailers are shown under its body line, byte by byte or whole (they
+    /// were consumed unseen).
+    #[test]
+    fn chunked_trailers_are_shown() {
+        for split in [false, true] {
+            let recorder = Recorder::start_now();
+            let mut wire = H1Wire::new(recorder.clone(), false);
+            wire.sent(b"GET / HTTP/1.1\r\n\r\n");
+            let response =
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nxyz\r\n0\r\n\
+X-Checksum: abc\r\nX-Other: 1\r\n\r\n";
+            if split {
+                for b in response {
+                    wire.received(std::slice::from_ref(b));
+                }
+            } else {
+                wire.received(response);
+            }
+            let mut text = String::new();
+            for event in recorder.events() {
+                crate::trace::text::render_event(&mut text, &event);
+            }
+            assert!(text.contains("recv body: 3 bytes (chunked)"), "{text}");
+            assert!(text.contains("trailer X-Checksum: abc"), "{text}");
+            assert!(text.contains("trailer X-Other: 1"), "{text}");
+        }
     }
 }

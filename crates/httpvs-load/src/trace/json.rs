@@ -78,10 +78,11 @@ fn kind_json(kind: &EventKind) -> (String, Value) {
             text,
             cut_off,
             announced,
+            trailers,
         } => (
             "h1_body".into(),
             json!({"proto": "h1", "length": length, "framing": framing, "text": text,
-                   "cut_off": cut_off, "announced": announced}),
+                   "cut_off": cut_off, "announced": announced, "trailers": fields(trailers)}),
         ),
         EventKind::H3StreamOpened { stream } => (
             "stream_opened".into(),

@@ -51,6 +51,7 @@ pub fn render_event(out: &mut String, event: &TraceEvent) {
             text,
             cut_off,
             announced,
+            trailers,
         } => {
             let of = match announced {
                 Some(n) if *cut_off => format!(" of {n}"),
@@ -64,6 +65,9 @@ pub fn render_event(out: &mut String, event: &TraceEvent) {
             line(out, format!("{dir} body: {length}{of} bytes ({framing}{cut})"));
             if let Some(text) = text {
                 body_text(out, text);
+            }
+            for (name, value) in trailers {
+                detail(out, format!("trailer {name}: {value}"));
             }
         }
         EventKind::H3StreamOpened { stream } => line(out, format!("h3 stream {stream} opened")),

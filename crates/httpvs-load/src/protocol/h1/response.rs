@@ -231,6 +231,10 @@ pub struct Fed {
     pub consumed: usize,
     /// Body data bytes among them.
     pub data: u64,
+    /// Where, in this call's input, the trailer section begins (the bytes from there to
+    /// `consumed` are trailer lines and the blank line ending them; the trace shows them);
+    /// `None` when this call did not reach it.
+    pub trailer_from: Option<usize>,
 }
 
 impl Default for ChunkedBody {
@@ -253,6 +257,7 @@ impl ChunkedBody {
         let mut fed = Fed {
             consumed: 0,
             data: 0,
+            trailer_from: None,
         };
         loop {
             let rest = &buf[fed.consumed..];
@@ -293,15 +298,18 @@ impl ChunkedBody {
                     fed.consumed += 2;
                     self.state = ChunkState::Size;
                 }
-                ChunkState::Trailer => match rest.windows(2).position(|w| w == b"\r\n") {
-                    Some(0) => {
-                        fed.consumed += 2;
-                        self.state = ChunkState::Done;
+                ChunkState::Trailer => {
+                    fed.trailer_from.get_or_insert(fed.consumed);
+                    match rest.windows(2).position(|w| w == b"\r\n") {
+                        Some(0) => {
+                            fed.consumed += 2;
+                            self.state = ChunkState::Done;
+                        }
+                        Some(line) => fed.consumed += line + 2,
+                        None if rest.len() < MAX_LINE => return Ok(fed),
+                        None => return Err(ErrorKind::Protocol),
                     }
-                    Some(line) => fed.consumed += line + 2,
-                    None if rest.len() < MAX_LINE => return Ok(fed),
-                    None => return Err(ErrorKind::Protocol),
-                },
+                }
             }
         }
     }
