@@ -352,6 +352,11 @@ fn bad_net_flags_are_one_line_and_exit_2() {
         (vec!["--net", "wna", url], "profile: lan, wan"),
         (vec!["--net", "wan", "http://192.0.2.1/"], "127.0.0.0/8"),
         (vec!["--net-seed", "3", url], "--net-seed needs --net"),
+        // Both directions' own seeds win: --net-seed would be dropped unseen.
+        (
+            vec!["--net", "delay 5ms seed 7", "--net-seed", "8", url],
+            "--net-seed 8 is not used",
+        ),
     ] {
         let out = load(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");

@@ -41,6 +41,22 @@ fn a_bad_netem_token_is_named_in_one_line() {
     assert!(text(&out.stderr).contains("`moon`"));
     let out = httpvs(&["netem", "--both", "delay 5ms"]);
     assert_eq!(out.status.code(), Some(2), "a command is required");
+    // Both directions name their seed: --seed would be dropped unseen.
+    let out = httpvs(&[
+        "netem",
+        "--both",
+        "delay 5ms seed 7",
+        "--seed",
+        "8",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--seed 8 is not used"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// A direction whose options name a seed draws from it, and the banner says so (it printed

@@ -704,10 +704,17 @@ fn early_rejected(n: u64) -> String {
 /// The emulated link's relay counters, one row per direction, as `httpvs netem` prints them.
 fn network(out: &mut String, r: &Report) {
     let Some(n) = &r.network else { return };
+    // A `seed` in the options is what repeats the run (for its direction; --net-seed is then
+    // refused).
+    let own_seed = n.spec.split_whitespace().any(|w| w == "seed");
+    let seed = match own_seed {
+        true => format!("seed {} where --net names none", n.seed),
+        false => format!("seed {} (--net-seed repeats it)", n.seed),
+    };
     let _ = writeln!(
         out,
-        "\nNetwork      --net {:?}, seed {} (--net-seed repeats it), MTU {}; packets over the whole run",
-        n.spec, n.seed, n.mtu
+        "\nNetwork      --net {:?}, {seed}, MTU {}; packets over the whole run",
+        n.spec, n.mtu
     );
     let _ = writeln!(
         out,

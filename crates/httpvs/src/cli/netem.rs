@@ -228,6 +228,13 @@ fn link_config(args: &Args) -> anyhow::Result<LinkConfig> {
     };
     let mut config = LinkConfig::new(parse(up_flag, &up)?, parse(down_flag, &down)?);
     if let Some(seed) = args.seed {
+        // Each direction's own `seed` wins: with both named, --seed would be dropped unseen.
+        if config.up.seed.is_some() && config.down.seed.is_some() {
+            return Err(usage(format!(
+                "--seed {seed} is not used: both directions name a `seed` in their options; \
+                 give the seed in one place"
+            )));
+        }
         config.seed = seed;
     }
     config.mtu = args.mtu;

@@ -46,6 +46,14 @@ impl NetLink {
         }
         let config = LinkConfig::parse(spec).map_err(|e| usage(spec_error(spec, &e)))?;
         let config = match seed {
+            // A direction's own `seed` wins over --net-seed: with both named, --net-seed was
+            // dropped unseen while the report named it as what repeats the run.
+            Some(seed) if config.up.seed.is_some() && config.down.seed.is_some() => {
+                return Err(usage(format!(
+                    "--net-seed {seed} is not used: --net names a `seed` for both \
+                     directions; give the seed in one place"
+                )));
+            }
             Some(seed) => config.with_seed(seed),
             None => config,
         };
