@@ -109,7 +109,8 @@ fn the_command_exit_code_comes_back() {
 /// needs no root).
 #[test]
 fn a_command_that_does_not_exist_is_one_line_and_127() {
-    for program in ["no-such-command-httpvs", "/nonexistent/program"] {
+    // After `--` even a word like an option is the command (it read as an unknown option).
+    for program in ["no-such-command-httpvs", "/nonexistent/program", "--foo"] {
         let out = httpvs(&["netem", "--both", "delay 1ms", "--", program]);
         assert_eq!(out.status.code(), Some(127), "{program}");
         let stderr = text(&out.stderr);

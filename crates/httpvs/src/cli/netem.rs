@@ -84,7 +84,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "give the command to run after `--`, e.g. httpvs netem --both \"delay 50ms\" -- curl http://127.0.0.1:8080/",
         ));
     };
-    if program.starts_with('-') {
+    // After `--` a word is the command, whatever it looks like (as for a shell's `exec --`).
+    if program.starts_with('-') && !follows_double_dash(program) {
         // The command starts at the first word that is not one of our options: this one is an
         // option we do not know. An impairment spelled as a flag (`--delay 50ms`, as other
         // tools take it) is shown the way it goes here.
@@ -239,6 +240,16 @@ fn link_config(args: &Args) -> anyhow::Result<LinkConfig> {
     }
     config.mtu = args.mtu;
     Ok(config)
+}
+
+/// Whether `program` is the first word after a `--` on the command line (clap drops the `--`).
+fn follows_double_dash(program: &str) -> bool {
+    let words: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    words
+        .iter()
+        .position(|w| w == "--")
+        .and_then(|i| words.get(i + 1))
+        .is_some_and(|next| next == program)
 }
 
 fn print_profiles() {
