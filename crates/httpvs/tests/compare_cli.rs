@@ -236,6 +236,11 @@ fn bad_flags_get_one_line() {
             vec!["compare", "--protocols", "h1,spdy"],
             "--protocols: 'spdy' is not a protocol",
         ),
+        // Tuning replaces the shape given: it ran at the tuned one, unsaid.
+        (
+            vec!["compare", "--tune", "--shape", "h1=8"],
+            "--tune picks each protocol's shape itself, so --shape would be dropped",
+        ),
         (
             vec!["compare", "--conditions", "mars"],
             "--conditions: 'mars' is not a condition",
@@ -675,4 +680,35 @@ fn ctrl_c_while_probing_a_url_ends_at_once() {
     // either, not a speed figure).
     assert!(took < std::time::Duration::from_secs(15), "{took:?}");
     drop(listener);
+}
+
+/// `--print-plan` reads a plan from a pipe as a run does: once (it read it twice, and the
+/// second read of `--plan <(cmd)` found nothing); its times read back as they were.
+#[test]
+fn print_plan_reads_a_piped_plan_once_and_prints_times_that_read_back() {
+    use std::io::Write as _;
+    let dir = scratch_dir("compare-print-piped");
+    let plan = TINY_PLAN.replace("warmup = \"100ms\"", "warmup = \"1500us\"");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["compare", "--plan", "/dev/stdin", "--print-plan"])
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(plan.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    assert!(printed.contains("warmup = \"1500us\""), "{printed}");
+    std::fs::write(dir.join("again.toml"), &printed).unwrap();
+    let again = httpvs(&dir, &["compare", "--plan", "again.toml", "--print-plan"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(text(&again.stdout), printed);
 }

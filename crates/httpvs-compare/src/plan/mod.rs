@@ -224,6 +224,9 @@ pub struct ClientSettings {
     pub timeout: Option<Span>,
 }
 
+/// The largest generated request body a payload may ask for (as `load --data-file`'s limit).
+const MAX_BODY: u64 = 256 << 20;
+
 /// The best-practice shape when a plan names none: many connections for h1, few x many for h2/h3,
 /// with the same 64 requests in flight either way (so a delay-bound ratio is not the shapes').
 pub fn default_shape(variant: Variant) -> Shape {
@@ -317,6 +320,11 @@ impl Plan {
             if list.0.is_empty() {
                 return err(format!("shapes.{v}"), "names no shape".into());
             }
+            // Two rows with one label: verdicts like "h1@8 0.89x h1@8".
+            let names: Vec<String> = list.0.iter().map(Shape::to_string).collect();
+            if let Some(dup) = first_duplicate(names.iter().map(String::as_str)) {
+                return err(format!("shapes.{v}"), format!("lists {dup} twice"));
+            }
         }
         if self.payloads.is_empty() {
             return err("payloads".into(), "names no payload".into());
@@ -355,6 +363,11 @@ impl Plan {
                     return err(format!("conditions[{i}].{key}"), msg);
                 }
             }
+            if c.payloads.as_ref().is_some_and(Vec::is_empty) {
+                // Nothing would run under it, and nothing would say so.
+                let msg = "names no payload (leave it out for all of them)".to_string();
+                return err(format!("conditions[{i}].payloads"), msg);
+            }
             for name in c.payloads.iter().flatten() {
                 if !self.payloads.iter().any(|p| &p.name == name) {
                     let msg = format!("'{name}' is not a payload of this plan");
@@ -378,6 +391,13 @@ impl Plan {
         }
         if self.client.threads == Some(0) {
             return err("client.threads".into(), "must be at least 1".into());
+        }
+        if self.client.timeout.is_some_and(|t| t.0.is_zero()) {
+            // Every request would time out at once, and every cell "not run".
+            return err(
+                "client.timeout".into(),
+                "must be more than 0 (leave it out for none)".into(),
+            );
         }
         for (field, threads, max) in [
             (
@@ -440,10 +460,22 @@ impl Plan {
             let msg = format!("'{}' is not an HTTP method", p.method);
             return Err(PlanError::field(origin, field("method"), msg));
         }
+        if let Some(body) = p.body.filter(|b| b.0 > MAX_BODY) {
+            // Each cell makes the body whole: 16g aborted the run on the first cell.
+            let msg = format!(
+                "{} bytes is over 256m, the most a request body may be (as load's --data-file)",
+                body.0
+            );
+            return Err(PlanError::field(origin, field("body"), msg));
+        }
         for h in &p.headers {
-            let ok = h.split_once(':').is_some_and(|(n, _)| !n.trim().is_empty());
+            // As the load engine will parse it: a space in a name failed every cell.
+            let ok = h.split_once(':').is_some_and(|(n, v)| {
+                http::HeaderName::from_bytes(n.trim().as_bytes()).is_ok()
+                    && http::HeaderValue::from_str(v.trim()).is_ok()
+            });
             if !ok {
-                let msg = format!("'{h}' is not 'name: value'");
+                let msg = format!("'{h}' is not 'name: value' with a valid name and value");
                 return Err(PlanError::field(origin, field("headers"), msg));
             }
         }

@@ -106,6 +106,27 @@ fn values_no_cell_could_run_are_plan_errors() {
         "{e}"
     );
     assert!(!e.contains('\n'), "{e}");
+    // A body no cell could make (16g aborted the run), a header the engine cannot send, a
+    // zero timeout, a condition that runs no payload, a shape listed twice.
+    let e = error_of(&MINIMAL.replace("name = \"small\"", "name = \"small\"\nbody = \"16g\""));
+    assert!(
+        e.contains("payloads[0].body:") && e.contains("over 256m"),
+        "{e}"
+    );
+    let e = error_of(&MINIMAL.replace(
+        "name = \"small\"",
+        "name = \"small\"\nheaders = [\"Bad Name: v\"]",
+    ));
+    assert!(e.contains("payloads[0].headers: 'Bad Name: v'"), "{e}");
+    let e = error_of(&format!("{MINIMAL}[client]\ntimeout = \"0s\"\n"));
+    assert!(e.contains("client.timeout: must be more than 0"), "{e}");
+    let e = error_of(&MINIMAL.replace("name = \"clean\"", "name = \"clean\"\npayloads = []"));
+    assert!(
+        e.contains("conditions[0].payloads: names no payload"),
+        "{e}"
+    );
+    let e = error_of(&format!("{MINIMAL}[shapes]\nh1 = \"8, 8\"\n"));
+    assert!(e.contains("shapes.h1: lists 8 twice"), "{e}");
 }
 
 #[test]

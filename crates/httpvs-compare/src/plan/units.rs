@@ -103,7 +103,13 @@ impl FromStr for Span {
 }
 
 impl fmt::Display for Span {
+    /// Whole seconds or milliseconds where they are exact, else microseconds: `--print-plan`
+    /// must read back as it was (`100us` printed `0s`, which a plan refuses as a duration).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let nanos = self.0.as_nanos();
+        if !nanos.is_multiple_of(1_000_000) {
+            return write!(f, "{}us", ((nanos + 500) / 1000).max(1));
+        }
         let ms = self.0.as_millis();
         if ms.is_multiple_of(1000) {
             write!(f, "{}s", ms / 1000)
@@ -208,6 +214,13 @@ mod tests {
     fn durations_parse_and_print() {
         assert_eq!("1.5s".parse::<Span>().unwrap().0.as_millis(), 1500);
         assert_eq!("500ms".parse::<Span>().unwrap().to_string(), "500ms");
+        // Under a millisecond, or between two: printed so that it reads back the same.
+        for text in ["100us", "1500us", "2700us"] {
+            let span = text.parse::<Span>().unwrap();
+            assert_eq!(span.to_string(), text);
+            assert_eq!(span.to_string().parse::<Span>().unwrap(), span);
+        }
+        assert_eq!("2.7ms".parse::<Span>().unwrap().to_string(), "2700us");
         assert_eq!("2m".parse::<Span>().unwrap().0.as_secs(), 120);
         assert!("fast".parse::<Span>().is_err());
         assert!("-1s".parse::<Span>().is_err());

@@ -113,8 +113,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.print_plan {
         // Every flag is checked as a run would check it (`--server-cpus 99` printed the plan
-        // and exited 0, then failed the run with 2).
-        config(&args)?;
+        // and exited 0, then failed the run with 2). Built once: a plan read from a pipe
+        // (`--plan <(cmd)`) can be read only once.
+        let config = config(&args)?;
         let narrowed = args.plan.is_some()
             || args.quick
             || args.shape.is_some()
@@ -126,7 +127,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             || args.warmup.is_some();
         if let Some(url) = &args.url {
             // Against your server: its payloads as they would go; the protocols are probed.
-            let config = config(&args)?;
             let mut plan = aimed_plan(&config).unwrap_or(config.plan);
             if !config.custom_plan {
                 let protocols: Vec<String> = plan.protocols.iter().map(|v| v.to_string()).collect();
@@ -146,7 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             print!("{text}");
         } else if narrowed {
             // The plan as the other flags make it, which is what would run.
-            let plan = config(&args)?.plan;
+            let plan = config.plan;
             let text = plan
                 .to_toml()
                 .map_err(|e| anyhow::anyhow!("cannot print the plan: {e}"))?;
@@ -434,6 +434,12 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
                 .collect::<Vec<_>>()
                 .join(", ")
         )));
+    }
+    if args.tune && args.shape.is_some() {
+        // Tuning replaces every protocol's shape: the one given would run nowhere.
+        return Err(super::usage(
+            "--tune picks each protocol's shape itself, so --shape would be dropped: give one of them",
+        ));
     }
     if args.tune && !plan.conditions.iter().any(|c| c.is_clean()) {
         // It would print "tuning..." and then tune nothing.
