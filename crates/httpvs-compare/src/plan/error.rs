@@ -89,11 +89,20 @@ impl PlanError {
         };
         let offset = span.start.min(text.len());
         let line = text[..offset].matches('\n').count() + 1;
+        let field = field_at(text, line);
+        // The type's range is not the plan's: repeats is 1..=100 (it said "0 or more").
+        let message = match field.as_str() {
+            "repeats" if message.contains("expected a whole number") => {
+                format!("{message}: must be 1..=100")
+                    .replace(", expected a whole number, 0 or more:", ",")
+            }
+            _ => message,
+        };
         PlanError {
             origin: origin.to_string(),
             line: Some(line),
             column: None,
-            field: field_at(text, line),
+            field,
             message,
         }
     }
@@ -113,6 +122,25 @@ fn plain_type_names(message: &str) -> String {
     ] {
         if let Some(rest) = out.strip_suffix(rust) {
             out = format!("{rest}{plain}");
+        }
+    }
+    // Untagged enums say only that nothing matched, by their Rust names.
+    for (rust, plain) in [
+        (
+            "data did not match any variant of untagged enum ShapeListText",
+            "expected a shape (64 or \"4x32\") or a list of them (\"8, 64\")",
+        ),
+        (
+            "data did not match any variant of untagged enum ShapeText",
+            "expected a shape (64 or \"4x32\")",
+        ),
+        (
+            "data did not match any variant of untagged enum SizeOrNumber",
+            "expected a size in bytes (100, or \"64k\", \"1m\")",
+        ),
+    ] {
+        if out.contains(rust) {
+            out = out.replace(rust, plain);
         }
     }
     out

@@ -129,6 +129,28 @@ fn values_no_cell_could_run_are_plan_errors() {
     assert!(e.contains("shapes.h1: lists 8 twice"), "{e}");
 }
 
+/// A wrong type is said in a plan's words: serde named its untagged enums ("data did not
+/// match any variant of untagged enum ShapeListText") and u32's range for repeats.
+#[test]
+fn wrong_types_are_said_in_plain_words() {
+    let e = error_of(&format!("{MINIMAL}[shapes]\nh1 = true\n"));
+    assert!(
+        e.contains("shapes.h1: expected a shape (64 or \"4x32\")"),
+        "{e}"
+    );
+    let e = error_of(&MINIMAL.replace("name = \"small\"", "name = \"small\"\nsize = 1.5"));
+    assert!(
+        e.contains("payloads[0].size: expected a size in bytes"),
+        "{e}"
+    );
+    let e = error_of(&MINIMAL.replace("duration", "repeats = -1\nduration"));
+    assert!(
+        e.contains("repeats: invalid value: integer `-1`, must be 1..=100"),
+        "{e}"
+    );
+    assert!(!e.contains("untagged") && !e.contains("0 or more"), "{e}");
+}
+
 #[test]
 fn unknown_and_missing_fields_are_named() {
     let e = error_of(&format!("repeets = 2\n{MINIMAL}"));
@@ -159,7 +181,7 @@ fn cross_field_mistakes_are_named() {
     let e = error_of(&MINIMAL.replace("duration", "repeats = -1\nduration"));
     assert_eq!(
         e,
-        "p.toml:2: repeats: invalid value: integer `-1`, expected a whole number, 0 or more"
+        "p.toml:2: repeats: invalid value: integer `-1`, must be 1..=100"
     );
 }
 
