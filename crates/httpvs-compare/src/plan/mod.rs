@@ -305,6 +305,36 @@ impl Plan {
     /// Cross-field checks that parsing alone cannot make.
     pub fn validate(&self, origin: &str) -> Result<(), PlanError> {
         let err = |field: String, msg: String| Err(PlanError::field(origin, field, msg));
+        // Names and titles go to the terminal and the HTML as they are: a control or
+        // direction-override character would rewrite what the tables show.
+        let texts = [
+            ("name".to_string(), &self.name),
+            ("description".to_string(), &self.description),
+        ]
+        .into_iter()
+        .chain(
+            self.payloads
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (format!("payloads[{i}].name"), &p.name)),
+        )
+        .chain(
+            self.conditions
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (format!("conditions[{i}].name"), &c.name)),
+        );
+        for (field, text) in texts {
+            if let Some(c) = text.chars().find(|&c| unprintable(c)) {
+                return err(
+                    field,
+                    format!(
+                        "holds the control character U+{:04X}: names are shown as they are",
+                        c as u32
+                    ),
+                );
+            }
+        }
         if self.protocols.is_empty() {
             return err("protocols".into(), "names no protocol".into());
         }
@@ -329,7 +359,7 @@ impl Plan {
         if self.payloads.is_empty() {
             return err("payloads".into(), "names no payload".into());
         }
-        if let Some(dup) = first_duplicate(self.payloads.iter().map(|p| p.name.as_str())) {
+        if let Some(dup) = first_duplicate(self.payloads.iter().map(|p| p.name.trim())) {
             return err("payloads".into(), format!("name '{dup}' is used twice"));
         }
         for (i, p) in self.payloads.iter().enumerate() {
@@ -338,7 +368,8 @@ impl Plan {
         if self.conditions.is_empty() {
             return err("conditions".into(), "names no condition".into());
         }
-        if let Some(dup) = first_duplicate(self.conditions.iter().map(|c| c.name.as_str())) {
+        // Trimmed: "c" and " c" read the same in a table.
+        if let Some(dup) = first_duplicate(self.conditions.iter().map(|c| c.name.trim())) {
             return err("conditions".into(), format!("name '{dup}' is used twice"));
         }
         for (i, c) in self.conditions.iter().enumerate() {
@@ -531,6 +562,14 @@ pub fn run_sentence(
         "{protocols}; {payloads}; on {}{note}.",
         conditions.join(", ")
     )
+}
+
+/// A character that must not reach a terminal or a page from a plan: C0/C1 controls (ESC,
+/// BEL) and the bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069).
+fn unprintable(c: char) -> bool {
+    c.is_control()
+        || ('\u{202A}'..='\u{202E}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
 }
 
 fn first_duplicate<'a>(names: impl Iterator<Item = &'a str>) -> Option<&'a str> {

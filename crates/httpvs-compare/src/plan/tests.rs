@@ -129,6 +129,21 @@ fn values_no_cell_could_run_are_plan_errors() {
     assert!(e.contains("shapes.h1: lists 8 twice"), "{e}");
 }
 
+/// A name with a control or direction-override character would rewrite the terminal's tables
+/// (ESC) or reverse them (U+202E); names that differ only in spaces read the same.
+#[test]
+fn unprintable_and_look_alike_names_are_refused() {
+    for bad in ["\\u001b[2J", "\\u0007", "a\\u202Eb"] {
+        let e = error_of(&MINIMAL.replace("name = \"clean\"", &format!("name = \"{bad}\"")));
+        assert!(
+            e.contains("conditions[0].name: holds the control character U+"),
+            "{e}"
+        );
+    }
+    let e = error_of(&format!("{MINIMAL}[[conditions]]\nname = \" clean\"\n"));
+    assert!(e.contains("conditions: name 'clean' is used twice"), "{e}");
+}
+
 /// A wrong type is said in a plan's words: serde named its untagged enums ("data did not
 /// match any variant of untagged enum ShapeListText") and u32's range for repeats.
 #[test]
