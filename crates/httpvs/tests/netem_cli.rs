@@ -105,6 +105,29 @@ fn the_command_exit_code_comes_back() {
     assert_eq!(out.status.code(), Some(127));
 }
 
+/// A script whose `#!` interpreter is missing says so, as a shell's "bad interpreter" (it
+/// said "No such file or directory" of a file that is there).
+#[test]
+fn a_script_with_a_missing_interpreter_says_so() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let script = std::env::temp_dir().join(format!("httpvs-bad-interp-{}.sh", std::process::id()));
+    std::fs::write(&script, "#!/nonexistent/interp -x\necho hi\n").unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = httpvs(&["netem", "-q", "--", script.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&script);
+    assert_eq!(out.status.code(), Some(127));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            "its #! line names /nonexistent/interp, which is not there (bad interpreter)"
+        ),
+        "{stderr}"
+    );
+}
+
 /// A command that cannot run is one line and 127, found before any link or banner (so it
 /// needs no root).
 #[test]

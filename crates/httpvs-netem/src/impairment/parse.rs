@@ -127,6 +127,12 @@ pub fn parse(text: &str) -> Result<Impairment, ParseError> {
             // What an untouched direction prints as.
             "none" => {}
             "slot" => return Err(ParseError::new("`slot` is not supported by httpvs netem")),
+            // A second `|` (the first splits UP | DOWN before this parser sees a direction).
+            "|" => {
+                return Err(ParseError::new(
+                    "one `|` at most: it splits the two directions, UP | DOWN",
+                ))
+            }
             _ if crate::PROFILES
                 .iter()
                 .any(|p| p.name.eq_ignore_ascii_case(word)) =>
@@ -158,7 +164,9 @@ fn validate(
     }
     if let Some(reorder) = &mut imp.reorder {
         if reorder.chance.probability == 0.0 && gap_given {
-            return Err(ParseError::new("`gap` needs `reorder PERCENT`"));
+            return Err(ParseError::new(
+                "`gap` needs a `reorder` above 0% (with 0% nothing is reordered)",
+            ));
         }
         if imp.delay.is_zero() {
             return Err(ParseError::new(
@@ -296,7 +304,7 @@ fn parse_time(token: &str) -> Result<Duration, ParseError> {
         _ => f64::NAN,
     };
     match number.parse::<f64>() {
-        Ok(v) if scale_ns.is_finite() && v >= 0.0 && v * scale_ns < 3.6e12 => {
+        Ok(v) if scale_ns.is_finite() && v >= 0.0 && v * scale_ns <= 3.6e12 => {
             Ok(Duration::from_nanos((v * scale_ns).round() as u64))
         }
         _ => Err(ParseError::new(format!(
@@ -304,6 +312,9 @@ fn parse_time(token: &str) -> Result<Duration, ParseError> {
         ))),
     }
 }
+
+/// The fastest rate a link may be given, bits/s: far past what the relay carries.
+const MAX_RATE_BITS: f64 = 1e15;
 
 /// A rate as `tc` reads it: `10mbit`, `512kbit`, `1gbit`, `100kbps` (bytes), a bare number of bits/s.
 fn parse_rate(token: &str) -> Result<u64, ParseError> {
@@ -330,6 +341,12 @@ fn parse_rate(token: &str) -> Result<u64, ParseError> {
         _ => f64::NAN,
     };
     match number.parse::<f64>() {
+        // Past this the value would be cut to u64's largest, unsaid.
+        Ok(v) if bits_per_unit.is_finite() && v * bits_per_unit > MAX_RATE_BITS => {
+            Err(ParseError::new(format!(
+                "rate `{token}` is over 1000tbit, the most a link may be given"
+            )))
+        }
         Ok(v) if bits_per_unit.is_finite() && v * bits_per_unit >= 8.0 => {
             Ok((v * bits_per_unit / 8.0).round() as u64)
         }
@@ -370,6 +387,29 @@ mod tests {
         );
         assert!(unitless("delay 20ms 5ms loss 1% rate 10mbit limit 100").is_empty());
         assert!(unitless("delay 0").is_empty());
+    }
+
+    /// Edges said as they are: an hour is within "at most one hour", a rate past what a u64
+    /// holds is refused (it was cut silently), a second `|` and a 0% reorder with a gap get
+    /// their own words.
+    #[test]
+    fn edges_of_times_rates_and_splits_are_said() {
+        assert_eq!(
+            parse("delay 3600s").unwrap().delay,
+            Duration::from_secs(3600)
+        );
+        assert!(parse("delay 3601s").is_err());
+        let err = parse("rate 99999999999999999999999tbit")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("over 1000tbit"), "{err}");
+        assert!(parse("rate 1000tbit").is_ok());
+        let err = parse("delay 1ms | loss 1%").unwrap_err().to_string();
+        assert!(err.contains("one `|` at most"), "{err}");
+        let err = parse("delay 10ms reorder 0% gap 5")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`gap` needs a `reorder` above 0%"), "{err}");
     }
 
     #[test]

@@ -248,7 +248,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else if let Some(path) = &args.json {
         results
             .write(path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+            .with_context(|| format!("--json: cannot write {}", path.display()))?;
         let _ = writeln!(out, "\nJSON: {}", path.display());
     }
     if !args.no_html {
@@ -263,7 +263,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         } else {
             std::fs::write(&path, render::html::render(&results))
-                .with_context(|| format!("cannot write {}", path.display()))?;
+                .with_context(|| format!("--html: cannot write {}", path.display()))?;
             let _ = writeln!(out, "\nreport: {}", path.display());
         }
     }

@@ -95,7 +95,17 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
 
 /// An error and its causes on one line.
 pub fn one_line(err: &anyhow::Error) -> String {
-    format!("{err:#}").replace('\n', " ")
+    // A cause its context already quotes is said once ("set up the TUN device: route ...:
+    // Invalid argument: route ...: Invalid argument" said it twice).
+    let mut parts: Vec<String> = Vec::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if parts.last().is_some_and(|outer| outer.contains(&text)) {
+            continue;
+        }
+        parts.push(text);
+    }
+    parts.join(": ").replace('\n', " ")
 }
 
 /// Prints a clap error as one line (help and version print in full) and returns its exit code.
@@ -223,7 +233,22 @@ fn plain_value_reason(line: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{clap_one_line, plain_value_reason};
+    use super::{clap_one_line, one_line, plain_value_reason};
+
+    /// A cause its context already quotes is said once; other causes all are.
+    #[test]
+    fn a_quoted_cause_is_said_once() {
+        let inner = std::io::Error::other("route 198.18.0.2: Invalid argument");
+        let err = anyhow::Error::new(inner)
+            .context("set up the TUN device: route 198.18.0.2: Invalid argument")
+            .context("netem");
+        assert_eq!(
+            one_line(&err),
+            "netem: set up the TUN device: route 198.18.0.2: Invalid argument"
+        );
+        let err = anyhow::Error::new(std::io::Error::other("refused")).context("connect");
+        assert_eq!(one_line(&err), "connect: refused");
+    }
 
     #[test]
     fn refused_numbers_say_why_in_words() {

@@ -242,6 +242,29 @@ fn link_config(args: &Args) -> anyhow::Result<LinkConfig> {
     Ok(config)
 }
 
+/// The interpreter a script's `#!` line names, when running it failed as "not found" while
+/// the script itself is there.
+fn bad_interpreter(program: &str, e: &std::io::Error) -> Option<String> {
+    use std::io::Read as _;
+    if e.kind() != std::io::ErrorKind::NotFound {
+        return None;
+    }
+    let path = match program.contains('/') {
+        true => std::path::PathBuf::from(program),
+        false => std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join(program))
+            .find(|p| p.is_file())?,
+    };
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|&b| b == b'\n').next()?;
+    let interpreter = String::from_utf8_lossy(line);
+    interpreter.split_whitespace().next().map(str::to_string)
+}
+
 /// Whether `program` is the first word after a `--` on the command line (clap drops the `--`).
 fn follows_double_dash(program: &str) -> bool {
     let words: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -331,9 +354,17 @@ fn run_command(link: &Link, program: &str, args: &[String]) -> anyhow::Result<Ex
         } else {
             126
         };
+        // The program was found (checked before the link), so "not found" is its `#!`
+        // interpreter's, as a shell says "bad interpreter".
+        let why = match bad_interpreter(program, &e) {
+            Some(interpreter) => {
+                format!("its #! line names {interpreter}, which is not there (bad interpreter)")
+            }
+            None => e.to_string(),
+        };
         anyhow::Error::new(ExitError {
             code,
-            message: format!("cannot run `{program}`: {e}"),
+            message: format!("cannot run `{program}`: {why}"),
         })
     })?;
     CHILD.store(child.id() as i32, Ordering::SeqCst);
