@@ -728,6 +728,8 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
         );
         match &row.connection_note {
             // The load report's own reading: by what the server counted, warm-up included.
+            // It is the first repeat's (with its own counts), beside the median opened.
+            Some(note) if repeats > 1 => out.push(format!("{opened}: in its first repeat, {note}")),
             Some(note) => out.push(format!("{opened}: {note}")),
             None => {
                 let per_conn =

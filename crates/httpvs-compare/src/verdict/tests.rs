@@ -130,9 +130,12 @@ fn anomalies_flag_churn_errors_retries_and_saturation() {
     let a = anomalies(&r, &[r.clone()], 1, 3);
     assert_eq!(
         a[0],
-        "h2: connection churn: 40 connections opened for 4 configured: the server closed \
-         connections 36 times with GOAWAY, about every 100 requests"
+        "h2: connection churn: 40 connections opened for 4 configured: in its first repeat, \
+         the server closed connections 36 times with GOAWAY, about every 100 requests"
     );
+    // One repeat: the note is that repeat's, as the opened count is.
+    let a = anomalies(&r, &[r.clone()], 1, 1);
+    assert!(a[0].ends_with("configured: the server closed connections 36 times with GOAWAY, about every 100 requests"), "{}", a[0]);
 }
 
 #[test]
