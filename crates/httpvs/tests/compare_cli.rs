@@ -213,7 +213,7 @@ fn bad_plan_gets_one_line_naming_the_field() {
     let stderr = text(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
-        stderr.starts_with("httpvs: piped.toml:21: conditions[1].netem: unknown netem keyword `|`"),
+        stderr.starts_with("httpvs: piped.toml:21: conditions[1].netem: `|` splits \"UP | DOWN\""),
         "{stderr}"
     );
     assert!(stderr.contains("up = \"...\""), "{stderr}");

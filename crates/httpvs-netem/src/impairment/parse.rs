@@ -127,10 +127,11 @@ pub fn parse(text: &str) -> Result<Impairment, ParseError> {
             // What an untouched direction prints as.
             "none" => {}
             "slot" => return Err(ParseError::new("`slot` is not supported by httpvs netem")),
-            // A second `|` (the first splits UP | DOWN before this parser sees a direction).
+            // One direction's options: `load --net` splits "UP | DOWN" at its one `|` before
+            // this parser sees either side.
             "|" => {
                 return Err(ParseError::new(
-                    "one `|` at most: it splits the two directions, UP | DOWN",
+                    "`|` splits \"UP | DOWN\", which only load --net takes, with one `|`",
                 ))
             }
             _ if crate::PROFILES
@@ -405,7 +406,7 @@ mod tests {
         assert!(err.contains("over 1000tbit"), "{err}");
         assert!(parse("rate 1000tbit").is_ok());
         let err = parse("delay 1ms | loss 1%").unwrap_err().to_string();
-        assert!(err.contains("one `|` at most"), "{err}");
+        assert!(err.contains("`|` splits \"UP | DOWN\""), "{err}");
         let err = parse("delay 10ms reorder 0% gap 5")
             .unwrap_err()
             .to_string();
