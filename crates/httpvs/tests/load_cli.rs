@@ -833,8 +833,9 @@ fn probe_connections_are_reported_apart_from_the_runs_own() {
 }
 
 /// Ctrl-C (SIGINT), SIGTERM or SIGHUP (a closed terminal; it used to kill the run with no
-/// report) mid-run: the report still comes, spans what ran, and says it was interrupted. So it does when the stop comes twice at once, as `timeout` sends it (to the
-/// command, then to its process group): that run used to die without a report, 7 in 20.
+/// report) mid-run: the report still comes, spans what ran, and says it was interrupted. So it
+/// does when the stop comes twice at once, as `timeout` sends it (to the command, then to its
+/// process group): that run used to die without a report, 7 in 20.
 #[test]
 fn an_interrupted_run_reports_what_ran_and_says_so() {
     let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();

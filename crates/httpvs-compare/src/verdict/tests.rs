@@ -135,7 +135,8 @@ fn anomalies_flag_churn_errors_retries_and_saturation() {
     );
     // One repeat: the note is that repeat's, as the opened count is.
     let a = anomalies(&r, &[r.clone()], 1, 1);
-    assert!(a[0].ends_with("configured: the server closed connections 36 times with GOAWAY, about every 100 requests"), "{}", a[0]);
+    let note = "the server closed connections 36 times with GOAWAY, about every 100 requests";
+    assert!(a[0].ends_with(&format!("configured: {note}")), "{}", a[0]);
 }
 
 #[test]

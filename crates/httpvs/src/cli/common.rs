@@ -307,8 +307,9 @@ pub(super) fn parse_duration(s: &str) -> Option<Duration> {
 pub(super) const INTERRUPTED: u8 = 130;
 
 /// The flag the first Ctrl-C (or SIGTERM, or SIGHUP) sets: the run stops and reports what it did
-/// (`load`, `compare`). A second one kills the process, unless it came within 300 ms of the first: then
-/// it is the same stop sent twice (`timeout` signals the command, then its process group).
+/// (`load`, `compare`, `trace`). A second one kills the process, unless it came within 300 ms of
+/// the first: then it is the same stop sent twice (`timeout` signals the command, then its
+/// process group).
 pub(super) fn interrupt_flag() -> Arc<AtomicBool> {
     static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
     // CLOCK_MONOTONIC ns of the first signal, 0 before it.
