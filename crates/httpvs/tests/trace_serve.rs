@@ -22,15 +22,20 @@ fn serve(limits: Limits) -> RunningServer {
     httpvs_server::start(config).expect("server starts")
 }
 
-/// Runs `httpvs trace ARGS`, killed past the deadline.
-fn trace(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+/// Starts `httpvs trace ARGS` with its output piped.
+fn spawn_trace(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_httpvs"))
         .arg("trace")
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("httpvs runs");
+        .expect("httpvs runs")
+}
+
+/// Runs `httpvs trace ARGS`, killed past the deadline.
+fn trace(args: &[&str]) -> Output {
+    let mut child = spawn_trace(args);
     let start = Instant::now();
     while child.try_wait().expect("wait").is_none() {
         if start.elapsed() > DEADLINE {
@@ -339,13 +344,7 @@ fn an_h3_goaway_is_one_event() {
 
 /// Runs `httpvs trace ARGS` and sends it SIGINT after `after`.
 fn trace_interrupted(args: &[&str], after: Duration) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
-        .arg("trace")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("httpvs runs");
+    let child = spawn_trace(args);
     std::thread::sleep(after);
     // SAFETY: signalling our own child process.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
