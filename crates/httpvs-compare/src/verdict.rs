@@ -541,7 +541,14 @@ fn ranked_verdict(
         .map(|r| format!("{} {base_label}", format_ratio(r)));
     let best_note = quoted.and_then(|b| in_flight_note(best, b));
     let mut compared: Vec<&Row> = std::iter::once(best).chain(tied.iter().copied()).collect();
-    let mut line = if tied.is_empty() {
+    let mut line = if rows.len() == 1 {
+        // The table's only row (the plan or the probe left one protocol): no "fastest" of one.
+        format!(
+            "only {} here: nothing to compare it with{}",
+            label(best, rows),
+            parenthesised(&[Some(spread)])
+        )
+    } else if tied.is_empty() {
         let vs_base = vs_base.map(|v| format!(", {v}")).unwrap_or_default();
         format!(
             "{} fastest{vs_base}{}",

@@ -810,3 +810,19 @@ fn a_slowest_row_that_ties_with_the_baseline_is_not_called_slowest() {
     assert!(v.line.starts_with("h3 fastest, 2.70x h1-tls"), "{}", v.line);
     assert!(!v.line.contains("slowest"), "{}", v.line);
 }
+
+/// A table of one row (the plan or the probe left one protocol) names no "fastest" of one; the
+/// row still stands, so the run has its verdict.
+#[test]
+fn a_table_of_one_row_says_there_is_nothing_to_compare() {
+    let rows = [row(Variant::H2c, [100.0, 101.0, 99.0])];
+    let v = verdict(&rows, Variant::H1, false);
+    assert!(
+        v.line
+            .starts_with("only h2c here: nothing to compare it with"),
+        "{}",
+        v.line
+    );
+    assert!(!v.line.contains("fastest"), "{}", v.line);
+    assert_eq!(v.fastest, Some(Variant::H2c));
+}
