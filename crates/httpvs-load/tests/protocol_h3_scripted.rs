@@ -377,3 +377,76 @@ async fn a_falling_goaway_id_is_a_graceful_shutdown() {
     assert_eq!(result, Err(SendError::Retry(RetryReason::Goaway(0))));
     assert_eq!(cause, CloseCause::Goaway);
 }
+
+/// A peer that reads each request and never answers it; once the first request has come, it
+/// sends GOAWAY(`id`) on its control stream.
+fn silent_peer_going_away(id: u8) -> (SocketAddr, CertificateDer<'static>) {
+    let (tls, der) = protocol_support::h3_server_tls();
+    let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
+    let config = quinn::ServerConfig::with_crypto(Arc::new(quic));
+    let endpoint =
+        quinn::Endpoint::server(config, "127.0.0.1:0".parse().expect("addr")).expect("bind");
+    let addr = endpoint.local_addr().expect("local addr");
+    tokio::spawn(async move {
+        while let Some(incoming) = endpoint.accept().await {
+            tokio::spawn(async move {
+                let Ok(conn) = incoming.await else { return };
+                let Ok(mut control) = conn.open_uni().await else {
+                    return;
+                };
+                let _ = control.write_all(&control_stream(&[])).await;
+                let mut held = Vec::new();
+                let mut sent = false;
+                while let Ok((send, mut recv)) = conn.accept_bi().await {
+                    let _ = recv.read_to_end(1 << 20).await;
+                    held.push(send);
+                    if !sent {
+                        let _ = control.write_all(&goaway(id)).await;
+                        sent = true;
+                    }
+                }
+                std::mem::forget(control); // closing a control stream is a connection error
+            });
+        }
+    });
+    (addr, der)
+}
+
+/// Requests on streams at or past a GOAWAY's id end at once as retries, as h2's do: the server
+/// said it will not process them. They waited for an answer until --timeout and failed as
+/// request timeouts (100 of 100 against a server that sent GOAWAY(0) and went quiet).
+#[tokio::test]
+async fn requests_a_goaway_turns_away_are_retried_at_once() {
+    // GOAWAY(4): the first request (stream 0) will be processed, the second (4) will not.
+    let (addr, cert) = silent_peer_going_away(4);
+    let (target, options) = client_to(addr, cert, 4);
+    let run = async {
+        let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
+        let (conn, _) = h3.connect(&target, &options).await.expect("connects");
+        let req = get(addr);
+        let now = std::time::Instant::now;
+        let first = conn.send(&req, now());
+        tokio::pin!(first);
+        // Polled once first, so it opens stream 0 and the second stream 4.
+        assert!(futures_util::poll!(&mut first).is_pending());
+        let second = conn.send(&req, now());
+        // The second ends once the GOAWAY comes; the first (below the id) still waits.
+        let second = tokio::select! {
+            biased;
+            second = second => second.map(|r| r.status),
+            first = &mut first => panic!("the first request ended: {:?}", first.map(|r| r.status)),
+        };
+        assert_eq!(second, Err(SendError::Retry(RetryReason::Goaway(0))));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(200), first)
+                .await
+                .is_err(),
+            "the request below the GOAWAY id still waits for its answer"
+        );
+        conn.close_cause()
+    };
+    let cause = tokio::time::timeout(TEST_TIMEOUT, run)
+        .await
+        .expect("bounded: the turned-away request did not wait out the test");
+    assert_eq!(cause, CloseCause::Goaway);
+}

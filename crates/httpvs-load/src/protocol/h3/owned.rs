@@ -58,6 +58,8 @@ const H3_MISSING_SETTINGS: u64 = 0x10a;
 struct ConnState {
     /// The lowest GOAWAY stream id received; `u64::MAX` while none.
     goaway: AtomicU64,
+    /// Woken when a GOAWAY arrives: requests on streams at or past its id end at once.
+    goaway_seen: tokio::sync::Notify,
     /// How the connection ended, once it did (as its background task or a request saw it).
     ended: OnceLock<ErrorKind>,
     /// We closed it (end of run).
@@ -88,6 +90,22 @@ impl ConnState {
             id => Some(id),
         }
     }
+
+    /// Resolves once a GOAWAY names stream `id` or an earlier one: the server will not
+    /// process it (RFC 9114 §5.2), so its request may go again elsewhere at once, as h2's do.
+    /// It waited for its response until --timeout, and failed as a request timeout.
+    async fn turned_away(&self, id: u64) {
+        loop {
+            let notified = self.goaway_seen.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a GOAWAY between the two still wakes it.
+            notified.as_mut().enable();
+            if self.goaway_id().is_some_and(|goaway| id >= goaway) {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 /// An open HTTP/3 connection on the owned client.
@@ -116,6 +134,7 @@ impl OwnedConnection {
         let control = open_control_stream(&quic).await?;
         let state = Arc::new(ConnState {
             goaway: AtomicU64::new(u64::MAX),
+            goaway_seen: tokio::sync::Notify::new(),
             ended: OnceLock::new(),
             closed_locally: AtomicBool::new(false),
             control_stream_seen: AtomicBool::new(false),
@@ -441,6 +460,7 @@ impl ControlCheck {
             FrameEvent::Goaway(id) if id % 4 != 0 => Some(H3_ID_ERROR),
             FrameEvent::Goaway(id) => {
                 let earlier = state.goaway.fetch_min(id, Ordering::AcqRel);
+                state.goaway_seen.notify_waiters();
                 (earlier != u64::MAX && id > earlier).then_some(H3_ID_ERROR)
             }
         }
@@ -470,7 +490,15 @@ impl Connection for OwnedConnection {
             settled: false,
         };
         self.write_request(send, req, id).await?;
-        let read = self.read_response(cancel.recv, id, start).await;
+        let read = tokio::select! {
+            biased;
+            read = self.read_response(cancel.recv, id, start) => read,
+            () = self.state.turned_away(id) => {
+                // Left unsettled: the drop stops the stream, which the server will not answer.
+                // An h3 GOAWAY carries no error code: NO_ERROR, as classify reads it.
+                return Err(SendError::Retry(crate::protocol::RetryReason::Goaway(0)));
+            }
+        };
         cancel.settled = true;
         read
     }
