@@ -213,6 +213,8 @@ fn last_token(value: &[u8]) -> Option<&[u8]> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkedBody {
     state: ChunkState,
+    /// Trailer bytes read so far: the section is bounded as a head is.
+    trailer_bytes: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,6 +243,7 @@ impl Default for ChunkedBody {
     fn default() -> Self {
         ChunkedBody {
             state: ChunkState::Size,
+            trailer_bytes: 0,
         }
     }
 }
@@ -305,7 +308,18 @@ impl ChunkedBody {
                             fed.consumed += 2;
                             self.state = ChunkState::Done;
                         }
-                        Some(line) => fed.consumed += line + 2,
+                        // A trailer section past a head's limit is refused as a head is (12 MB
+                        // of trailers were read to the end).
+                        Some(line)
+                            if self.trailer_bytes + line + 2
+                                > crate::protocol::MAX_RESPONSE_HEAD =>
+                        {
+                            return Err(ErrorKind::Protocol)
+                        }
+                        Some(line) => {
+                            fed.consumed += line + 2;
+                            self.trailer_bytes += line + 2;
+                        }
                         None if rest.len() < MAX_LINE => return Ok(fed),
                         None => return Err(ErrorKind::Protocol),
                     }
@@ -510,5 +524,23 @@ mod tests {
             let _ = ChunkedBody::default().feed(&garbage);
             let _ = parse_head(&garbage, false);
         }
+    }
+
+    /// A trailer section is bounded as a head is: 64 KiB of trailer lines read whole, one
+    /// more line refused (12 MB of trailers were read to the end, 16 KiB a line).
+    #[test]
+    fn a_trailer_section_past_a_heads_limit_is_refused() {
+        let line = format!("x-t: {}\r\n", "v".repeat(1000));
+        let lines = crate::protocol::MAX_RESPONSE_HEAD / line.len();
+        let mut wire = b"0\r\n".to_vec();
+        wire.extend(line.repeat(lines).as_bytes());
+        let mut within = wire.clone();
+        within.extend_from_slice(b"\r\n");
+        let mut body = ChunkedBody::default();
+        body.feed(&within).unwrap();
+        assert!(body.is_done());
+        wire.extend(line.as_bytes());
+        wire.extend_from_slice(b"\r\n");
+        assert_eq!(ChunkedBody::default().feed(&wire), Err(ErrorKind::Protocol));
     }
 }
