@@ -248,7 +248,7 @@ fn requests(out: &mut String, r: &Report) {
     if q.retried.total > 0 {
         let _ = writeln!(
             out,
-            "Retried:      {} times on a new connection, not failures (after GOAWAY {}, refused stream {}, connection closed {})",
+            "Retried:      {} times, not failures (after GOAWAY {}, refused stream {}, connection closed {})",
             group(q.retried.total),
             group(q.retried.goaway),
             group(q.retried.refused),
@@ -546,7 +546,8 @@ fn not_http_note(r: &Report) -> Option<&'static str> {
         && r.errors.iter().all(|e| hung_up(&e.kind)))
     .then_some(
         "no request got an HTTP answer: the server sent something else or hung up (http:// to \
-         a TLS port? use https://; or not an HTTP server)",
+         a TLS port? use https://; or not an HTTP server, or one that breaks HTTP/1.1: \
+         httpvs trace URL shows what it sent)",
     )
 }
 
