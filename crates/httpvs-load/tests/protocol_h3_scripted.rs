@@ -450,3 +450,30 @@ async fn requests_a_goaway_turns_away_are_retried_at_once() {
         .expect("bounded: the turned-away request did not wait out the test");
     assert_eq!(cause, CloseCause::Goaway);
 }
+
+/// `:status 200` and `content-length: LENGTH` (one digit), then one DATA frame of `body`.
+fn response_announcing(length: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x01, 0x06, 0, 0, 0xc0 | 25, 0x54, 0x01, length];
+    out.extend_from_slice(&[0x00, body.len() as u8]);
+    out.extend_from_slice(body);
+    out
+}
+
+/// A body that is not the length its head announced fails its request (RFC 9114 §4.1.2), as
+/// on HTTP/1.1 and h2: short is a truncated body, long a protocol error. A short one read as
+/// a success.
+#[tokio::test]
+async fn a_body_unlike_its_content_length_fails_its_request() {
+    for (length, body, want) in [
+        (
+            b'5',
+            &b"ok"[..],
+            Err(SendError::Failed(ErrorKind::TruncatedBody)),
+        ),
+        (b'1', b"ok", Err(SendError::Failed(ErrorKind::Protocol))),
+        (b'2', b"ok", Ok(200)),
+    ] {
+        let (result, _) = one_request(bytes(response_announcing(length, body)), None).await;
+        assert_eq!(result, want, "content-length {}", length as char);
+    }
+}

@@ -8,7 +8,7 @@
 use super::frame_tap::{flag, kind, FrameHeader};
 use super::frame_write::{self as write, code, setting};
 use super::head_blocks::HeadBlocks;
-use super::streams::StreamTable;
+use super::streams::{StreamTable, NO_LENGTH};
 use crate::error::ErrorKind;
 use crate::protocol::hpack::decoder::DEFAULT_TABLE_SIZE;
 use crate::protocol::hpack::Decoder;
@@ -430,12 +430,19 @@ impl ConnCore {
         let mut status: Option<u16> = None;
         let mut size = 0u64;
         let mut malformed = false;
+        let mut length = NO_LENGTH;
         self.hpack
             .decode(block, |name, value| {
                 size += (name.len() + value.len()) as u64;
                 if name == b":status" {
                     status = parse_status(value);
                     malformed |= status.is_none();
+                } else if name == b"content-length" {
+                    // A value that is no length (or two that differ) is malformed (§8.1.1).
+                    match parse_length(value) {
+                        Some(n) if length == NO_LENGTH || length == n => length = n,
+                        _ => malformed = true,
+                    }
                 }
             })
             .map_err(|_| ConnError(code::COMPRESSION_ERROR))?;
@@ -455,6 +462,10 @@ impl ConnCore {
                     stream.status = s;
                     stream.ttfb = now.saturating_duration_since(stream.at);
                     stream.header_bytes += size;
+                    // HEAD, 204 and 304 announce a length they do not carry (§8.1.1).
+                    if !stream.head_request && s != 204 && s != 304 {
+                        stream.expected_body = length;
+                    }
                 }
                 _ => {
                     self.reset_stream(slot, code::PROTOCOL_ERROR, ErrorKind::Protocol);
@@ -642,6 +653,15 @@ impl ConnCore {
         };
         stream.at = now;
         let id = stream.id;
+        // A body that is not the length its head announced makes the response malformed
+        // (RFC 9113 §8.1.1), as nghttp2 (h2load) takes it: a short one read as a success.
+        let announced = stream.expected_body;
+        let short = stream.body_bytes < announced;
+        let mismatch =
+            (announced != NO_LENGTH && stream.body_bytes != announced).then_some(match short {
+                true => ErrorKind::TruncatedBody,
+                false => ErrorKind::Protocol,
+            });
         if let Some(pending) = self
             .bodies
             .iter()
@@ -652,7 +672,10 @@ impl ConnCore {
             write::rst_stream(&mut self.out, id, code::CANCEL);
             self.wake_driver();
         }
-        self.streams.finish(slot, Ok(()));
+        match mismatch {
+            Some(kind) => self.streams.finish(slot, Err(SendError::Failed(kind))),
+            None => self.streams.finish(slot, Ok(())),
+        }
         self.stream_closed();
     }
 
@@ -732,6 +755,14 @@ fn unpadded<'a>(h: &FrameHeader, payload: &'a [u8]) -> Result<&'a [u8], ConnErro
         return Err(ConnError(code::PROTOCOL_ERROR));
     }
     Ok(&payload[1..payload.len() - pad])
+}
+
+/// A `content-length` value: digits only, as RFC 9110 §8.6 has it.
+fn parse_length(value: &[u8]) -> Option<u64> {
+    if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(value).ok()?.parse().ok()
 }
 
 /// A `:status` value: exactly three digits.

@@ -34,7 +34,15 @@ pub struct Stream {
     pub send_window: i64,
     /// DATA bytes received since our last stream WINDOW_UPDATE.
     pub recv_unacked: u32,
+    /// The request was a HEAD: a response's content-length announces no body.
+    pub head_request: bool,
+    /// The body length the final head's content-length announced ([`NO_LENGTH`] when it
+    /// announced none, or none applies: HEAD, 204, 304); checked when the stream ends.
+    pub expected_body: u64,
 }
+
+/// [`Stream::expected_body`] when no length is to be checked.
+pub const NO_LENGTH: u64 = u64::MAX;
 
 impl Stream {
     /// The response's figures, for a stream that succeeded.

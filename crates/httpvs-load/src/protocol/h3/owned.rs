@@ -243,6 +243,7 @@ impl OwnedConnection {
         recv: &mut quinn::RecvStream,
         id: u64,
         start: Instant,
+        head_request: bool,
     ) -> Result<ResponseInfo, SendError> {
         let mut reader = ResponseReader::default();
         let read = self.read_frames(recv, &mut reader, id, start).await;
@@ -253,6 +254,20 @@ impl OwnedConnection {
             .set(self.header_decoded_received.get() + reader.decoded_header_bytes());
         let ttfb = read?;
         let head = reader.finish().map_err(|v| self.violation(v, recv))?;
+        // A body that is not the length its head announced makes the response malformed
+        // (RFC 9114 §4.1.2); HEAD, 204 and 304 announce a length they do not carry. A short
+        // body read as a success.
+        let checked = !head_request && head.status != 204 && head.status != 304;
+        if let Some(announced) = head.content_length.filter(|_| checked) {
+            let body = reader.body_bytes();
+            if body != announced {
+                let kind = match body < announced {
+                    true => ErrorKind::TruncatedBody,
+                    false => ErrorKind::Protocol,
+                };
+                return Err(SendError::Failed(kind));
+            }
+        }
         Ok(ResponseInfo {
             status: head.status,
             ttfb: ttfb.unwrap_or_else(|| start.elapsed()),
@@ -492,7 +507,7 @@ impl Connection for OwnedConnection {
         self.write_request(send, req, id).await?;
         let read = tokio::select! {
             biased;
-            read = self.read_response(cancel.recv, id, start) => read,
+            read = self.read_response(cancel.recv, id, start, req.method == http::Method::HEAD) => read,
             () = self.state.turned_away(id) => {
                 // Left unsettled: the drop stops the stream, which the server will not answer.
                 // An h3 GOAWAY carries no error code: NO_ERROR, as classify reads it.

@@ -126,8 +126,11 @@ pub struct DecodedSection {
     /// Decoded names + values of the regular (non-pseudo) fields.
     pub field_bytes: u64,
     /// Whether the section broke HTTP/3 message rules (unknown or repeated pseudo-header, a
-    /// pseudo-header after a regular field): the caller treats the message as malformed.
+    /// pseudo-header after a regular field, a `content-length` that is no length or two that
+    /// differ): the caller treats the message as malformed.
     pub malformed: bool,
+    /// The `content-length` value, when the section has one.
+    pub content_length: Option<u64>,
 }
 
 impl DecodedSection {
@@ -139,6 +142,16 @@ impl DecodedSection {
         } else {
             *seen_regular = true;
             self.field_bytes += (name.len() + value.len()) as u64;
+            if name == b"content-length" {
+                let length = (!value.is_empty() && value.iter().all(u8::is_ascii_digit))
+                    .then(|| std::str::from_utf8(value).ok()?.parse::<u64>().ok())
+                    .flatten();
+                match (length, self.content_length) {
+                    (Some(n), None) => self.content_length = Some(n),
+                    (Some(n), Some(earlier)) if n == earlier => {}
+                    _ => self.malformed = true,
+                }
+            }
         }
     }
 }

@@ -43,6 +43,8 @@ pub struct ResponseHead {
     pub status: u16,
     /// Decoded regular header bytes (names + values).
     pub field_bytes: u64,
+    /// The head's `content-length`, when it has one.
+    pub content_length: Option<u64>,
 }
 
 /// Where the reader is in the stream.
@@ -283,6 +285,7 @@ impl ResponseReader {
                     self.head = Some(ResponseHead {
                         status,
                         field_bytes: section.field_bytes,
+                        content_length: section.content_length,
                     });
                 }
                 Ok(())
@@ -315,6 +318,14 @@ mod tests {
         block
     }
 
+    /// A field section of :status alone (an interim head; an empty content-length would be
+    /// malformed).
+    fn status_only(status_index: u8) -> Vec<u8> {
+        let mut block = vec![0, 0];
+        put_int(&mut block, 0xc0, 6, u64::from(status_index));
+        block
+    }
+
     fn read_in_chunks(
         bytes: &[u8],
         chunk: usize,
@@ -329,7 +340,7 @@ mod tests {
 
     #[test]
     fn interim_head_data_grease_and_trailers_in_any_chunking() {
-        let mut bytes = frame(FRAME_HEADERS, &head(63, b"")); // 100 Continue
+        let mut bytes = frame(FRAME_HEADERS, &status_only(63)); // 100 Continue
         bytes.extend(frame(FRAME_HEADERS, &head(25, b"70000"))); // 200
         bytes.extend(frame(0x21, &[9; 10])); // grease frame type
         bytes.extend(frame(FRAME_DATA, &[1; 70_000]));
@@ -354,7 +365,7 @@ mod tests {
             Err(ResponseViolation::Connection(H3_FRAME_ERROR))
         );
         assert_eq!(read_in_chunks(&[], 4), Err(ResponseViolation::Message));
-        let interim_only = frame(FRAME_HEADERS, &head(63, b""));
+        let interim_only = frame(FRAME_HEADERS, &status_only(63));
         assert_eq!(
             read_in_chunks(&interim_only, 4),
             Err(ResponseViolation::Message)

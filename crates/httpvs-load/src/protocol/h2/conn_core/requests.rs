@@ -55,6 +55,8 @@ impl ConnCore {
             body_bytes: 0,
             send_window: self.peer_initial_window,
             recv_unacked: 0,
+            head_request: req.method == http::Method::HEAD,
+            expected_body: super::super::streams::NO_LENGTH,
         });
         if !end_stream {
             self.bodies.push(PendingBody {

@@ -152,6 +152,65 @@ fn a_second_head_or_trailers_with_a_status_are_malformed() {
     }
 }
 
+/// A body that is not the length its head announced makes the response malformed (RFC 9113
+/// §8.1.1), as nghttp2 takes it: short is a truncated body, long a protocol error, and a bad
+/// value a protocol error. A 204 and a HEAD response announce a length they do not carry. A
+/// short body read as a success.
+#[test]
+fn a_body_unlike_its_content_length_fails_its_request() {
+    let head_req = RequestSpec {
+        method: http::Method::HEAD,
+        ..req()
+    };
+    type Case = (
+        &'static str,
+        &'static str,
+        &'static [u8],
+        bool,
+        Result<(), ErrorKind>,
+    );
+    let cases: [Case; 6] = [
+        ("200", "10", b"ok", false, Err(ErrorKind::TruncatedBody)),
+        ("200", "1", b"ok", false, Err(ErrorKind::Protocol)),
+        ("200", "2", b"ok", false, Ok(())),
+        ("200", "2x", b"ok", false, Err(ErrorKind::Protocol)),
+        ("204", "10", b"", false, Ok(())),
+        ("200", "10", b"", true, Ok(())),
+    ];
+    for (status, length, body, head, want) in cases {
+        let mut core = ready_core();
+        let request = if head { head_req.clone() } else { req() };
+        let opened = core.poll_open(
+            &request,
+            Instant::now(),
+            &mut Context::from_waker(Waker::noop()),
+        );
+        let Poll::Ready(Ok(slot)) = opened else {
+            panic!()
+        };
+        let block = status_block(status, &[("content-length", length)]);
+        let (flags, data) = match body.is_empty() {
+            true => (flag::END_HEADERS | flag::END_STREAM, false),
+            false => (flag::END_HEADERS, true),
+        };
+        feed(&mut core, frame(kind::HEADERS, flags, 1, &block)).unwrap();
+        if data {
+            feed(&mut core, frame(kind::DATA, flag::END_STREAM, 1, body)).unwrap();
+        }
+        let got = match outcome(&mut core, slot) {
+            Poll::Ready(Ok(_)) => Ok(()),
+            Poll::Ready(Err(SendError::Failed(kind))) => Err(kind),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            got,
+            want,
+            "{status} content-length {length}, {} body bytes",
+            body.len()
+        );
+    }
+}
+
 #[test]
 fn the_stream_limit_holds_requests_until_one_finishes() {
     let mut core = ready_core();
