@@ -460,7 +460,8 @@ impl ConnCore {
                 Some(s) if (100..200).contains(&s) && !end_stream => return Ok(()),
                 Some(s) if !malformed && s >= 200 => {
                     stream.status = s;
-                    stream.ttfb = now.saturating_duration_since(stream.at);
+                    let ttfb = now.saturating_duration_since(stream.at).as_nanos();
+                    stream.ttfb_ns = u64::try_from(ttfb).unwrap_or(u64::MAX);
                     stream.header_bytes += size;
                     // HEAD, 204 and 304 announce a length they do not carry (§8.1.1).
                     if !stream.head_request && s != 204 && s != 304 {

@@ -24,8 +24,9 @@ pub struct Stream {
     pub waker: Option<Waker>,
     /// Final status (0 until the final response head arrives).
     pub status: u16,
-    /// Time to the final response head.
-    pub ttfb: Duration,
+    /// Time to the final response head, ns (a u64, not a Duration's 16 bytes: a held stream
+    /// costs what h2load's does, with the announced length below).
+    pub ttfb_ns: u64,
     /// Decoded header bytes so far (head and trailers).
     pub header_bytes: u64,
     /// Response body bytes so far.
@@ -49,7 +50,7 @@ impl Stream {
     pub fn response_info(&self) -> ResponseInfo {
         ResponseInfo {
             status: self.status,
-            ttfb: self.ttfb,
+            ttfb: Duration::from_nanos(self.ttfb_ns),
             header_bytes: self.header_bytes,
             body_bytes: self.body_bytes,
             close_requested: false,

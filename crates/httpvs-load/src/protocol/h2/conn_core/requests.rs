@@ -7,7 +7,7 @@ use super::{ConnCore, ConnEnd, PendingBody, MAX_OUT_BACKLOG, MAX_STREAM_ID};
 use crate::error::ErrorKind;
 use crate::protocol::{CloseCause, RequestSpec, ResponseInfo, RetryReason, SendError};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 impl ConnCore {
     /// Opens a stream for `req` and queues its frames, or waits while the server's stream limit
@@ -50,7 +50,7 @@ impl ConnCore {
             outcome: None,
             waker: None,
             status: 0,
-            ttfb: Duration::ZERO,
+            ttfb_ns: 0,
             header_bytes: 0,
             body_bytes: 0,
             send_window: self.peer_initial_window,
