@@ -46,15 +46,22 @@ fn goaway(id: u8) -> [u8; 3] {
     [0x07, 0x01, id]
 }
 
-/// A scripted HTTP/3 peer on 127.0.0.1:0; it first opens a unidirectional stream for each of
-/// `uni` with those bytes, left open. Returns its address and its certificate.
-fn scripted_peer(answer: Answer, uni: Vec<Vec<u8>>) -> (SocketAddr, CertificateDer<'static>) {
+/// A QUIC server endpoint on 127.0.0.1:0 with a fresh certificate for localhost: the endpoint,
+/// its address and the certificate.
+fn peer_endpoint() -> (quinn::Endpoint, SocketAddr, CertificateDer<'static>) {
     let (tls, der) = protocol_support::h3_server_tls();
     let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
     let config = quinn::ServerConfig::with_crypto(Arc::new(quic));
     let endpoint =
         quinn::Endpoint::server(config, "127.0.0.1:0".parse().expect("addr")).expect("bind");
     let addr = endpoint.local_addr().expect("local addr");
+    (endpoint, addr, der)
+}
+
+/// A scripted HTTP/3 peer on 127.0.0.1:0; it first opens a unidirectional stream for each of
+/// `uni` with those bytes, left open. Returns its address and its certificate.
+fn scripted_peer(answer: Answer, uni: Vec<Vec<u8>>) -> (SocketAddr, CertificateDer<'static>) {
+    let (endpoint, addr, der) = peer_endpoint();
     tokio::spawn(async move {
         while let Some(incoming) = endpoint.accept().await {
             let answer = answer.clone();
@@ -381,12 +388,7 @@ async fn a_falling_goaway_id_is_a_graceful_shutdown() {
 /// A peer that reads each request and never answers it; once the first request has come, it
 /// sends GOAWAY(`id`) on its control stream.
 fn silent_peer_going_away(id: u8) -> (SocketAddr, CertificateDer<'static>) {
-    let (tls, der) = protocol_support::h3_server_tls();
-    let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
-    let config = quinn::ServerConfig::with_crypto(Arc::new(quic));
-    let endpoint =
-        quinn::Endpoint::server(config, "127.0.0.1:0".parse().expect("addr")).expect("bind");
-    let addr = endpoint.local_addr().expect("local addr");
+    let (endpoint, addr, der) = peer_endpoint();
     tokio::spawn(async move {
         while let Some(incoming) = endpoint.accept().await {
             tokio::spawn(async move {
