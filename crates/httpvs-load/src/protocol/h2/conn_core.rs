@@ -313,6 +313,8 @@ impl ConnCore {
             kind::CONTINUATION => self.on_continuation(h, payload, now),
             kind::SETTINGS => self.on_settings(h, payload),
             kind::PING => self.on_ping(h, payload),
+            // GOAWAY belongs to the connection: on a stream it is a connection error (§6.8).
+            kind::GOAWAY if h.stream_id != 0 => Err(ConnError(code::PROTOCOL_ERROR)),
             kind::GOAWAY => self.on_goaway(payload),
             kind::RST_STREAM => self.on_rst_stream(h, payload),
             kind::WINDOW_UPDATE => self.on_window_update(h, payload),
@@ -529,6 +531,9 @@ impl ConnCore {
                 }
                 self.peer_table_size = size;
             }
+            // A server may not enable push, nor send a value other than 0 or 1 (RFC 9113
+            // §6.5.2): a connection error (it was accepted).
+            setting::ENABLE_PUSH if value != 0 => return Err(ConnError(code::PROTOCOL_ERROR)),
             setting::MAX_CONCURRENT_STREAMS => self.max_streams = value as usize,
             setting::INITIAL_WINDOW_SIZE => {
                 if value > MAX_STREAM_ID {
@@ -554,7 +559,11 @@ impl ConnCore {
     }
 
     fn on_ping(&mut self, h: &FrameHeader, payload: &[u8]) -> Result<(), ConnError> {
-        if payload.len() != 8 || h.stream_id != 0 {
+        // On a stream: PROTOCOL_ERROR; a length other than 8: FRAME_SIZE_ERROR (RFC 9113 §6.7).
+        if h.stream_id != 0 {
+            return Err(ConnError(code::PROTOCOL_ERROR));
+        }
+        if payload.len() != 8 {
             return Err(ConnError(code::FRAME_SIZE_ERROR));
         }
         if !h.has(flag::ACK) {

@@ -324,6 +324,24 @@ fn frames_on_streams_we_did_not_open_are_connection_errors() {
         feed(&mut core, frame(kind::SETTINGS, flag::ACK, 0, &[0; 6])),
         Err(ConnError(super::code::FRAME_SIZE_ERROR))
     );
+    // A server may not enable push (RFC 9113 §6.5.2); GOAWAY and PING belong to the
+    // connection (§6.8, §6.7): all PROTOCOL_ERROR (each was accepted, PING on a stream got
+    // FRAME_SIZE_ERROR).
+    for (kind, id, payload) in [
+        (kind::SETTINGS, 0, &[0, 2, 0, 0, 0, 1][..]),
+        (kind::SETTINGS, 0, &[0, 2, 0, 0, 0, 7][..]),
+        (kind::GOAWAY, 1, &[0, 0, 0, 0, 0, 0, 0, 0][..]),
+        (kind::PING, 1, &[0; 8][..]),
+    ] {
+        let mut core = ready_core();
+        assert_eq!(
+            feed(&mut core, frame(kind, 0, id, payload)),
+            Err(ConnError(super::code::PROTOCOL_ERROR)),
+            "frame type {kind} on stream {id}: {payload:?}"
+        );
+    }
+    let mut core = ready_core();
+    feed(&mut core, frame(kind::SETTINGS, 0, 0, &[0, 2, 0, 0, 0, 0])).unwrap();
     // A stream's window past 2^31-1 breaks that stream only.
     let mut core = ready_core();
     let Poll::Ready(Ok(slot)) = open(&mut core) else {
