@@ -27,6 +27,33 @@ use std::time::{Duration, Instant};
 /// it. The h1 and h2 clients, Alt-Svc discovery and the trace all stop there.
 pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
 
+/// A `content-length` value: digits only (RFC 9110 §8.6; HTTP/1.1's whitespace around it is the
+/// caller's to trim); `None` for one that is no length. Shared by the h1, h2 and h3 clients.
+pub(crate) fn parse_content_length(value: &[u8]) -> Option<u64> {
+    if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(value).ok()?.parse().ok()
+}
+
+/// How an h2 or h3 response whose `body` bytes are not the length its head `announced` fails
+/// (RFC 9113 §8.1.1, RFC 9114 §4.1.2; nghttp2 takes it so): short is a truncated body, as on
+/// HTTP/1.1, long a protocol error. A HEAD's response and a 204 or 304 announce a length they
+/// do not carry.
+pub(crate) fn body_length_error(
+    announced: Option<u64>,
+    body: u64,
+    head_request: bool,
+    status: u16,
+) -> Option<ErrorKind> {
+    let announced = announced.filter(|_| !head_request && status != 204 && status != 304)?;
+    match body.cmp(&announced) {
+        std::cmp::Ordering::Equal => None,
+        std::cmp::Ordering::Less => Some(ErrorKind::TruncatedBody),
+        std::cmp::Ordering::Greater => Some(ErrorKind::Protocol),
+    }
+}
+
 /// Whether a request header is HTTP/1.1's alone, which h2 and h3 leave out (RFC 9113 §8.2.2,
 /// RFC 9114 §4.2: a server resets a stream that carries one): the connection headers, and a TE
 /// other than "trailers" (`-H 'TE: gzip'` failed every h2c request with PROTOCOL_ERROR).

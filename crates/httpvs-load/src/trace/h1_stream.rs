@@ -41,7 +41,7 @@ struct Body {
     left: BodyLeft,
     length: u64,
     text: Option<Vec<u8>>,
-    /// A chunked body's trailer section as it came (bounded as a head is).
+    /// A chunked body's trailer section as it came (`ChunkedBody` bounds it as a head).
     trailers: Vec<u8>,
 }
 
@@ -293,12 +293,10 @@ impl Body {
                 match chunked.feed(pending) {
                     Ok(fed) => {
                         self.length += fed.data;
+                        // Bounded by the decoder, which refuses a section past a head's limit.
                         if let Some(from) = fed.trailer_from {
-                            let room = crate::protocol::MAX_RESPONSE_HEAD
-                                .saturating_sub(self.trailers.len());
-                            let lines = &pending[from..fed.consumed];
                             self.trailers
-                                .extend_from_slice(&lines[..lines.len().min(room)]);
+                                .extend_from_slice(&pending[from..fed.consumed]);
                         }
                         pending.drain(..fed.consumed);
                         if !chunked.is_done() {
@@ -460,6 +458,15 @@ HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nHTTP/1.1 204 No Content\r\nConnec
             .any(|e| matches!(&e.kind, EventKind::H1Body { .. })));
     }
 
+    /// The recorded events as the text trace prints them.
+    fn rendered(recorder: &Recorder) -> String {
+        let mut text = String::new();
+        for event in recorder.events() {
+            crate::trace::text::render_event(&mut text, &event);
+        }
+        text
+    }
+
     #[test]
     fn a_body_the_close_cut_short_says_so_and_what_was_announced() {
         let recorder = Recorder::start_now();
@@ -467,10 +474,7 @@ HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nHTTP/1.1 204 No Content\r\nConnec
         wire.sent(b"GET / HTTP/1.1\r\n\r\n");
         wire.received(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc");
         wire.finish();
-        let mut text = String::new();
-        for event in recorder.events() {
-            crate::trace::text::render_event(&mut text, &event);
-        }
+        let text = rendered(&recorder);
         assert!(
             text.contains(
                 "recv body: 3 of 100 bytes (content-length, cut off: the connection ended first)"
@@ -487,10 +491,7 @@ HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nHTTP/1.1 204 No Content\r\nConnec
         let mut wire = H1Wire::new(recorder.clone(), false);
         wire.sent(b"GET / HTTP/1.1\r\n\r\n");
         wire.received(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX\r\n");
-        let mut text = String::new();
-        for event in recorder.events() {
-            crate::trace::text::render_event(&mut text, &event);
-        }
+        let text = rendered(&recorder);
         assert!(
             text.contains("(chunked, broken here: the rest is not shown)"),
             "{text}"
@@ -515,10 +516,7 @@ X-Checksum: abc\r\nX-Other: 1\r\n\r\n";
             } else {
                 wire.received(response);
             }
-            let mut text = String::new();
-            for event in recorder.events() {
-                crate::trace::text::render_event(&mut text, &event);
-            }
+            let text = rendered(&recorder);
             assert!(text.contains("recv body: 3 bytes (chunked)"), "{text}");
             assert!(text.contains("trailer X-Checksum: abc"), "{text}");
             assert!(text.contains("trailer X-Other: 1"), "{text}");

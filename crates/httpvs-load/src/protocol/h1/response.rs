@@ -183,14 +183,7 @@ impl HeadFacts {
 }
 
 fn parse_content_length(value: &[u8]) -> Result<u64, ErrorKind> {
-    let digits = value.trim_ascii();
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(ErrorKind::Protocol);
-    }
-    std::str::from_utf8(digits)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .ok_or(ErrorKind::Protocol)
+    crate::protocol::parse_content_length(value.trim_ascii()).ok_or(ErrorKind::Protocol)
 }
 
 /// Whether a `Connection` value names `close` among its tokens (either side's header).

@@ -441,7 +441,7 @@ impl ConnCore {
                     malformed |= status.is_none();
                 } else if name == b"content-length" {
                     // A value that is no length (or two that differ) is malformed (§8.1.1).
-                    match parse_length(value) {
+                    match crate::protocol::parse_content_length(value) {
                         Some(n) if length == NO_LENGTH || length == n => length = n,
                         _ => malformed = true,
                     }
@@ -465,10 +465,7 @@ impl ConnCore {
                     let ttfb = now.saturating_duration_since(stream.at).as_nanos();
                     stream.ttfb_ns = u64::try_from(ttfb).unwrap_or(u64::MAX);
                     stream.header_bytes += size;
-                    // HEAD, 204 and 304 announce a length they do not carry (§8.1.1).
-                    if !stream.head_request && s != 204 && s != 304 {
-                        stream.expected_body = length;
-                    }
+                    stream.expected_body = length;
                 }
                 _ => {
                     self.reset_stream(slot, code::PROTOCOL_ERROR, ErrorKind::Protocol);
@@ -663,15 +660,15 @@ impl ConnCore {
         };
         stream.at = now;
         let id = stream.id;
-        // A body that is not the length its head announced makes the response malformed
-        // (RFC 9113 §8.1.1), as nghttp2 (h2load) takes it: a short one read as a success.
-        let announced = stream.expected_body;
-        let short = stream.body_bytes < announced;
-        let mismatch =
-            (announced != NO_LENGTH && stream.body_bytes != announced).then_some(match short {
-                true => ErrorKind::TruncatedBody,
-                false => ErrorKind::Protocol,
-            });
+        // A body that is not the length its head announced makes the response malformed (a
+        // short one read as a success).
+        let announced = (stream.expected_body != NO_LENGTH).then_some(stream.expected_body);
+        let mismatch = crate::protocol::body_length_error(
+            announced,
+            stream.body_bytes,
+            stream.head_request,
+            stream.status,
+        );
         if let Some(pending) = self
             .bodies
             .iter()
@@ -765,14 +762,6 @@ fn unpadded<'a>(h: &FrameHeader, payload: &'a [u8]) -> Result<&'a [u8], ConnErro
         return Err(ConnError(code::PROTOCOL_ERROR));
     }
     Ok(&payload[1..payload.len() - pad])
-}
-
-/// A `content-length` value: digits only, as RFC 9110 §8.6 has it.
-fn parse_length(value: &[u8]) -> Option<u64> {
-    if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(value).ok()?.parse().ok()
 }
 
 /// A `:status` value: exactly three digits.

@@ -38,7 +38,7 @@ pub struct Stream {
     /// The request was a HEAD: a response's content-length announces no body.
     pub head_request: bool,
     /// The body length the final head's content-length announced ([`NO_LENGTH`] when it
-    /// announced none, or none applies: HEAD, 204, 304); checked when the stream ends.
+    /// announced none); checked when the stream ends (`protocol::body_length_error`).
     pub expected_body: u64,
 }
 

@@ -254,19 +254,14 @@ impl OwnedConnection {
             .set(self.header_decoded_received.get() + reader.decoded_header_bytes());
         let ttfb = read?;
         let head = reader.finish().map_err(|v| self.violation(v, recv))?;
-        // A body that is not the length its head announced makes the response malformed
-        // (RFC 9114 §4.1.2); HEAD, 204 and 304 announce a length they do not carry. A short
-        // body read as a success.
-        let checked = !head_request && head.status != 204 && head.status != 304;
-        if let Some(announced) = head.content_length.filter(|_| checked) {
-            let body = reader.body_bytes();
-            if body != announced {
-                let kind = match body < announced {
-                    true => ErrorKind::TruncatedBody,
-                    false => ErrorKind::Protocol,
-                };
-                return Err(SendError::Failed(kind));
-            }
+        // A body that is not the length its head announced makes the response malformed (a
+        // short one read as a success).
+        let body = reader.body_bytes();
+        let status = head.status;
+        if let Some(kind) =
+            crate::protocol::body_length_error(head.content_length, body, head_request, status)
+        {
+            return Err(SendError::Failed(kind));
         }
         Ok(ResponseInfo {
             status: head.status,

@@ -143,10 +143,10 @@ impl DecodedSection {
             *seen_regular = true;
             self.field_bytes += (name.len() + value.len()) as u64;
             if name == b"content-length" {
-                let length = (!value.is_empty() && value.iter().all(u8::is_ascii_digit))
-                    .then(|| std::str::from_utf8(value).ok()?.parse::<u64>().ok())
-                    .flatten();
-                match (length, self.content_length) {
+                match (
+                    crate::protocol::parse_content_length(value),
+                    self.content_length,
+                ) {
                     (Some(n), None) => self.content_length = Some(n),
                     (Some(n), Some(earlier)) if n == earlier => {}
                     _ => self.malformed = true,
