@@ -92,10 +92,7 @@ impl PlanError {
         let field = field_at(text, line);
         // The type's range is not the plan's: repeats is 1..=100 (it said "0 or more").
         let message = match field.as_str() {
-            "repeats" if message.contains("expected a whole number") => {
-                format!("{message}: must be 1..=100")
-                    .replace(", expected a whole number, 0 or more:", ",")
-            }
+            "repeats" => message.replace("expected a whole number, 0 or more", "must be 1..=100"),
             _ => message,
         };
         PlanError {
