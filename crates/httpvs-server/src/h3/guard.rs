@@ -7,6 +7,7 @@
 
 use bytes::{Buf, Bytes};
 use h3::quic::{self, ConnectionErrorIncoming, StreamErrorIncoming, StreamId, WriteBuf};
+use httpvs_h2wire::varint::PartialVarint;
 use std::task::{ready, Context, Poll};
 
 /// H3_EXCESSIVE_LOAD (RFC 9114 §8.1): what a stream that announced an oversized frame gets.
@@ -266,10 +267,8 @@ impl RecvGuard {
 pub struct FrameBound {
     max_frame: u64,
     state: State,
-    /// The varint being read: its value so far, bytes read and bytes it has.
-    value: u64,
-    have: u8,
-    need: u8,
+    /// The varint being read, across the chunks it may span.
+    varint: PartialVarint,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -294,9 +293,7 @@ impl FrameBound {
         FrameBound {
             max_frame,
             state: State::FrameType,
-            value: 0,
-            have: 0,
-            need: 0,
+            varint: PartialVarint::default(),
         }
     }
 
@@ -351,18 +348,10 @@ impl FrameBound {
                     };
                 }
                 State::StreamType | State::FrameType | State::FrameLength { .. } => {
-                    let byte = bytes[0];
-                    bytes = &bytes[1..];
-                    if self.have == 0 {
-                        self.need = 1 << (byte >> 6);
-                        self.value = u64::from(byte & 0x3f);
-                    } else {
-                        self.value = (self.value << 8) | u64::from(byte);
-                    }
-                    self.have += 1;
-                    if self.have == self.need {
-                        self.have = 0;
-                        self.on_varint(self.value);
+                    let (value, used) = self.varint.push(bytes);
+                    bytes = &bytes[used..];
+                    if let Some(value) = value {
+                        self.on_varint(value);
                     }
                 }
             }
