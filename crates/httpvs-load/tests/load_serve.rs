@@ -353,7 +353,7 @@ fn connections_closed_unanswered_carry_no_request() {
         r.connections
     );
     let d = r.connections.diagnosis.clone().unwrap_or_default();
-    assert!(d.contains("before answering any request"), "{d}");
+    assert!(d.contains("before completing any request"), "{d}");
 }
 
 /// One request per connection and four streams each: the GOAWAY refuses three of every four

@@ -117,7 +117,7 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
         "check its max requests per connection (nginx keepalive_requests)"
     };
     let cadence = match every.round() as u64 {
-        0 => "before answering any request".to_string(),
+        0 => "before completing any request".to_string(),
         1 => "after about every request".to_string(),
         n => format!("about every {} requests", group(n)),
     };

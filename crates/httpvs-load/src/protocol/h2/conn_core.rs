@@ -187,12 +187,19 @@ impl ConnCore {
             return;
         }
         self.end = Some(ConnEnd { cause, error });
+        // The server's FIN after a stream's final head cut its body short, as h1 counts it.
+        let fin =
+            cause == CloseCause::Fin && matches!(error, None | Some(ErrorKind::ConnectionClosed));
         for slot in self.streams.open_slots() {
-            let id = self.streams.get_mut(slot).map_or(0, |s| s.id);
+            let (id, head_came) = self
+                .streams
+                .get_mut(slot)
+                .map_or((0, false), |s| (s.id, s.status != 0));
             let outcome = match self.goaway {
                 Some((last, code)) if id > last => {
                     SendError::Retry(RetryReason::Goaway(u64::from(code)))
                 }
+                _ if fin && head_came => SendError::Failed(ErrorKind::TruncatedBody),
                 Some((_, code)) => SendError::Failed(ErrorKind::Goaway(u64::from(code))),
                 None => SendError::Failed(error.unwrap_or(ErrorKind::ConnectionClosed)),
             };

@@ -211,6 +211,35 @@ fn a_body_unlike_its_content_length_fails_its_request() {
     }
 }
 
+/// A FIN after a stream's head and before its END_STREAM cuts the body short, as h1 counts
+/// it; a stream whose head had not come yet lost its connection. Both read connection_closed.
+#[test]
+fn a_fin_mid_body_is_a_truncated_body() {
+    let mut core = ready_core();
+    let Poll::Ready(Ok(answered)) = open(&mut core) else {
+        panic!()
+    };
+    let Poll::Ready(Ok(waiting)) = open(&mut core) else {
+        panic!()
+    };
+    let block = status_block("200", &[]);
+    feed(
+        &mut core,
+        frame(kind::HEADERS, flag::END_HEADERS, 1, &block),
+    )
+    .unwrap();
+    feed(&mut core, frame(kind::DATA, 0, 1, b"part")).unwrap();
+    core.end(CloseCause::Fin, None);
+    assert_eq!(
+        error_of(&mut core, answered),
+        Some(SendError::Failed(ErrorKind::TruncatedBody))
+    );
+    assert_eq!(
+        error_of(&mut core, waiting),
+        Some(SendError::Failed(ErrorKind::ConnectionClosed))
+    );
+}
+
 #[test]
 fn the_stream_limit_holds_requests_until_one_finishes() {
     let mut core = ready_core();
