@@ -224,7 +224,7 @@ async fn a_stream_ending_before_the_head_is_a_message_error() {
 #[tokio::test]
 async fn request_rejected_is_retried_not_failed() {
     let (result, _) = one_request(Answer::Reset(0x10b), None).await;
-    assert_eq!(result, Err(SendError::Retry(RetryReason::Refused)));
+    assert_eq!(result, Err(SendError::Retry(RetryReason::Rejected)));
 }
 
 #[tokio::test]
@@ -329,7 +329,7 @@ async fn after_server_streams(
                 .send(&get(addr), std::time::Instant::now())
                 .await
                 .map(|r| r.status);
-            if result != Ok(200) && result != Err(SendError::Retry(RetryReason::Refused)) {
+            if result != Ok(200) && result != Err(SendError::Retry(RetryReason::Rejected)) {
                 return (result, conn.close_cause());
             }
         }

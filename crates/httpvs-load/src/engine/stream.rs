@@ -407,6 +407,7 @@ fn retry_exhausted(reason: RetryReason) -> ErrorKind {
     match reason {
         RetryReason::Goaway(code) => ErrorKind::Goaway(code),
         RetryReason::Refused => ErrorKind::StreamReset(0x7),
+        RetryReason::Rejected => ErrorKind::H3(0x10b), // H3_REQUEST_REJECTED
         RetryReason::ConnectionClosed => ErrorKind::ConnectionClosed,
     }
 }
@@ -415,6 +416,19 @@ fn retry_exhausted(reason: RetryReason) -> ErrorKind {
 mod tests {
     use super::*;
     use crate::protocol::h2::Http2;
+
+    /// When retries run out, the failure names the refusal in its own protocol's words.
+    #[test]
+    fn an_exhausted_refusal_is_named_in_its_protocol() {
+        assert_eq!(
+            retry_exhausted(RetryReason::Refused).name(),
+            "rst_stream(REFUSED_STREAM)"
+        );
+        assert_eq!(
+            retry_exhausted(RetryReason::Rejected).name(),
+            "h3(H3_REQUEST_REJECTED)"
+        );
+    }
 
     fn future_size<A, B, F: Fn(A, B) -> Fut, Fut>(_: &F) -> usize {
         std::mem::size_of::<Fut>()

@@ -208,8 +208,10 @@ pub enum RetryReason {
     /// h2/h3 GOAWAY with a last-stream-id below this stream, and its error code (h2's; 0,
     /// NO_ERROR, for h3, whose GOAWAY carries none): the failure named when retries run out.
     Goaway(u64),
-    /// h2 RST_STREAM(REFUSED_STREAM) or h3 H3_REQUEST_REJECTED.
+    /// h2 RST_STREAM(REFUSED_STREAM).
     Refused,
+    /// h3 H3_REQUEST_REJECTED, or 0-RTT data the server refused: not processed.
+    Rejected,
     /// h1: the server closed the connection (after `Connection: close` or keep-alive limit)
     /// before this request's response began.
     ConnectionClosed,

@@ -63,7 +63,8 @@ pub fn send_failure(e: SendError, cause: Option<&str>) -> String {
         SendError::Retry(reason) => {
             let why = match reason {
                 RetryReason::Goaway(_) => "above the GOAWAY's last stream id",
-                RetryReason::Refused => "refused (REFUSED_STREAM / H3_REQUEST_REJECTED)",
+                RetryReason::Refused => "refused (REFUSED_STREAM)",
+                RetryReason::Rejected => "rejected (H3_REQUEST_REJECTED)",
                 RetryReason::ConnectionClosed => "the connection closed before its response",
             };
             format!(

@@ -181,10 +181,10 @@ pub fn send_error(failure: StreamFailure, beyond_goaway: bool, early_rejected: b
         StreamFailure::NotSent => SendError::Retry(RetryReason::Goaway(0)),
         // RFC 9114 §5.2: requests on streams at or above the GOAWAY id were not processed.
         _ if beyond_goaway => SendError::Retry(RetryReason::Goaway(0)),
-        StreamFailure::Rejected => SendError::Retry(RetryReason::Refused),
+        StreamFailure::Rejected => SendError::Retry(RetryReason::Rejected),
         // 0-RTT refused: the server discarded the early request unprocessed.
-        StreamFailure::ZeroRttRejected => SendError::Retry(RetryReason::Refused),
-        _ if early_rejected => SendError::Retry(RetryReason::Refused),
+        StreamFailure::ZeroRttRejected => SendError::Retry(RetryReason::Rejected),
+        _ if early_rejected => SendError::Retry(RetryReason::Rejected),
         StreamFailure::StoppedEarly => SendError::Failed(ErrorKind::Protocol),
         StreamFailure::Connection(kind) | StreamFailure::Stream(kind) => SendError::Failed(kind),
     }
