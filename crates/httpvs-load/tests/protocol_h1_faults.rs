@@ -133,6 +133,18 @@ async fn switching_protocols_ends_the_connection() {
     assert_eq!(cause, CloseCause::Local);
 }
 
+/// `Transfer-Encoding` beside a `Content-Length` is framing RFC 9112 §6.3 calls a smuggling
+/// risk: the body is read by its chunks (the length is ignored), the request succeeds, and we
+/// close the connection rather than read the next response from where its framing says.
+#[tokio::test(flavor = "current_thread")]
+async fn chunked_beside_a_length_is_read_then_the_connection_closed() {
+    let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+    let (result, cause) = one_exchange(reply, Ending::Fin).await;
+    let info = result.unwrap();
+    assert_eq!((info.status, info.body_bytes), (200, 5));
+    assert_eq!(cause, CloseCause::Local);
+}
+
 /// The completion time the connection reports (the engine's latency end): the read that
 /// brought the head when the body came with it, and no time at all (the engine reads its
 /// clock) when the body came later, so a slow body is never measured as fast.

@@ -199,8 +199,9 @@ impl Http1Connection {
                 let last = if head.close {
                     // A body delimited by the close ends with the server's FIN, not with a
                     // `Connection: close` it never sent.
-                    let cause = if head.status == 101 {
-                        // Switched protocols: we leave the connection, the server ended nothing.
+                    let cause = if head.status == 101 || head.faulty_framing {
+                        // Switched protocols, or framing we will not trust for the next
+                        // response: we leave the connection, the server ended nothing.
                         CloseCause::Local
                     } else if head.close_announced {
                         CloseCause::ConnectionClose

@@ -36,6 +36,11 @@ pub struct ResponseHead {
     /// The head itself said so (`Connection: close`, HTTP/1.0 without keep-alive); false when
     /// only a close-delimited body ends the connection.
     pub close_announced: bool,
+    /// The head's framing is faulty (RFC 9112 §6.1, §6.3): `Transfer-Encoding` beside a
+    /// `Content-Length`, or in an HTTP/1.0 response. The body is read by its transfer coding,
+    /// then we close the connection, as the RFC asks, rather than trust where the next
+    /// response starts.
+    pub faulty_framing: bool,
 }
 
 impl ResponseHead {
@@ -172,12 +177,17 @@ impl HeadFacts {
         // After a 101 the connection speaks another protocol (RFC 9110 §15.2.2): the response
         // counts, with its status, and the connection is not used again.
         let switched = status == 101;
+        let faulty_framing = self.transfer_encoding && (self.content_length.is_some() || http10);
         ResponseHead {
             status,
             head_len,
             framing,
-            close: close_announced || switched || framing == BodyFraming::UntilClose,
+            close: close_announced
+                || switched
+                || faulty_framing
+                || framing == BodyFraming::UntilClose,
             close_announced,
+            faulty_framing,
         }
     }
 }
@@ -386,6 +396,25 @@ mod tests {
         );
         assert_eq!(h.framing, BodyFraming::Chunked);
         assert!(h.close);
+    }
+
+    /// Framing RFC 9112 calls faulty closes the connection after the response, which is
+    /// still read by its transfer coding: the next response's start cannot be trusted.
+    #[test]
+    fn faulty_framing_closes_the_connection() {
+        for faulty in [
+            "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n",
+        ] {
+            let h = head(faulty);
+            assert_eq!(h.framing, BodyFraming::Chunked, "{faulty:?}");
+            assert!(
+                h.close && h.faulty_framing && !h.close_announced,
+                "{faulty:?}"
+            );
+        }
+        let fine = head("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+        assert!(!fine.close && !fine.faulty_framing);
     }
 
     #[test]
