@@ -240,6 +240,42 @@ fn a_fin_mid_body_is_a_truncated_body() {
     );
 }
 
+/// Field sections RFC 9113 §8.2 and §8.3 make malformed fail their request with
+/// PROTOCOL_ERROR, as nghttp2 (h2load) takes them; a plain head succeeds.
+#[test]
+fn malformed_field_sections_fail_their_request() {
+    let cases: [(&[(&str, &str)], bool); 7] = [
+        (
+            &[("server", "x"), ("set-cookie", "a"), ("set-cookie", "b")],
+            true,
+        ),
+        (&[("Server", "x")], false),
+        (&[("connection", "keep-alive")], false),
+        (&[("transfer-encoding", "chunked")], false),
+        (&[("server", "x"), (":status", "200")], false),
+        (&[(":status", "200")], false),
+        (&[(":path", "/")], false),
+    ];
+    for (fields, ok) in cases {
+        let mut core = ready_core();
+        let Poll::Ready(Ok(slot)) = open(&mut core) else {
+            panic!()
+        };
+        let mut block = status_block("200", &[]);
+        for (n, v) in fields {
+            encoder::literal(n.as_bytes(), v.as_bytes(), 4, 0, &mut block);
+        }
+        let flags = flag::END_HEADERS | flag::END_STREAM;
+        feed(&mut core, frame(kind::HEADERS, flags, 1, &block)).unwrap();
+        let got = match outcome(&mut core, slot) {
+            Poll::Ready(Ok(_)) => true,
+            Poll::Ready(Err(SendError::Failed(ErrorKind::Protocol))) => false,
+            other => panic!("{fields:?}: {other:?}"),
+        };
+        assert_eq!(got, ok, "{fields:?}");
+    }
+}
+
 #[test]
 fn the_stream_limit_holds_requests_until_one_finishes() {
     let mut core = ready_core();
