@@ -34,6 +34,10 @@ impl ProgressLine {
 pub fn line(s: &IntervalSnapshot, asked: Option<f64>) -> String {
     if s.warmup {
         // Connections count from their first measured request, so none would show here.
+        // The warm-up's last second ends as measuring starts: nothing is left to count down.
+        if s.warmup_left.is_zero() {
+            return "warm-up done, measuring…".to_string();
+        }
         return format!("warming up… {:.1}s left", s.warmup_left.as_secs_f64());
     }
     let schedule = asked.map_or(String::new(), |asked| {
@@ -183,6 +187,12 @@ mod tests {
             ..IntervalSnapshot::default()
         };
         assert_eq!(line(&s, None), "warming up… 1.5s left");
+        // A 1 s warm-up's only second ends as it does: it read "0.0s left".
+        let ended = IntervalSnapshot {
+            warmup_left: Duration::ZERO,
+            ..s
+        };
+        assert_eq!(line(&ended, None), "warm-up done, measuring…");
     }
 
     /// Cut to the terminal: a wrapped line left a row behind at every rewrite.
