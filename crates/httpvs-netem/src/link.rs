@@ -212,6 +212,10 @@ impl Link {
 
     /// Starts `command` in the client's namespace; it is killed if the calling thread exits first.
     pub fn spawn_in_client_ns(&self, command: &mut Command) -> std::io::Result<Child> {
+        command.env(
+            crate::preflight::INSIDE_LINK,
+            format!("pid {}", std::process::id()),
+        );
         self.client_ns.spawn(command)
     }
 

@@ -7,6 +7,11 @@ use std::path::Path;
 
 const TUN_PATH: &str = "/dev/net/tun";
 
+/// Set in the environment of a command run behind a link (its impairments, for the message):
+/// a link built in there would route the outer link's 127.0.0.1 again, which the kernel
+/// refuses with a bare EINVAL.
+pub const INSIDE_LINK: &str = "HTTPVS_NETEM_LINK";
+
 /// What runs without root once the rootless layout is entered, for the messages below.
 const ROOTLESS_SCOPE: &str =
     "rootless, `httpvs netem -- CMD`, `httpvs load --net` and `httpvs compare` \
@@ -14,6 +19,16 @@ const ROOTLESS_SCOPE: &str =
 
 /// Ok when links can be built here: as root, or inside the rootless layout.
 pub fn check() -> Result<(), NetemError> {
+    if let Some(outer) = std::env::var_os(INSIDE_LINK) {
+        return Err(NetemError::Unavailable {
+            why: format!(
+                "this runs behind another emulated link (httpvs netem, {}), where 127.0.0.1 is routed through \
+                 it, and links do not nest",
+                outer.to_string_lossy()
+            ),
+            fix: "give one link both impairments: add the delays, combine the losses".into(),
+        });
+    }
     let meta = std::fs::metadata(TUN_PATH).map_err(|_| NetemError::Unavailable {
         why: format!("{TUN_PATH} does not exist"),
         fix:

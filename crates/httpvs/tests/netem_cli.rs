@@ -335,3 +335,33 @@ fn a_wildcard_udp_server_answers_from_the_address_dialled() {
     // bash reads a datagram a byte at a time: the first byte shows the reply came.
     assert!(text(&out.stdout).starts_with("got h"), "{out:?}");
 }
+
+/// A link inside a link is refused up front with what to do instead: it failed in set-up
+/// with the kernel's bare "Invalid argument" (the outer link routes 127.0.0.1 through itself).
+#[test]
+fn a_link_inside_a_link_is_refused_with_the_fix() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_httpvs");
+    let out = httpvs(&[
+        "netem",
+        "-q",
+        "--both",
+        "delay 1ms",
+        "--",
+        bin,
+        "netem",
+        "--both",
+        "delay 1ms",
+        "--",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("links do not nest (give one link both impairments"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
