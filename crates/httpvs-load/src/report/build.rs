@@ -254,26 +254,57 @@ pub fn distribution(h: &LatencyHistogram) -> Distribution {
 /// Percentile ticks per halving of the distance to 100%, as wrk2 and HdrHistogram print them.
 const SPECTRUM_TICKS_PER_HALF: u32 = 5;
 
+/// The percentile level after `level`: [`SPECTRUM_TICKS_PER_HALF`] ticks in each halving of the
+/// distance to 100%.
+fn next_spectrum_level(level: f64) -> f64 {
+    let halvings = (100.0 / (100.0 - level)).log2() as u32;
+    let ticks = u64::from(SPECTRUM_TICKS_PER_HALF) << (halvings + 1).min(60);
+    let next = level + 100.0 / ticks as f64;
+    // A step below the float's resolution would stand still: go to the end.
+    if next > level {
+        next
+    } else {
+        100.0
+    }
+}
+
 /// `h` at HdrHistogram's percentile ticks (see [`Spectrum`]).
 pub fn spectrum(h: &LatencyHistogram) -> Spectrum {
     let hdr = h.hdr();
+    let total = h.len();
+    let mut rows = Vec::new();
+    // HdrHistogram's PercentileIterator, with its levels in percent as Java's: steps of 10,
+    // 5, 2.5… add up exactly, where fractions of 1 (the crate's `iter_quantiles`) drift
+    // (0.1 + 0.1 + 0.1 > 0.3) and a level that lands on a bucket's edge, 80 of 100 samples,
+    // skipped to the next bucket up (20 ms for a p80 of 3.8 ms).
+    let mut level = 0.0f64;
     let mut count = 0;
-    let rows = if h.is_empty() {
-        Vec::new()
-    } else {
-        hdr.iter_quantiles(SPECTRUM_TICKS_PER_HALF)
-            .map(|v| {
-                count += v.count_since_last_iteration();
-                SpectrumRow {
-                    // As the report's percentiles: never outside what was recorded (a bucket's top can
-                    // lie past the max).
-                    us: v.value_iterated_to().clamp(h.min_us(), h.max_us()),
-                    quantile: v.quantile_iterated_to(),
-                    count,
-                }
-            })
-            .collect()
-    };
+    // As the report's percentiles: never outside what was recorded (a bucket's top can lie
+    // past the max).
+    let clamp = |us: u64| us.clamp(h.min_us(), h.max_us());
+    for v in hdr.iter_recorded() {
+        count += v.count_at_value();
+        let us = clamp(v.value_iterated_to());
+        while 100.0 * count as f64 / total as f64 >= level {
+            rows.push(SpectrumRow {
+                us,
+                quantile: level / 100.0,
+                count,
+            });
+            level = next_spectrum_level(level);
+            if count == total {
+                // The last value gets one tick, then the 100% row below (as Java's).
+                break;
+            }
+        }
+    }
+    if total > 0 {
+        rows.push(SpectrumRow {
+            us: h.max_us(),
+            quantile: 1.0,
+            count: total,
+        });
+    }
     Spectrum {
         rows,
         count: h.len(),

@@ -73,7 +73,6 @@ mod tests {
         assert_eq!(q[0], 0.0);
         // 5 ticks per half: 0, 0.1, ... 0.5, 0.55, ... 0.75, 0.775 ...
         assert!((q[1] - 0.1).abs() < 1e-12, "{q:?}");
-        // (HDR steps by adding, so a tick can be off by an ulp or two: 0.7500000000000002.)
         let has = |x: f64| q.iter().any(|t| (t - x).abs() < 1e-12);
         assert!(has(0.5) && has(0.75) && has(0.9), "{q:?}");
         assert_eq!(*q.last().unwrap(), 1.0);
@@ -87,6 +86,27 @@ mod tests {
             .find(|r| (r.quantile - 0.5).abs() < 1e-12)
             .unwrap();
         assert_eq!((half.us, half.count), (500, 500));
+        // Levels in percent add up exactly, as Java's: 0.3, not 0.30000000000000004.
+        assert!(q.contains(&0.3) && q.contains(&0.8), "{q:?}");
+    }
+
+    /// A tick that lands exactly on a bucket's edge takes that bucket, as HdrHistogram's own
+    /// iterator: 80 of 100 samples at 3.78 ms and 20 at 20 ms read 20 ms at 0.8 (count 81),
+    /// when the report's own p80 was 3.78 ms. Levels summed as fractions of 1 had drifted past.
+    #[test]
+    fn a_tick_on_a_bucket_edge_takes_that_bucket() {
+        let mut h = LatencyHistogram::new();
+        for i in 0..100 {
+            h.record_us(if i % 5 == 4 { 20_106 } else { 3_782 });
+        }
+        let s = spectrum(&h);
+        for (quantile, count) in [(0.3, 80), (0.75, 80), (0.8, 80)] {
+            let row = s.rows.iter().find(|r| r.quantile == quantile).unwrap();
+            assert!(row.us < 3_800, "{quantile}: {} µs", row.us);
+            assert_eq!(row.count, count, "{quantile}");
+        }
+        let above = s.rows.iter().find(|r| r.quantile > 0.8).unwrap();
+        assert!(above.us > 20_000 && above.count == 100);
     }
 
     #[test]
