@@ -121,6 +121,18 @@ pub(crate) fn tls_hint(insecure: bool, detail: &str) -> &'static str {
         // protocols offered.
         "; the server takes none of the protocols offered by ALPN (-p h1 offers http/1.1, \
          -p h2 h2, an https URL by default both): it serves another one"
+    } else if detail.contains("ProtocolVersion") {
+        "; the server takes none of the TLS versions this client offers (1.2 and 1.3): it \
+         speaks only an older one"
+    } else if detail.contains("alert: HandshakeFailure") {
+        "; the server found nothing in common with this client's offer: its cipher suites or \
+         key exchange groups (rustls offers TLS 1.2 and 1.3 AEAD suites only; a server set up \
+         for CBC or RSA key exchange refuses them)"
+    } else if detail.contains("InvalidContentType") {
+        "; the answer was not TLS: that port speaks cleartext (http://, not https://?)"
+    } else if detail.contains("certificate expired") || detail.contains("not valid yet") {
+        "; the certificate is outside its validity dates (or this machine's clock is wrong): \
+         --cacert does not change that, -k does"
     } else if !insecure && detail.contains("not valid for name") {
         "; the certificate is for another name: put a name it holds in the URL (and the \
          address in --connect-to), or -k"
@@ -432,10 +444,33 @@ mod tests {
     /// not suggest -k; without it, --cacert or -k.
     #[test]
     fn a_failed_handshake_under_insecure_does_not_suggest_insecure() {
-        let alert = "received fatal alert: HandshakeFailure";
+        let alert = "received fatal alert: InternalError";
         assert!(tls_hint(true, alert).contains("-k already accepts any certificate"));
         assert!(!tls_hint(true, alert).contains("--cacert"));
         assert!(tls_hint(false, alert).contains("--cacert FILE holding the certificate"));
+    }
+
+    /// Causes that are not the certificate's trust are named, not met with --cacert or -k:
+    /// an old TLS version, no cipher suite in common, cleartext on the port, a certificate
+    /// outside its dates (which --cacert cannot fix).
+    #[test]
+    fn handshakes_that_fail_for_another_cause_name_it() {
+        for (detail, words) in [
+            ("received fatal alert: ProtocolVersion", "an older one"),
+            ("received fatal alert: HandshakeFailure", "cipher suites"),
+            (
+                "received corrupt message of type InvalidContentType",
+                "speaks cleartext",
+            ),
+            (
+                "invalid peer certificate: certificate expired 3 days ago",
+                "--cacert does not change that",
+            ),
+        ] {
+            let hint = tls_hint(false, detail);
+            assert!(hint.contains(words), "{detail}: {hint}");
+            assert!(!hint.contains("--cacert FILE"), "{detail}: {hint}");
+        }
     }
 
     #[test]

@@ -344,12 +344,54 @@ pub fn plain_words(text: &str) -> String {
             text.push_str(&format!(" ({why})"));
         }
     }
-    text
+    validity_in_words(&text).unwrap_or(text)
+}
+
+/// rustls's dates of a certificate outside its validity, UNIX seconds apart ("verification
+/// time 1795775589 (UNIX), but certificate is not valid after 1609459200 (186316389 seconds
+/// ago)"), as how long ago it expired or how long until it is valid.
+fn validity_in_words(text: &str) -> Option<String> {
+    let (start, ago) = if let Some(at) = text.find("certificate expired: verification time") {
+        (at, true)
+    } else {
+        (
+            text.find("certificate not valid yet: verification time")?,
+            false,
+        )
+    };
+    let open = text[start..].rfind('(')? + start;
+    let seconds: u64 = text[open + 1..].split(' ').next()?.parse().ok()?;
+    let span = match seconds {
+        s if s >= 2 * 86_400 => format!("{} days", s / 86_400),
+        s if s >= 2 * 3_600 => format!("{} hours", s / 3_600),
+        s if s >= 120 => format!("{} minutes", s / 60),
+        s => format!("{s} seconds"),
+    };
+    let said = if ago {
+        format!("certificate expired {span} ago")
+    } else {
+        format!("certificate not valid yet, for another {span}")
+    };
+    let end = text[open..].find(')')? + open + 1;
+    Some(format!("{}{said}{}", &text[..start], &text[end..]))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The validity dates come as UNIX seconds from rustls: said as a span instead.
+    #[test]
+    fn validity_dates_are_said_as_spans() {
+        assert_eq!(
+            plain_words("invalid peer certificate: certificate expired: verification time 1795775589 (UNIX), but certificate is not valid after 1609459200 (186316389 seconds ago)"),
+            "invalid peer certificate: certificate expired 2156 days ago"
+        );
+        assert_eq!(
+            plain_words("invalid peer certificate: certificate not valid yet: verification time 100 (UNIX), but certificate is not valid before 7300 (7200 seconds in the future)"),
+            "invalid peer certificate: certificate not valid yet, for another 2 hours"
+        );
+    }
 
     #[test]
     fn refused_certificates_are_said_in_plain_words() {

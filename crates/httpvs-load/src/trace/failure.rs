@@ -2,7 +2,7 @@
 //! the cause the connection showed (the QUIC close reason, the server's GOAWAY), when it did.
 
 use super::event::{Direction, EventKind, H2Detail, TraceEvent};
-use crate::engine::setup::{first_connection_hint, tls_hint};
+use crate::engine::setup::{first_connection_hint, sni_hint, tls_hint};
 use crate::error::{h2_code_name, ErrorKind};
 use crate::protocol::{RetryReason, SendError, Target};
 
@@ -32,9 +32,17 @@ pub fn connect_failure(
         // As load's line: what rustls said, then the hint.
         ErrorKind::Tls => {
             let said = cause.map_or(String::new(), |c| format!(": {}", one_line(c)));
+            // An IP address in the URL sends no server name (SNI), as load's line says.
+            let no_sni = target
+                .host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok();
             return format!(
-                "tls: handshake with {addr} failed{said}{}",
-                tls_hint(attempt.insecure, cause.unwrap_or(""))
+                "tls: handshake with {addr} failed{said}{}{}",
+                tls_hint(attempt.insecure, cause.unwrap_or("")),
+                sni_hint(no_sni, cause.unwrap_or(""))
             );
         }
         // With a cause, TCP connected and a later step (TLS, h2's SETTINGS) stalled.
@@ -217,5 +225,14 @@ mod tests {
         );
         assert!(line.contains("http:// to a TLS one?"), "{line}");
         assert!(!line.contains('\n'));
+        // An alert to a handshake that named no server (an IP address in the URL) says so,
+        // as load's line does.
+        let line = connect_failure(
+            ErrorKind::Tls,
+            &target,
+            Some("received fatal alert: UnrecognisedName"),
+            Attempt::default(),
+        );
+        assert!(line.contains("carried no server name (SNI)"), "{line}");
     }
 }
