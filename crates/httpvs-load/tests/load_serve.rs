@@ -180,6 +180,50 @@ fn a_self_signed_ca_certificate_given_with_cacert_is_trusted_as_the_servers_own(
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// A certificate outside its dates is refused even when `--cacert` holds that very
+/// certificate, as curl refuses it: the pinned path used to skip the dates.
+#[test]
+fn an_expired_certificate_given_with_cacert_is_still_refused() {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("params");
+    params.not_before = rcgen::date_time_ymd(2019, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    let cert = params.self_signed(&key).expect("self-signed");
+    let dir = std::env::temp_dir().join(format!("httpvs-expired-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, cert.pem()).expect("cert");
+    std::fs::write(&key_path, key.serialize_pem()).expect("key");
+    let s = start(ServeConfig {
+        cert: Some((cert_path.clone(), key_path)),
+        ..ServeConfig::loopback_ephemeral()
+    })
+    .expect("server starts");
+    let port = s.https_addr().unwrap().port();
+    let c = LoadConfig::new(&format!("https://localhost:{port}/"))
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H2))
+        .shape(1, 1)
+        .threads(1)
+        .requests(5)
+        .tls(TlsOptions {
+            insecure: false,
+            cacert: Some(cert_path.clone()),
+        });
+    let refused = httpvs_load::run(&c, &mut Quiet)
+        .err()
+        .map(|e| e.to_string());
+    let _ = std::fs::remove_dir_all(dir);
+    assert!(
+        refused
+            .as_deref()
+            .is_some_and(|e| e.contains("certificate expired")
+                && e.contains("days ago")
+                && e.contains("--cacert does not change that")),
+        "{refused:?}"
+    );
+}
+
 #[test]
 fn h3_against_serve_succeeds() {
     let s = server(Limits::default());

@@ -148,7 +148,8 @@ fn roots_from_file(
 /// a server certificate that is byte for byte one of them, for the names it holds. The
 /// self-signed certificate of `openssl req -x509` marks itself a CA, which webpki refuses as a
 /// server's own (`CaUsedAsEndEntity`), where curl, trusting the file, accepts it. Its dates are
-/// not checked on that path (webpki reads them only on a chain it accepts).
+/// checked all the same: webpki reads them before anything else, and a refusal for them
+/// stands (a CA-signed leaf that expired was accepted when the file held the leaf itself).
 #[derive(Debug)]
 struct TrustedFile {
     inner: Arc<rustls::client::WebPkiServerVerifier>,
@@ -174,10 +175,23 @@ impl ServerCertVerifier for TrustedFile {
             Ok(verified) => return Ok(verified),
             Err(e) => e,
         };
-        if !self
-            .pinned
-            .iter()
-            .any(|c| c.as_ref() == end_entity.as_ref())
+        // webpki reads the dates first, before it refuses a CA as a server's own: a date it
+        // refused is a date, whoever holds the certificate (curl refuses it too).
+        use rustls::CertificateError as Cert;
+        let dated = matches!(
+            refused,
+            rustls::Error::InvalidCertificate(
+                Cert::Expired
+                    | Cert::ExpiredContext { .. }
+                    | Cert::NotValidYet
+                    | Cert::NotValidYetContext { .. }
+            )
+        );
+        if dated
+            || !self
+                .pinned
+                .iter()
+                .any(|c| c.as_ref() == end_entity.as_ref())
         {
             return Err(refused);
         }
