@@ -402,6 +402,62 @@ fn ctrl_c_shows_what_the_trace_saw() {
     assert_eq!(summary(&events)["not_sent"], 1);
 }
 
+/// `-p auto` over https to a port that accepts and never speaks TLS: the ALPN probe's connect
+/// timeout is the trace's one wait (a second connection over HTTP/1.1 waited it out again),
+/// and Ctrl-C during the probe ends it there, with no connection opened after it.
+#[test]
+fn a_stalled_alpn_probe_is_waited_out_once_and_ctrl_c_stops_it() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("https://localhost:{}/", silent.local_addr().unwrap().port());
+    let began = Instant::now();
+    let out = trace(&["-k", "--connect-timeout", "1s", "--json", &url]);
+    let took = began.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let seen = events(&out);
+    let error = of_type(&seen, "error", "local");
+    assert_eq!(error.len(), 1, "{seen:?}");
+    assert!(
+        error[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("the TLS handshake did not finish")),
+        "{seen:?}"
+    );
+    assert!(of_type(&seen, "tcp_connected", "local").is_empty());
+    assert!(took < Duration::from_millis(1900), "{took:?}");
+    let out = trace_interrupted(&["-k", "--json", &url], Duration::from_millis(700));
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    let events = events(&out);
+    let error = of_type(&events, "error", "local");
+    assert_eq!(error.len(), 1, "{events:?}");
+    assert_eq!(error[0]["error"], "interrupted while connecting (Ctrl-C)");
+    assert!(of_type(&events, "tcp_connected", "local").is_empty());
+    assert_eq!(summary(&events)["connections"], 0);
+}
+
+/// A body the close delimits is shown before the response it completes, as a sized one is
+/// (its body line came after the response, at the trace's end).
+#[test]
+fn a_body_delimited_by_the_close_comes_before_its_response() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = conn.read(&mut buf);
+        conn.write_all(b"HTTP/1.1 200 OK\r\n\r\nuntil the close")
+            .unwrap();
+    });
+    let out = trace(&["--json", &url]);
+    server.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let events = events(&out);
+    let at = |ty: &str| events.iter().position(|e| e["type"] == ty);
+    let (body, response) = (at("h1_body"), at("response"));
+    assert!(body.is_some() && body < response, "{events:?}");
+    assert_eq!(events[body.unwrap()]["framing"], "until-close");
+}
+
 #[test]
 fn refused_connection_is_an_event_then_one_line_and_exit_1() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -596,7 +652,7 @@ fn connect_failures_say_what_the_stack_saw() {
     assert!(
         notes
             .iter()
-            .any(|n| n["text"].as_str().unwrap_or("").contains("(tls)")),
+            .any(|n| n["text"].as_str().unwrap_or("").contains("(tls, after ")),
         "{auto:?}"
     );
     let errors = of_type(&auto, "error", "local");

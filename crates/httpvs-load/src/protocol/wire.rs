@@ -18,6 +18,8 @@ pub trait WireTap {
     fn sent(&mut self, bytes: &[u8]);
     /// `bytes` were read.
     fn received(&mut self, bytes: &[u8]);
+    /// A read found the end of the stream (the peer's FIN, or TLS's close_notify).
+    fn closed(&mut self) {}
 }
 
 /// A tap chosen at run time (`httpvs trace`).
@@ -30,6 +32,10 @@ impl WireTap for BoxedTap {
 
     fn received(&mut self, bytes: &[u8]) {
         self.0.received(bytes)
+    }
+
+    fn closed(&mut self) {
+        self.0.closed()
     }
 }
 
@@ -182,6 +188,8 @@ impl<S: AsyncRead + Unpin, T: WireTap + Unpin> AsyncRead for TapIo<S, T> {
             let fresh = &buf.filled()[before..];
             if !fresh.is_empty() {
                 this.tap.received(fresh);
+            } else if buf.remaining() > 0 {
+                this.tap.closed();
             }
         }
         poll

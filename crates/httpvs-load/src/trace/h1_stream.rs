@@ -92,6 +92,11 @@ impl WireTap for H1Wire {
     fn received(&mut self, bytes: &[u8]) {
         self.lock().feed(Direction::Recv, bytes);
     }
+
+    /// A body delimited by the close ends here, before the response it completes is shown.
+    fn closed(&mut self) {
+        self.finish();
+    }
 }
 
 impl H1State {

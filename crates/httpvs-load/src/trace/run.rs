@@ -58,6 +58,9 @@ pub struct TraceConfig {
     pub stop: Arc<AtomicBool>,
 }
 
+/// What a connection Ctrl-C cut off reads as.
+const INTERRUPTED_CONNECTING: &str = "interrupted while connecting (Ctrl-C)";
+
 /// What a request cut off by Ctrl-C reads as.
 const INTERRUPTED: &str = "interrupted: Ctrl-C came before its response";
 
@@ -98,23 +101,39 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
         keepalive: true,
     };
     // When the probe that picks the protocol fails (refused, TLS), the trace goes on over
-    // HTTP/1.1 so that its own connection shows the failure as events, as with `-p h1`.
+    // HTTP/1.1 so that its own connection shows the failure as events, as with `-p h1`; not
+    // after a connect timeout, which a second connection would only wait out again, nor after
+    // Ctrl-C.
     let mut probe_failed = None;
+    let mut probe_ended = None;
     let kind = match config.protocol {
         ProtocolChoice::Fixed(kind) => kind,
         ProtocolChoice::Auto if https => {
             options.tls = Some(tls_for(&[ALPN_H2, ALPN_HTTP11])?);
             // The probe's own handshake is not part of the trace: it only picks the protocol.
-            // Ctrl-C during it goes on to the exchange, which stops at once and says so.
+            let began = Instant::now();
             let probed = tokio::select! {
-                probed = probe_alpn(target, &options) => probed,
-                () = stopped(&config.stop) => Ok(ProtocolKind::H1),
+                probed = probe_alpn(target, &options) => Some(probed),
+                () = stopped(&config.stop) => None,
             };
             match probed {
-                Ok(kind) => kind,
-                Err(kind) => {
-                    let _ = crate::protocol::tcp::take_connect_note();
-                    probe_failed = Some(kind);
+                Some(Ok(kind)) => kind,
+                Some(Err(kind)) => {
+                    // The step the probe stalled at (TCP connected, no TLS answer), if any.
+                    let stalled = crate::protocol::tcp::take_connect_note();
+                    probe_failed = Some((kind, began.elapsed()));
+                    if kind == crate::ErrorKind::ConnectTimeout {
+                        let attempt = failure::Attempt {
+                            quic: false,
+                            insecure: config.tls.insecure,
+                        };
+                        let cause = stalled.as_deref();
+                        probe_ended = Some(failure::connect_failure(kind, target, cause, attempt));
+                    }
+                    ProtocolKind::H1
+                }
+                None => {
+                    probe_ended = Some(INTERRUPTED_CONNECTING.to_string());
                     ProtocolKind::H1
                 }
             }
@@ -130,10 +149,15 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
         options.tls = Some(tls_for(alpn)?);
     }
     let recorder = Recorder::start_now();
-    if let Some(kind) = probe_failed {
+    if let Some((kind, took)) = probe_failed {
+        let then = match probe_ended {
+            Some(_) => "",
+            None => ": tracing HTTP/1.1",
+        };
         let text = format!(
-            "the check of which protocol the server speaks (ALPN) failed ({}): tracing HTTP/1.1",
-            kind.name()
+            "the check of which protocol the server speaks (ALPN) failed ({}, after {:.1} ms){then}",
+            kind.name(),
+            took.as_secs_f64() * 1e3
         );
         recorder.record(Direction::Local, EventKind::Note { text });
     }
@@ -149,6 +173,20 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
         goaway_refused: std::sync::atomic::AtomicU32::new(0),
     };
     let outcome = match kind {
+        _ if probe_ended.is_some() => {
+            let error = probe_ended.unwrap_or_default();
+            recorder.record(
+                Direction::Local,
+                EventKind::Error {
+                    error: error.clone(),
+                },
+            );
+            Outcome {
+                wire: WireBytes::default(),
+                connect_failure: Some(error),
+                first_failure: None,
+            }
+        }
         ProtocolKind::H1 => {
             let wire = H1Wire::new(recorder.clone(), config.show_body);
             let tap = wire.clone();
@@ -275,7 +313,7 @@ impl Session<'_> {
                         let cause = protocol.failure_detail();
                         failure::connect_failure(kind, self.target, cause.as_deref(), attempt)
                     }
-                    _ => "interrupted while connecting (Ctrl-C)".to_string(),
+                    _ => INTERRUPTED_CONNECTING.to_string(),
                 };
                 // TCP may have connected before a later step failed: show that, and the bytes
                 // that went both ways (the preface sent, a server's other protocol read).
