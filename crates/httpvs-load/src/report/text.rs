@@ -428,16 +428,32 @@ fn schedule(out: &mut String, r: &Report) {
 fn histogram_rows(out: &mut String, heading: &str, rows: &[Bucket]) {
     let most = rows.iter().map(|r| r.count).max().unwrap_or(1).max(1);
     let _ = writeln!(out, "\n{heading}");
-    for row in rows {
+    let labels = row_labels(rows);
+    for (row, label) in rows.iter().zip(labels) {
         let bar = "■".repeat(((row.count * BAR_WIDTH).div_ceil(most)) as usize);
         let _ = writeln!(
             out,
-            "  ≤ {:>9} |{bar:<width$}| {}",
-            us(row.le_us),
+            "  ≤ {label:>9} |{bar:<width$}| {}",
             group(row.count),
             width = BAR_WIDTH as usize
         );
     }
+}
+
+/// The rows' bounds in the best unit, to the µs when two neighbours would read the same at
+/// two decimals (a narrow spread: "≤ 1.37ms" twice).
+fn row_labels(rows: &[Bucket]) -> Vec<String> {
+    let short: Vec<String> = rows.iter().map(|r| us(r.le_us)).collect();
+    if short.windows(2).all(|w| w[0] != w[1]) {
+        return short;
+    }
+    rows.iter()
+        .map(|r| match r.le_us {
+            v if v < 1_000 => format!("{v}µs"),
+            v if v < 1_000_000 => format!("{:.3}ms", v as f64 / 1e3),
+            v => format!("{:.6}s", v as f64 / 1e6),
+        })
+        .collect()
 }
 
 /// Buckets regrouped by powers of two, one row each, with a bar (reports without rows).
@@ -910,5 +926,24 @@ mod tests {
             out.contains("509µs |") && out.lines().last().unwrap().ends_with("| 4"),
             "{out}"
         );
+    }
+
+    /// Rows of a narrow spread are labelled to the µs when two decimals of ms would repeat a
+    /// label ("≤ 1.37ms" twice, "≤ 1.38ms" three times).
+    #[test]
+    fn neighbouring_rows_never_read_the_same() {
+        let rows: Vec<Bucket> = [1_370, 1_372, 1_374, 1_380]
+            .iter()
+            .map(|&le_us| Bucket { le_us, count: 1 })
+            .collect();
+        assert_eq!(
+            row_labels(&rows),
+            ["1.370ms", "1.372ms", "1.374ms", "1.380ms"]
+        );
+        let wide: Vec<Bucket> = [500, 1_370, 2_000_000]
+            .iter()
+            .map(|&le_us| Bucket { le_us, count: 1 })
+            .collect();
+        assert_eq!(row_labels(&wide), ["500µs", "1.37ms", "2.00s"]);
     }
 }
