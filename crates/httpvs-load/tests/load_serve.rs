@@ -125,6 +125,35 @@ fn h1_over_tls_with_cacert_succeeds() {
     assert_eq!(r.requests.succeeded, 500, "{:?}", r.errors);
     assert_eq!(r.protocol.alpn.as_deref(), Some("http/1.1"));
     assert_eq!(r.phases.handshake.count, 2);
+    assert!(r.phases.handshakes_resumed.is_some_and(|n| n <= 2));
+}
+
+/// A new connection per request over TLS resumes the session an earlier one got, as a
+/// browser does: the report counts those handshakes, so the handshake row is not read as a
+/// full one's. Cleartext has none to count.
+#[test]
+fn resumed_tls_handshakes_are_counted() {
+    let s = server(Limits::default());
+    let url = format!("https://localhost:{}/", s.https_addr().unwrap().port());
+    let mut c = LoadConfig::new(&url)
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H1))
+        .shape(1, 1)
+        .threads(1)
+        .requests(20)
+        .tls(TlsOptions {
+            insecure: true,
+            cacert: None,
+        });
+    c.keepalive = false;
+    let r = run(&c);
+    assert_eq!(r.requests.succeeded, 20, "{:?}", r.errors);
+    assert_eq!(r.phases.handshake.count, 20);
+    let resumed = r.phases.handshakes_resumed.expect("counted over TLS");
+    assert!((19..=20).contains(&resumed), "{resumed}");
+    let plain = format!("http://{}/", s.http_addr().unwrap());
+    let r = run(&LoadConfig::new(&plain).unwrap().requests(5));
+    assert_eq!(r.phases.handshakes_resumed, None);
 }
 
 /// A self-signed certificate that marks itself a CA (as `openssl req -x509` makes one),

@@ -388,6 +388,8 @@ impl Protocol for Http3 {
         let info = ConnectInfo {
             tcp_connect: Duration::ZERO,
             handshake,
+            // quinn does not say whether a handshake resumed (only whether 0-RTT was taken).
+            resumed: false,
             // Requests go out without waiting for the server's SETTINGS.
             settings: Duration::ZERO,
             alpn,

@@ -162,6 +162,9 @@ pub struct ConnectInfo {
     pub tcp_connect: Duration,
     /// TLS handshake time, or the QUIC handshake time for h3.
     pub handshake: Duration,
+    /// TLS over TCP: the handshake resumed a session (a ticket from an earlier connection of
+    /// the run), rather than a full one.
+    pub resumed: bool,
     /// h2 and h2c: from the connection preface to the server's SETTINGS, which the connection
     /// waits for to learn the stream limit (zero for other protocols: then not recorded).
     pub settings: Duration,

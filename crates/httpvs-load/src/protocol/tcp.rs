@@ -148,6 +148,7 @@ async fn connect_unbounded(
         })?;
     note_connect_step(None);
     info.handshake = handshake_started.elapsed();
+    info.resumed = stream.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
     let transport = Transport::Tls(Box::new(stream));
     info.alpn = transport.alpn().map(<[u8]>::to_vec);
     Ok((transport, info))

@@ -115,6 +115,9 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
             dns_us: facts.target.dns.as_micros() as u64,
             tcp_connect: distribution(&stats.tcp_connect),
             handshake: distribution(&stats.handshake),
+            // QUIC's handshakes are not told apart: the count is TLS over TCP's.
+            handshakes_resumed: (stats.handshake.len() > 0 && facts.kind != ProtocolKind::H3)
+                .then_some(stats.handshakes_resumed),
             settings: distribution(&stats.settings),
             ttfb: distribution(&stats.ttfb),
             body: distribution(&stats.body),
@@ -518,6 +521,7 @@ mod tests {
             dns_us: 5,
             tcp_connect: empty.clone(),
             handshake: empty.clone(),
+            handshakes_resumed: None,
             settings: empty.clone(),
             ttfb: empty.clone(),
             body: empty.clone(),

@@ -328,6 +328,10 @@ pub struct Phases {
     pub tcp_connect: Distribution,
     /// TLS (or QUIC) handshake, per connection; empty for cleartext.
     pub handshake: Distribution,
+    /// Of the TLS handshakes over TCP, those that resumed a session from an earlier
+    /// connection (absent for cleartext and h3, and from reports made before it was counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshakes_resumed: Option<u64>,
     /// h2 and h2c: from the connection preface to the server's SETTINGS, per connection; empty
     /// for other protocols (absent from reports made before it was measured).
     #[serde(default = "super::build::empty_distribution")]

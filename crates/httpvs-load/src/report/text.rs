@@ -518,6 +518,16 @@ fn phases(out: &mut String, r: &Report) {
             group(d.count)
         );
     }
+    if let Some(resumed) = p.handshakes_resumed.filter(|&n| n > 0) {
+        // A resumed handshake skips the certificate and its signature: shorter, and cheaper
+        // for the server, so the row is not a full handshake's figure.
+        let _ = writeln!(
+            out,
+            "  ({} of {} handshakes resumed a TLS session from an earlier connection)",
+            group(resumed),
+            group(p.handshake.count)
+        );
+    }
 }
 
 fn statuses_and_errors(out: &mut String, r: &Report) {

@@ -47,6 +47,8 @@ pub struct WorkerStats {
     pub tcp_connect: LatencyHistogram,
     /// TLS or QUIC handshake per connection.
     pub handshake: LatencyHistogram,
+    /// TLS handshakes over TCP that resumed a session.
+    pub handshakes_resumed: u64,
     /// h2: the wait for the server's SETTINGS per connection.
     pub settings: LatencyHistogram,
     /// Open model: how long after its intended time each request was dispatched.
@@ -265,6 +267,7 @@ impl WorkerRecorder {
         }
         if !info.handshake.is_zero() {
             self.total.handshake.record(info.handshake);
+            self.total.handshakes_resumed += u64::from(info.resumed);
         }
         if !info.settings.is_zero() {
             self.total.settings.record(info.settings);
@@ -292,6 +295,7 @@ impl WorkerStats {
         self.body.merge(&o.body);
         self.tcp_connect.merge(&o.tcp_connect);
         self.handshake.merge(&o.handshake);
+        self.handshakes_resumed += o.handshakes_resumed;
         self.settings.merge(&o.settings);
         self.send_lag.merge(&o.send_lag);
         self.late_sends += o.late_sends;
