@@ -116,7 +116,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
             tcp_connect: distribution(&stats.tcp_connect),
             handshake: distribution(&stats.handshake),
             // QUIC's handshakes are not told apart: the count is TLS over TCP's.
-            handshakes_resumed: (stats.handshake.len() > 0 && facts.kind != ProtocolKind::H3)
+            handshakes_resumed: (!stats.handshake.is_empty() && facts.kind != ProtocolKind::H3)
                 .then_some(stats.handshakes_resumed),
             settings: distribution(&stats.settings),
             ttfb: distribution(&stats.ttfb),
