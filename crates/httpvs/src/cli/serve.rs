@@ -163,7 +163,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     print_banner(&server, &args);
     wait_for(signals);
     let first = std::time::Instant::now();
-    println!("httpvs serve: stopping (grace {grace:?}; a second Ctrl-C stops at once)");
+    if grace.is_zero() {
+        println!("httpvs serve: stopping now (--grace 0: requests in flight are cut off)");
+    } else {
+        println!("httpvs serve: stopping (grace {grace:?}; a second Ctrl-C stops at once)");
+    }
     // A second signal during the grace ends the process now, as a second Ctrl-C does for nginx
     // (`quit` then `stop`): the in-flight requests are abandoned and no totals are printed.
     // One that comes within SAME_STOP of the first is the same stop sent twice (`timeout -s
