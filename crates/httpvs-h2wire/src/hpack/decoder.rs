@@ -6,6 +6,29 @@
 use super::dynamic_table::DynamicTable;
 use super::static_table::STATIC_TABLE;
 use super::{huffman, HpackError};
+use std::collections::VecDeque;
+
+/// The static table's `transfer-encoding` (index 57), the one name in it HTTP/2 forbids.
+const STATIC_TRANSFER_ENCODING: usize = 56;
+
+/// Whether a regular (not pseudo) field name may appear in HTTP/2: lowercase (RFC 9113
+/// §8.2.1) and none of HTTP/1.1's connection-specific fields (§8.2.2), as nghttp2 checks.
+pub fn regular_name_ok(name: &[u8]) -> bool {
+    let connection_specific = match name.len() {
+        7 => name == b"upgrade",
+        10 => name == b"connection" || name == b"keep-alive",
+        16 => name == b"proxy-connection",
+        17 => name == b"transfer-encoding",
+        _ => false,
+    };
+    !connection_specific && !name.iter().any(u8::is_ascii_uppercase)
+}
+
+/// [`regular_name_ok`], with pseudo-header names (`:status`) passing: their rules are the
+/// caller's.
+fn name_ok(name: &[u8]) -> bool {
+    name.first() == Some(&b':') || regular_name_ok(name)
+}
 
 /// SETTINGS_HEADER_TABLE_SIZE's initial value, which httpvs keeps.
 pub const DEFAULT_TABLE_SIZE: usize = 4096;
@@ -18,6 +41,9 @@ pub struct Decoder {
     size_limit: usize,
     name_buf: Vec<u8>,
     value_buf: Vec<u8>,
+    /// For each dynamic table entry, newest first: whether its name passes [`name_ok`], judged
+    /// once as it enters, so a field that refers to it is checked for free.
+    names_ok: VecDeque<bool>,
 }
 
 impl Default for Decoder {
@@ -43,6 +69,7 @@ impl Decoder {
             size_limit,
             name_buf: Vec::new(),
             value_buf: Vec::new(),
+            names_ok: VecDeque::new(),
         }
     }
 
@@ -55,15 +82,29 @@ impl Decoder {
     pub fn decode(
         &mut self,
         block: &[u8],
-        mut on_field: impl FnMut(&[u8], &[u8]),
+        on_field: impl FnMut(&[u8], &[u8]),
     ) -> Result<(), HpackError> {
+        self.decode_checked(block, on_field).map(|_| ())
+    }
+
+    /// [`Decoder::decode`], also saying whether every regular field name may appear in
+    /// HTTP/2 ([`regular_name_ok`]). A name from a table is judged once, as it entered, so
+    /// the check costs a field that refers to one nothing.
+    pub fn decode_checked(
+        &mut self,
+        block: &[u8],
+        mut on_field: impl FnMut(&[u8], &[u8]),
+    ) -> Result<bool, HpackError> {
         let mut pos = 0;
         let mut fields_seen = false;
+        let mut names_ok = true;
         while pos < block.len() {
             let first = block[pos];
             if first & 0x80 != 0 {
                 let index = integer(block, &mut pos, 7)?;
-                let (name, value) = self.lookup(index)?;
+                let src = self.check_index(index)?;
+                names_ok &= self.src_name_ok(src);
+                let (name, value) = self.lookup(src);
                 on_field(name, value);
             } else if first & 0xe0 == 0x20 {
                 let size = integer(block, &mut pos, 5)?;
@@ -71,6 +112,7 @@ impl Decoder {
                     return Err(HpackError::SizeUpdate);
                 }
                 self.table.set_max_size(size);
+                self.names_ok.truncate(self.table.entries().len());
                 continue;
             } else {
                 let (prefix, indexing) = if first & 0xc0 == 0x40 {
@@ -78,11 +120,20 @@ impl Decoder {
                 } else {
                     (4, false)
                 };
-                self.literal(block, &mut pos, prefix, indexing, &mut on_field)?;
+                names_ok &= self.literal(block, &mut pos, prefix, indexing, &mut on_field)?;
             }
             fields_seen = true;
         }
-        Ok(())
+        Ok(names_ok)
+    }
+
+    /// Whether the name at `src`, a table's, passes [`name_ok`].
+    fn src_name_ok(&self, src: Src) -> bool {
+        match src {
+            Src::Static(i) => i != STATIC_TRANSFER_ENCODING,
+            Src::Dynamic(i) => self.names_ok.get(i).copied().unwrap_or(true),
+            Src::Raw(..) | Src::Buf => true,
+        }
     }
 
     fn literal(
@@ -92,23 +143,35 @@ impl Decoder {
         prefix: u8,
         indexing: bool,
         on_field: &mut impl FnMut(&[u8], &[u8]),
-    ) -> Result<(), HpackError> {
+    ) -> Result<bool, HpackError> {
         let index = integer(block, pos, prefix)?;
-        let name = if index == 0 {
-            string(block, pos, &mut self.name_buf)?
+        let (name, literal_name) = if index == 0 {
+            (string(block, pos, &mut self.name_buf)?, true)
         } else {
-            self.check_index(index)?
+            (self.check_index(index)?, false)
         };
         let value = string(block, pos, &mut self.value_buf)?;
+        let table_ok = self.src_name_ok(name);
         let (name, value) = (
             self.resolve(name, block, true),
             self.resolve(value, block, false),
         );
+        let ok = if literal_name {
+            name_ok(name)
+        } else {
+            table_ok
+        };
         on_field(name, value);
         if indexing {
-            self.table.insert(Box::from(name), Box::from(value));
+            let (name, value) = (Box::from(name), Box::from(value));
+            let fits = super::dynamic_table::entry_size(&name, &value) <= self.table.max_size();
+            self.table.insert(name, value);
+            if fits {
+                self.names_ok.push_front(ok);
+            }
+            self.names_ok.truncate(self.table.entries().len());
         }
-        Ok(())
+        Ok(ok)
     }
 
     fn check_index(&self, index: usize) -> Result<Src, HpackError> {
@@ -120,15 +183,16 @@ impl Decoder {
         }
     }
 
-    fn lookup(&self, index: usize) -> Result<(&[u8], &[u8]), HpackError> {
-        Ok(match self.check_index(index)? {
+    fn lookup(&self, src: Src) -> (&[u8], &[u8]) {
+        match src {
             Src::Static(i) => (STATIC_TABLE[i].0.as_bytes(), STATIC_TABLE[i].1.as_bytes()),
             Src::Dynamic(i) => {
                 let (n, v) = &self.table.entries()[i];
                 (n, v)
             }
-            _ => unreachable!("check_index returns table sources only"),
-        })
+            // check_index returns table sources only.
+            Src::Raw(..) | Src::Buf => (&[], &[]),
+        }
     }
 
     fn resolve<'a>(&'a self, src: Src, block: &'a [u8], is_name: bool) -> &'a [u8] {

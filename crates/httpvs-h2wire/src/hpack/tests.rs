@@ -317,3 +317,41 @@ fn garbage_and_truncation_are_errors_not_panics() {
         Err(HpackError::SizeUpdate)
     );
 }
+
+/// `decode_checked` judges regular names as HTTP/2 allows them: a literal name each time, a
+/// table's as it entered, so a later reference to a bad entry is still bad, and an entry
+/// evicted takes its judgement with it.
+#[test]
+fn checked_decoding_judges_names_once_per_table_entry() {
+    assert_eq!(STATIC_TABLE[56].0, "transfer-encoding");
+    let mut d = Decoder::default();
+    let check = |d: &mut Decoder, block: &[u8]| d.decode_checked(block, |_, _| {}).unwrap();
+    // Static :status 200 (index 8) and a lowercase literal name indexed as entry 62.
+    let mut good = vec![0x88];
+    literal(b"x-ok", b"1", 6, 0x40, &mut good);
+    assert!(check(&mut d, &good));
+    // An uppercase literal name indexed as the new entry 62; then referred to by index.
+    let mut bad = vec![0x88];
+    literal(b"X-Bad", b"1", 6, 0x40, &mut bad);
+    assert!(!check(&mut d, &bad));
+    assert!(!check(&mut d, &[0x88, 0x80 | 62]));
+    assert!(check(&mut d, &[0x88, 0x80 | 63]), "x-ok is entry 63 now");
+    // The static table's transfer-encoding, and connection-specific literals.
+    let mut te = vec![0x88];
+    integer(57, 4, 0x00, &mut te);
+    string(b"chunked", &mut te);
+    assert!(!check(&mut d, &te));
+    for name in ["connection", "keep-alive", "upgrade", "proxy-connection"] {
+        let mut block = vec![0x88];
+        literal(name.as_bytes(), b"x", 4, 0, &mut block);
+        assert!(!check(&mut d, &block), "{name}");
+    }
+    // A size update that empties the table forgets the bad entry with it.
+    let mut emptied = Vec::new();
+    size_update(0, &mut emptied);
+    size_update(4096, &mut emptied);
+    let mut fresh = emptied.clone();
+    literal(b"x-new", b"1", 6, 0x40, &mut fresh);
+    assert!(check(&mut d, &fresh));
+    assert!(check(&mut d, &[0x80 | 62]));
+}

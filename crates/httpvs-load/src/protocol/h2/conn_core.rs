@@ -441,8 +441,11 @@ impl ConnCore {
         let mut malformed = false;
         let mut length = NO_LENGTH;
         let mut regular_seen = false;
-        self.hpack
-            .decode(block, |name, value| {
+        // Regular names are judged by the decoder (lowercase, not connection-specific), each
+        // table entry once, as it entered.
+        let names_ok = self
+            .hpack
+            .decode_checked(block, |name, value| {
                 size += (name.len() + value.len()) as u64;
                 if name.first() == Some(&b':') {
                     // One :status, before every regular field, and no other pseudo-header
@@ -453,7 +456,6 @@ impl ConnCore {
                     return;
                 }
                 regular_seen = true;
-                malformed |= !regular_name_ok(name);
                 if name == b"content-length" {
                     // A value that is no length (or two that differ) is malformed (§8.1.1).
                     match crate::protocol::parse_content_length(value) {
@@ -463,6 +465,7 @@ impl ConnCore {
                 }
             })
             .map_err(|_| ConnError(code::COMPRESSION_ERROR))?;
+        malformed |= !names_ok;
         // Every block decoded counts, as every block's encoded bytes do (header savings).
         self.counter.add_header_decoded_received(size);
         let Some(slot) = self.streams.slot_of(id) else {
@@ -777,19 +780,6 @@ fn unpadded<'a>(h: &FrameHeader, payload: &'a [u8]) -> Result<&'a [u8], ConnErro
         return Err(ConnError(code::PROTOCOL_ERROR));
     }
     Ok(&payload[1..payload.len() - pad])
-}
-
-/// Whether a regular field name may be in an HTTP/2 response: lowercase (RFC 9113 §8.2.1)
-/// and none of HTTP/1.1's connection-specific fields (§8.2.2), as nghttp2 checks them.
-fn regular_name_ok(name: &[u8]) -> bool {
-    let connection_specific = match name.len() {
-        7 => name == b"upgrade",
-        10 => name == b"connection" || name == b"keep-alive",
-        16 => name == b"proxy-connection",
-        17 => name == b"transfer-encoding",
-        _ => false,
-    };
-    !connection_specific && !name.iter().any(u8::is_ascii_uppercase)
 }
 
 /// A `:status` value: exactly three digits.
