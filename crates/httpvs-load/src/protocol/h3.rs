@@ -52,6 +52,11 @@ const UDP_BUFFER_BYTES: usize = 4 << 20;
 /// How long a handshake may go unanswered before we check for an ICMP port-unreachable.
 const REFUSED_PROBE_AFTER: Duration = Duration::from_millis(250);
 
+/// After a refusal, how long the next connect's probe waits for the ICMP before it starts a
+/// QUIC handshake: a refused handshake's quinn state lingers in the endpoint (tens of KB each),
+/// and an open model against a server gone down made thousands a second (500 MB at 20k/s).
+const REFUSED_AGAIN_WAIT: Duration = Duration::from_millis(50);
+
 /// HTTP/3 choices beyond the common [`ConnectOptions`].
 #[derive(Debug, Clone, Copy)]
 pub struct H3Options {
@@ -116,6 +121,11 @@ pub struct Http3 {
 }
 
 impl Http3 {
+    /// QUIC connections the endpoint holds now: handshaking, open, or closing and draining.
+    pub fn quic_connections(&self) -> usize {
+        self.endpoint.open_connections()
+    }
+
     /// Binds one UDP socket (wildcard address of `target`'s family, port 0) and its endpoint.
     ///
     /// Must be called inside the worker's tokio runtime: the endpoint's I/O task runs there.
@@ -313,7 +323,7 @@ async fn watch_reachable(quic: quinn::Connection, addr: SocketAddr, gone: Arc<At
         let now = traffic(&quic);
         let silent = now.0 > last.0 && now.1 == last.1;
         last = now;
-        if silent && port_unreachable(addr).await {
+        if silent && port_unreachable(addr, REFUSED_PROBE_AFTER).await {
             gone.store(true, Ordering::Release);
             quic.close(
                 quinn::VarInt::from_u32(H3_INTERNAL_ERROR),
@@ -330,14 +340,14 @@ async fn watch_reachable(quic: quinn::Connection, addr: SocketAddr, gone: Arc<At
 /// end at the connect timeout. A connected probe socket sees ECONNREFUSED at once.
 async fn refused_after(addr: SocketAddr, delay: Duration) {
     tokio::time::sleep(delay).await;
-    if !port_unreachable(addr).await {
+    if !port_unreachable(addr, REFUSED_PROBE_AFTER).await {
         std::future::pending::<()>().await;
     }
 }
 
-/// Sends one byte from a connected UDP socket and waits briefly for ECONNREFUSED.
+/// Sends one byte from a connected UDP socket and waits up to `wait` for ECONNREFUSED.
 /// QUIC servers drop datagrams this short (RFC 9000 §14.1), so a live server ignores it.
-async fn port_unreachable(addr: SocketAddr) -> bool {
+async fn port_unreachable(addr: SocketAddr, wait: Duration) -> bool {
     let local = if addr.is_ipv6() {
         SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0))
     } else {
@@ -351,7 +361,7 @@ async fn port_unreachable(addr: SocketAddr) -> bool {
     }
     let mut buf = [0u8; 64];
     matches!(
-        tokio::time::timeout(REFUSED_PROBE_AFTER, probe.recv(&mut buf)).await,
+        tokio::time::timeout(wait, probe.recv(&mut buf)).await,
         Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused
     )
 }
@@ -368,6 +378,10 @@ impl Protocol for Http3 {
         target: &Target,
         options: &ConnectOptions,
     ) -> Result<(H3Connection, ConnectInfo), ErrorKind> {
+        if self.refused_last.get() && port_unreachable(target.addr, REFUSED_AGAIN_WAIT).await {
+            // Still refused: no QUIC state is made for it.
+            return Err(ErrorKind::Refused);
+        }
         let start = Instant::now();
         let (quic, zero_rtt) = self.handshake(target, options).await?;
         let handshake = start.elapsed();
