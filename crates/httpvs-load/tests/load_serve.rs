@@ -253,6 +253,29 @@ fn an_expired_certificate_given_with_cacert_is_still_refused() {
     );
 }
 
+/// Streams in flight when a `-z` run ends are dropped without an RST_STREAM each: 100
+/// cancels per connection in one burst tripped the server's rapid-reset guard, whose GOAWAY
+/// ENHANCE_YOUR_CALM the report counted as the server closing connections with an error.
+#[test]
+fn the_end_of_a_run_does_not_look_like_a_rapid_reset() {
+    let s = server(Limits::default());
+    let url = format!("http://{}/", s.http_addr().unwrap());
+    let c = LoadConfig::new(&url)
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H2c))
+        .shape(20, 100)
+        .threads(1)
+        .duration(std::time::Duration::from_secs(1));
+    let r = run(&c);
+    assert!(r.requests.cut_off > 0, "streams were in flight at the end");
+    assert_eq!(
+        r.connections.closed_by_server.total, 0,
+        "{:?}",
+        r.connections
+    );
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+}
+
 #[test]
 fn h3_against_serve_succeeds() {
     let s = server(Limits::default());

@@ -348,6 +348,13 @@ impl<P: Protocol> Slot<P> {
         live
     }
 
+    /// The run is over: the current connection's requests in flight are dropped next.
+    pub fn quiesce(&self) {
+        if let Some(live) = self.current.borrow().as_ref() {
+            live.conn.quiesce();
+        }
+    }
+
     /// Drops the current connection (end of run); it is counted as closed by us.
     pub fn release(&self) {
         self.current.borrow_mut().take();

@@ -243,6 +243,10 @@ async fn run_slots<P: Protocol>(ctx: &WorkerCtx<P>, slots: &[Rc<Slot<P>>], strea
         ctx.run_ended().await;
     }
     if ended_early {
+        // Dropped in flight, its requests are cut off: the server needs no word per stream.
+        for slot in slots {
+            slot.quiesce();
+        }
         for task in &tasks {
             task.abort();
         }

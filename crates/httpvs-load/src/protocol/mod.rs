@@ -316,6 +316,9 @@ pub trait Connection: 'static {
     fn wire(&self) -> WireBytes;
     /// Closes the connection from our side (end of run).
     fn close(&self);
+    /// The run is over: the requests in flight are about to be dropped, and the connection
+    /// with them, so nothing need be said per request (h2 sends no RST_STREAM for them).
+    fn quiesce(&self) {}
     /// QUIC-level statistics; `None` for TCP protocols.
     fn quic_stats(&self) -> Option<QuicStats> {
         None

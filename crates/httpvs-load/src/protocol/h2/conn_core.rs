@@ -100,6 +100,8 @@ pub struct ConnCore {
     goaway: Option<(u32, u32)>,
     end: Option<ConnEnd>,
     local_close: bool,
+    /// The run is over ([`ConnCore::quiesce`]): streams dropped now are not cancelled.
+    quiet: bool,
     capacity_waiters: Vec<Waker>,
     connect_waker: Option<Waker>,
     counter: Arc<WireCounter>,
@@ -143,6 +145,7 @@ impl ConnCore {
             goaway: None,
             end: None,
             local_close: false,
+            quiet: false,
             capacity_waiters: Vec::new(),
             connect_waker: None,
             counter,

@@ -140,4 +140,8 @@ impl crate::protocol::Connection for Http2Connection {
         lock(&self.core).close_locally();
         self.driver.abort();
     }
+
+    fn quiesce(&self) {
+        lock(&self.core).quiesce();
+    }
 }

@@ -118,7 +118,7 @@ impl ConnCore {
         let Some(stream) = self.streams.get_mut(slot) else {
             return;
         };
-        if stream.outcome.is_none() && self.end.is_none() {
+        if stream.outcome.is_none() && self.end.is_none() && !self.quiet {
             write::rst_stream(&mut self.out, stream.id, code::CANCEL);
             self.wake_driver();
             self.stream_closed();
@@ -162,6 +162,14 @@ impl ConnCore {
         } else {
             CloseCause::Open
         }
+    }
+
+    /// The run is over and its streams are about to be dropped with the connection: no
+    /// RST_STREAM(CANCEL) for them. Dozens of cancels in one burst read to a server as a
+    /// rapid-reset attack (CVE-2023-44487), which `httpvs serve` and nginx answer with GOAWAY
+    /// ENHANCE_YOUR_CALM, and the report then blamed the server for failing.
+    pub fn quiesce(&mut self) {
+        self.quiet = true;
     }
 
     /// We close the connection (end of run): open streams end, the driver stops.

@@ -276,6 +276,27 @@ fn malformed_field_sections_fail_their_request() {
     }
 }
 
+/// A stream dropped mid-run (a request timeout) is cancelled with RST_STREAM; streams dropped
+/// at the run's end, after `quiesce`, are not: their burst of cancels read to servers as a
+/// rapid-reset attack, answered with GOAWAY ENHANCE_YOUR_CALM that the report blamed on them.
+#[test]
+fn streams_dropped_at_the_end_of_the_run_are_not_cancelled() {
+    let mut core = ready_core();
+    let Poll::Ready(Ok(timed_out)) = open(&mut core) else {
+        panic!()
+    };
+    let Poll::Ready(Ok(cut_off)) = open(&mut core) else {
+        panic!()
+    };
+    core.out.clear();
+    core.abandon(timed_out);
+    assert_eq!(sent_kinds(&core.out), [kind::RST_STREAM]);
+    core.out.clear();
+    core.quiesce();
+    core.abandon(cut_off);
+    assert!(core.out.is_empty(), "{:?}", sent_kinds(&core.out));
+}
+
 #[test]
 fn the_stream_limit_holds_requests_until_one_finishes() {
     let mut core = ready_core();
