@@ -7,12 +7,13 @@ use crate::stats::WorkerStats;
 pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<String> {
     let c = &stats.connections;
     let configured = u64::from(config.connections);
-    // Fewer than asked, none failed, and work enough for every one: the rest were still
-    // connecting when the run ended (a lost SYN or QUIC Initial waits out a 1 s retransmit).
+    // Fewer than asked, none failed, and work enough for every one (each takes -m requests
+    // at once, so `-n 50 -c 10 -m 10` needs only 5): the rest were still connecting when the
+    // run ended (a lost SYN or QUIC Initial waits out a 1 s retransmit).
     if config.keepalive
         && c.opened < configured
         && c.failed_to_open == 0
-        && stats.requests.started >= configured
+        && stats.requests.started >= configured * u64::from(config.streams.max(1))
     {
         return Some(format!(
             "only {} of the {} connections opened during the run, and none failed: the others were still connecting at its end (a lost SYN or QUIC Initial waits out a retransmit of 1 s or more; a longer run or --warmup gives them time)",
@@ -256,6 +257,13 @@ mod tests {
         assert_eq!(churn_diagnosis(&config, &stats), None);
         stats.requests.started = 60_000;
         stats.connections.failed_to_open = 3;
+        assert_eq!(churn_diagnosis(&config, &stats), None);
+        // `-n 50 -c 10 -m 10` needs 5 connections at most (each worker opened 3): all it
+        // needed opened, none is missing.
+        let config = shaped(10, 10);
+        let mut stats = WorkerStats::default();
+        stats.connections.opened = 6;
+        stats.requests.started = 50;
         assert_eq!(churn_diagnosis(&config, &stats), None);
     }
 
