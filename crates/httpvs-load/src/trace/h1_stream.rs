@@ -204,8 +204,18 @@ impl H1State {
         let fields = fields_of(req.headers);
         let length = content_length(&fields).unwrap_or(0);
         self.methods.push_back(method);
-        let body = (length > 0)
-            .then(|| Body::new("content-length", BodyLeft::Length(length), self.show_body));
+        // A chunked request body (`-H 'Transfer-Encoding: chunked'`) is framed by its chunks,
+        // whatever a Content-Length says (RFC 9112 §6.3).
+        let body = if chunked(&fields) {
+            Some(Body::new(
+                "chunked",
+                BodyLeft::Chunked(ChunkedBody::default(), Vec::new()),
+                self.show_body,
+            ))
+        } else {
+            (length > 0)
+                .then(|| Body::new("content-length", BodyLeft::Length(length), self.show_body))
+        };
         let head = H1Head {
             start_line,
             fields,
@@ -374,6 +384,15 @@ fn fields_of(headers: &[httparse::Header<'_>]) -> Vec<Field> {
         .collect()
 }
 
+/// Whether the last transfer coding named is `chunked`.
+fn chunked(fields: &[Field]) -> bool {
+    fields
+        .iter()
+        .rfind(|(n, _)| n.eq_ignore_ascii_case("transfer-encoding"))
+        .and_then(|(_, v)| v.rsplit(',').next())
+        .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"))
+}
+
 fn content_length(fields: &[Field]) -> Option<u64> {
     fields
         .iter()
@@ -397,6 +416,23 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// A chunked request body (`-H 'Transfer-Encoding: chunked'`) is shown by its chunks, and
+    /// the next request's head after it: it read as an unparseable head, the rest unshown.
+    #[test]
+    fn a_chunked_request_body_is_shown() {
+        let recorder = Recorder::start_now();
+        let mut wire = H1Wire::new(recorder.clone(), true);
+        wire.sent(b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nabcdef\r\n0\r\n\r\nGET / HTTP/1.1\r\n\r\n");
+        assert_eq!(
+            heads_and_bodies(&recorder),
+            [
+                "send POST /echo HTTP/1.1",
+                "send body 6 chunked",
+                "send GET / HTTP/1.1"
+            ]
+        );
     }
 
     #[test]
