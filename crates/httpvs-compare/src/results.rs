@@ -235,8 +235,21 @@ pub struct Row {
     pub stall_seconds: f64,
     /// Why it could not run, if so.
     pub failure: Option<String>,
-    /// The first repeat's load-report note on connection churn, if any.
-    pub connection_note: Option<String>,
+    /// The load-report note on connection churn of the first repeat that had one, with that
+    /// repeat's number (1-based) and the connections it opened, which the note's counts are
+    /// beside.
+    pub connection_note: Option<ChurnNote>,
+}
+
+/// One repeat's note on connection churn ([`Row::connection_note`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChurnNote {
+    /// The load report's sentence ("the server closed connections 180 times with GOAWAY…").
+    pub text: String,
+    /// Which repeat, 1-based.
+    pub repeat: usize,
+    /// Connections that repeat opened.
+    pub opened: u64,
 }
 
 impl CellResult {
@@ -292,7 +305,13 @@ impl CellResult {
                 .map(|m| stall_seconds(m, rps.median))
                 .fold(0.0, f64::max),
             failure: self.failure.clone(),
-            connection_note: runs().find_map(|m| m.connection_note.clone()),
+            connection_note: runs().enumerate().find_map(|(i, m)| {
+                m.connection_note.clone().map(|text| ChurnNote {
+                    text,
+                    repeat: i + 1,
+                    opened: m.connections_opened,
+                })
+            }),
         }
     }
 }

@@ -735,9 +735,15 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
         );
         match &row.connection_note {
             // The load report's own reading: by what the server counted, warm-up included.
-            // It is the first repeat's (with its own counts), beside the median opened.
-            Some(note) if repeats > 1 => out.push(format!("{opened}: in its first repeat, {note}")),
-            Some(note) => out.push(format!("{opened}: {note}")),
+            // It is one repeat's, so its counts stand beside that repeat's opened, not the
+            // median (184 opened, 180 closed read as "156 opened ... closed 180 times").
+            Some(note) if repeats > 1 => out.push(format!(
+                "{opened} (median of {repeats} repeats); in repeat {}, {} opened and {}",
+                note.repeat,
+                count(note.opened),
+                note.text
+            )),
+            Some(note) => out.push(format!("{opened}: {}", note.text)),
             None => {
                 let per_conn =
                     row.succeeded as f64 / repeats.max(1) as f64 / row.connections.max(1.0);
@@ -775,8 +781,13 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
         ));
     }
     if row.retried > 0 {
+        // A sum over the repeats, where the table's figures are medians: said so.
+        let over = match repeats {
+            0 | 1 => String::new(),
+            n => format!(" over its {n} repeats"),
+        };
         out.push(format!(
-            "{name}: {} requests retried on a new connection (GOAWAY, Connection: close or REFUSED_STREAM)",
+            "{name}: {} requests retried on a new connection{over} (GOAWAY, Connection: close or REFUSED_STREAM)",
             count(row.retried)
         ));
     }

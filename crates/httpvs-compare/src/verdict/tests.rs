@@ -125,13 +125,18 @@ fn anomalies_flag_churn_errors_retries_and_saturation() {
     assert!(a[4].contains("client saturated: 97%"));
     assert!(a[0].contains("measured requests each"), "{}", a[0]);
     // With the load report's note, its reading (as the server counted, warm-up included).
-    r.connection_note =
-        Some("the server closed connections 36 times with GOAWAY, about every 100 requests".into());
+    r.connection_note = Some(crate::results::ChurnNote {
+        text: "the server closed connections 36 times with GOAWAY, about every 100 requests".into(),
+        repeat: 1,
+        opened: 41,
+    });
     let a = anomalies(&r, &[r.clone()], 1, 3);
+    // The note's counts stand beside its own repeat's opened, not the median's.
     assert_eq!(
         a[0],
-        "h2: connection churn: 40 connections opened for 4 configured: in its first repeat, \
-         the server closed connections 36 times with GOAWAY, about every 100 requests"
+        "h2: connection churn: 40 connections opened for 4 configured (median of 3 repeats); \
+         in repeat 1, 41 opened and the server closed connections 36 times with GOAWAY, about \
+         every 100 requests"
     );
     // One repeat: the note is that repeat's, as the opened count is.
     let a = anomalies(&r, &[r.clone()], 1, 1);
