@@ -524,10 +524,22 @@ impl Plan {
         })
     }
 
-    /// The shapes a protocol runs at (the plan's, else its best-practice default).
+    /// The shapes a protocol runs at: the plan's; else those it gives the same protocol on
+    /// the other transport (h1-tls takes h1's, h2 takes h2c's, and back; h1-close takes
+    /// h1's), so a plan written for `h1` keeps its shape when `--protocols` or an https
+    /// target turns it into `h1-tls`; else the best-practice default.
     pub fn shapes_for(&self, variant: Variant) -> Vec<Shape> {
-        self.shapes
-            .get(&variant)
+        let siblings: &[Variant] = match variant {
+            Variant::H1 => &[Variant::H1Tls],
+            Variant::H1Tls => &[Variant::H1],
+            Variant::H1Close => &[Variant::H1, Variant::H1Tls],
+            Variant::H2c => &[Variant::H2],
+            Variant::H2 => &[Variant::H2c],
+            Variant::H3 => &[],
+        };
+        std::iter::once(&variant)
+            .chain(siblings)
+            .find_map(|v| self.shapes.get(v))
             .map_or_else(|| vec![default_shape(variant)], |l| l.0.clone())
     }
 

@@ -56,6 +56,25 @@ fn minimal_plan_parses_with_defaults() {
     assert_eq!(plan.payloads[0].path_and_query(), "/");
 }
 
+/// A protocol the plan gives no shape takes the one it gives the same protocol on the other
+/// transport: a plan's `h1 = "32"` ran h1-tls at the default 64 when aimed at an https server.
+#[test]
+fn a_protocol_without_a_shape_takes_its_siblings() {
+    let text = MINIMAL.replace(
+        "[[payloads]]",
+        "[shapes]\nh1 = \"32\"\nh2 = \"2x8\"\n[[payloads]]",
+    );
+    let plan = Plan::parse(&text, "p.toml").unwrap();
+    let connections = |v| plan.shapes_for(v)[0].connections;
+    assert_eq!(connections(Variant::H1Tls), 32);
+    assert_eq!(connections(Variant::H1Close), 32);
+    assert_eq!(plan.shapes_for(Variant::H2c)[0].streams, 8);
+    assert_eq!(
+        plan.shapes_for(Variant::H3),
+        vec![default_shape(Variant::H3)]
+    );
+}
+
 #[test]
 fn bad_values_name_their_field_and_line() {
     let e = error_of(&MINIMAL.replace("\"h2c\"", "\"spdy\""));
