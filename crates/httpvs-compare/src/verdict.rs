@@ -97,18 +97,19 @@ fn differing_in_flight(compared: &[&Row], rows: &[Row]) -> Vec<InFlight> {
 }
 
 /// "rows differ in requests in flight: 128 vs 64" for a row against the baseline, with their
-/// in-flight ratio when the measured ratio is close to it: where latency bounds the rate (req/s
-/// ≈ in flight / round trip) that difference alone gives such a ratio. Said as a fact, not a
-/// cause: on a clean link the two can match for other reasons. None when they keep the same
-/// number in flight.
-fn in_flight_note(row: &Row, base: &Row) -> Option<String> {
+/// in-flight ratio when the measured ratio is close to it on a `delayed` link: there latency
+/// is the link's and bounds the rate (req/s ≈ in flight / round trip), so that difference
+/// alone gives such a ratio. On a clean link latency grows with the load instead (h1 at 480 in
+/// flight ran slower than at 64), and a match is a coincidence that read as the cause of a
+/// multiplexing win. None when they keep the same number in flight.
+fn in_flight_note(row: &Row, base: &Row, delayed: bool) -> Option<String> {
     let (a, b) = (in_flight(row), in_flight(base));
     if a == b || b == 0 {
         return None;
     }
     let mut note = format!("rows differ in requests in flight: {a} vs {b}");
     let expected = a as f64 / b as f64;
-    if let Some(r) = ratio(row, Some(base)) {
+    if let Some(r) = ratio(row, Some(base)).filter(|_| delayed) {
         if (r / expected - 1.0).abs() <= IN_FLIGHT_RATIO_CLOSE {
             note.push_str(&format!(
                 ", about their in-flight ratio ({})",
@@ -322,11 +323,20 @@ fn could_reach(row: &Row, best: &Row) -> bool {
     row.ceiling_rps * (1.0 + SINGLE_RUN_TIE) >= best.rps.min
 }
 
-/// The verdict for a table's rows; `lossy` says the link drops or corrupts packets.
+/// What a table's network condition does to packets, as far as a verdict's words go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkTraits {
+    /// It drops or corrupts packets.
+    pub lossy: bool,
+    /// It delays them: latency is the link's, so req/s follows requests in flight.
+    pub delayed: bool,
+}
+
+/// The verdict for a table's rows on a link with `link`'s traits.
 ///
 /// Rows too thin to rank ([`unfit`]) are left out of the ranking; when one of them could have
 /// reached the fastest ranked row (or no row is fit), there is no winner and the line says why.
-pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
+pub fn verdict(rows: &[Row], baseline: Variant, link: LinkTraits) -> Verdict {
     let ran: Vec<&Row> = rows.iter().filter(|r| r.failure.is_none()).collect();
     let nothing = |line: String, not_ranked: Vec<NotRanked>| Verdict {
         line,
@@ -401,7 +411,7 @@ pub fn verdict(rows: &[Row], baseline: Variant, lossy: bool) -> Verdict {
             not_ranked,
         );
     }
-    let mut v = ranked_verdict(&ranked, best, rows, baseline, lossy);
+    let mut v = ranked_verdict(&ranked, best, rows, baseline, link);
     if !errored.is_empty() {
         let each: Vec<String> = errored
             .iter()
@@ -487,7 +497,7 @@ fn ranked_verdict(
     best: &Row,
     rows: &[Row],
     baseline: Variant,
-    lossy: bool,
+    link: LinkTraits,
 ) -> Verdict {
     // A ratio needs a ranked baseline (one too thin to rank would make the ratio as thin) whose
     // client was not saturated (its req/s would be the client's limit, not the protocol's).
@@ -539,7 +549,7 @@ fn ranked_verdict(
     let vs_base = quoted
         .and_then(|b| ratio(best, Some(b)))
         .map(|r| format!("{} {base_label}", format_ratio(r)));
-    let best_note = quoted.and_then(|b| in_flight_note(best, b));
+    let best_note = quoted.and_then(|b| in_flight_note(best, b, link.delayed));
     let mut compared: Vec<&Row> = std::iter::once(best).chain(tied.iter().copied()).collect();
     let mut line = if rows.len() == 1 {
         // The table's only row (the plan or the probe left one protocol): no "fastest" of one.
@@ -611,8 +621,11 @@ fn ranked_verdict(
                 label(worst, rows),
                 format_ratio(r)
             ));
-            let note = base.and_then(|b| in_flight_note(worst, b));
-            line.push_str(&parenthesised(&[explain_slow(worst, base, lossy), note]));
+            let note = base.and_then(|b| in_flight_note(worst, b, link.delayed));
+            line.push_str(&parenthesised(&[
+                explain_slow(worst, base, link.lossy),
+                note,
+            ]));
             compared.push(worst);
             compared.extend(base);
         }

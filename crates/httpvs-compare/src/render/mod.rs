@@ -63,18 +63,20 @@ pub fn views(results: &Results) -> Vec<TableView<'_>> {
             } else {
                 table.condition.to_string()
             };
-            let lossy = results
+            let both = results
                 .plan
                 .conditions
                 .iter()
                 .find(|c| c.name == table.condition)
-                .is_some_and(|c| {
-                    let both = format!("{} {}", c.up(), c.down());
-                    both.contains("loss") || both.contains("corrupt")
-                });
+                .map(|c| format!("{} {}", c.up(), c.down()))
+                .unwrap_or_default();
+            let link = verdict::LinkTraits {
+                lossy: both.contains("loss") || both.contains("corrupt"),
+                delayed: both.contains("delay"),
+            };
             TableView {
                 title: title(results, &table),
-                verdict: verdict::verdict(&rows, baseline, lossy),
+                verdict: verdict::verdict(&rows, baseline, link),
                 name,
                 table,
                 rows,

@@ -4,6 +4,19 @@ use super::*;
 use crate::measurement::Spread;
 use crate::plan::Shape;
 
+const CLEAN: LinkTraits = LinkTraits {
+    lossy: false,
+    delayed: false,
+};
+const DELAYED: LinkTraits = LinkTraits {
+    lossy: false,
+    delayed: true,
+};
+const LOSSY: LinkTraits = LinkTraits {
+    lossy: true,
+    delayed: true,
+};
+
 fn row(variant: Variant, rps: [f64; 3]) -> Row {
     Row {
         variant,
@@ -47,7 +60,7 @@ fn fastest_with_ratio_and_spread() {
         row(Variant::H2c, [300.0, 310.0, 324.0]),
         row(Variant::H1Close, [20.0, 21.0, 22.0]),
     ];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, CLEAN);
     assert_eq!(v.fastest, Some(Variant::H2c));
     assert!(
         v.line.starts_with("h2c fastest, 3.10x h1 (spread ±4%)"),
@@ -66,7 +79,7 @@ fn overlapping_spreads_are_a_tie() {
         row(Variant::H2c, [150.0, 160.0, 170.0]),
         row(Variant::H2, [140.0, 155.0, 165.0]),
     ];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, CLEAN);
     assert_eq!(v.tied, vec![Variant::H2]);
     // Each tied row's spread is quoted: the tie turns on both ranges, not the fastest's alone.
     assert_eq!(
@@ -82,7 +95,7 @@ fn single_runs_tie_within_five_percent() {
         ..row(variant, [rps, rps, rps])
     };
     let rows = [single(Variant::H1, 100.0), single(Variant::H2c, 103.0)];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, CLEAN);
     assert!(
         v.line
             .starts_with("tie: h2c ≈ h1 (too close to call; by median h2c 1.03x h1; single run"),
@@ -94,7 +107,7 @@ fn single_runs_tie_within_five_percent() {
         row(Variant::H1, [100.0, 100.0, 100.0]),
         row(Variant::H2c, [103.0, 103.0, 103.0]),
     ];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, CLEAN);
     assert!(
         v.line.contains("spread ±0%: differences under 5%"),
         "{}",
@@ -105,7 +118,7 @@ fn single_runs_tie_within_five_percent() {
 #[test]
 fn nothing_completed() {
     let rows = [row(Variant::H1, [0.0, 0.0, 0.0])];
-    assert_eq!(verdict(&rows, Variant::H1, false).fastest, None);
+    assert_eq!(verdict(&rows, Variant::H1, CLEAN).fastest, None);
 }
 
 #[test]
@@ -179,7 +192,7 @@ fn a_ratio_between_rows_of_different_in_flight_says_so() {
         shaped(Variant::H1, 64, 1, 1493.0),
         shaped(Variant::H2c, 4, 32, 2773.0),
     ];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, DELAYED);
     assert!(
         v.line.starts_with(
             "h2c fastest, 1.86x h1 (rows differ in requests in flight: 128 vs 64, \
@@ -194,6 +207,16 @@ fn a_ratio_between_rows_of_different_in_flight_says_so() {
         .map(|f| (f.row.as_str(), f.requests))
         .collect();
     assert_eq!(counts, [("h2c", 128), ("h1", 64)]);
+    // On a clean link latency grows with the load, so a ratio near the in-flight one is not
+    // read as coming from it (h2c@8x60 at 7.02x h1@64 is multiplexing: h1 at 480 ran slower).
+    let v = verdict(&rows, Variant::H1, CLEAN);
+    assert!(
+        v.line.starts_with(
+            "h2c fastest, 1.86x h1 (rows differ in requests in flight: 128 vs 64; single run"
+        ),
+        "{}",
+        v.line
+    );
 }
 
 #[test]
@@ -202,7 +225,7 @@ fn equal_in_flight_needs_no_note_even_when_a_server_capped_the_streams() {
     capped.streams_capped = Some(16);
     for h2c in [shaped(Variant::H2c, 4, 16, 2773.0), capped] {
         let rows = [shaped(Variant::H1, 64, 1, 1400.0), h2c];
-        let v = verdict(&rows, Variant::H1, false);
+        let v = verdict(&rows, Variant::H1, CLEAN);
         assert!(!v.line.contains("in flight"), "{}", v.line);
         assert!(v.in_flight.is_empty());
     }
@@ -214,7 +237,7 @@ fn tied_rows_of_different_in_flight_say_so_without_a_ratio() {
         shaped(Variant::H1, 64, 1, 1500.0),
         shaped(Variant::H2c, 4, 32, 1490.0),
     ];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, CLEAN);
     assert!(
         v.line
             .starts_with("tie: h1 ≈ h2c (too close to call; rows differ in requests in flight: h1 64, h2c 128; single run"),
@@ -235,7 +258,7 @@ fn two_rows_led_by_the_baseline_name_the_other() {
         many(shaped(Variant::H2c, 8, 64, 3000.0)),
         many(shaped(Variant::H2, 4, 32, 2460.0)),
     ];
-    let v = verdict(&rows, Variant::H2c, false);
+    let v = verdict(&rows, Variant::H2c, CLEAN);
     assert!(
         v.line
             .contains("; slowest h2 0.82x h2c (rows differ in requests in flight: 128 vs 512)"),
@@ -269,7 +292,7 @@ fn the_slowest_rows_ratio_says_when_its_in_flight_differs() {
         shaped(Variant::H2c, 4, 16, 3000.0),
         shaped(Variant::H1Close, 32, 1, 300.0),
     ];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, CLEAN);
     assert!(
         v.line.ends_with(
             "; slowest h1-close 0.20x h1 (a new connection per request; \
@@ -303,7 +326,7 @@ fn rows_with_most_requests_cut_off_name_no_winner() {
         run_of((Variant::H1, 32, 1), 1.0, 34, 2, 32),
         run_of((Variant::H2c, 1, 32), 1.0, 37, 5, 1),
     ];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, CLEAN);
     assert_eq!(
         v.line,
         "no verdict: h1 completed 2 of 34 started in 1 s, h2c completed 5 of 37 started in 1 s; \
@@ -320,7 +343,7 @@ fn fewer_connections_than_the_shape_asked_name_no_winner() {
         run_of((Variant::H1, 64, 1), 0.6, 340, 288, 64),
         run_of((Variant::H3, 4, 16), 0.6, 1282, 1218, 2),
     ];
-    let v = verdict(&rows, Variant::H1, true);
+    let v = verdict(&rows, Variant::H1, LOSSY);
     assert_eq!(
         v.line,
         "no verdict: h3 opened 2 of 4 connections; a --warmup over 1 s lets lost handshakes \
@@ -336,7 +359,7 @@ fn few_completions_per_request_in_flight_are_too_thin_to_rank() {
         run_of((Variant::H1, 64, 1), 0.6, 340, 288, 64),
         run_of((Variant::H2, 4, 32), 0.6, 416, 288, 4),
     ];
-    let v = verdict(&rows, Variant::H1, true);
+    let v = verdict(&rows, Variant::H1, LOSSY);
     assert!(
         v.line.starts_with(
             "no verdict: h2 completed 288 of 416 started in 0.6 s, 2.2 per request in flight;"
@@ -353,7 +376,7 @@ fn a_thin_row_that_could_not_have_won_is_left_out_not_blocking() {
         run_of((Variant::H1Close, 64, 1), 0.6, 74, 55, 64),
         run_of((Variant::H3, 4, 16), 0.6, 1282, 1218, 4),
     ];
-    let v = verdict(&rows, Variant::H1, true);
+    let v = verdict(&rows, Variant::H1, LOSSY);
     assert_eq!(v.fastest, Some(Variant::H3));
     assert!(v.line.starts_with("h3 fastest, 4.23x h1 ("), "{}", v.line);
     assert!(
@@ -369,7 +392,7 @@ fn a_thin_row_that_could_not_have_won_is_left_out_not_blocking() {
         run_of((Variant::H1, 64, 1), 0.6, 100, 64, 64),
         run_of((Variant::H3, 4, 16), 0.6, 1282, 1218, 4),
     ];
-    let v = verdict(&rows, Variant::H1, true);
+    let v = verdict(&rows, Variant::H1, LOSSY);
     assert!(v.line.starts_with("h3 fastest (single run"), "{}", v.line);
 }
 
@@ -380,7 +403,7 @@ fn a_difference_under_one_round_of_requests_in_flight_is_a_tie() {
         run_of((Variant::H1, 64, 1), 0.6, 896, 832, 64),
         run_of((Variant::H3, 2, 32), 0.6, 960, 896, 2),
     ];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, CLEAN);
     assert_eq!(
         v.line,
         "tie: h3 ≈ h1 (too close to call; by median h3 1.08x h1; single run: differences under 5% \
@@ -393,7 +416,7 @@ fn a_difference_under_one_round_of_requests_in_flight_is_a_tie() {
         run_of((Variant::H2c, 4, 16), 0.5, 3064, 3000, 4),
         run_of((Variant::H3, 4, 16), 0.5, 2964, 2900, 4),
     ];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, CLEAN);
     assert!(v.line.contains("(up to 512 req/s) are ties"), "{}", v.line);
 }
 
@@ -420,7 +443,7 @@ fn a_few_missing_connections_of_many_are_flagged_but_ranked() {
     let h1 = run_of((Variant::H1, 64, 1), 0.6, 741, 678, 61);
     let h2c = run_of((Variant::H2c, 4, 16), 0.6, 1617, 1489, 4);
     let rows = [h1.clone(), h2c];
-    let v = verdict(&rows, Variant::H1, true);
+    let v = verdict(&rows, Variant::H1, LOSSY);
     assert!(v.line.starts_with("h2c fastest, 2.20x h1"), "{}", v.line);
     let a = anomalies(&h1, &rows, 1, 1);
     assert!(
@@ -434,7 +457,7 @@ fn a_few_missing_connections_of_many_are_flagged_but_ranked() {
         rows[1].clone(),
     ];
     assert_eq!(
-        verdict(&rows, Variant::H1, true).not_ranked[0].reason,
+        verdict(&rows, Variant::H1, LOSSY).not_ranked[0].reason,
         "opened 60 of 64 connections"
     );
 }
@@ -446,7 +469,7 @@ fn a_row_whose_warm_up_requests_outlived_the_warm_up_says_so_not_lost_handshakes
     h3.cut_off = 32;
     h3.ceiling_rps = f64::INFINITY; // no connection counted: what it could do is unknown
     let rows = [run_of((Variant::H1, 32, 1), 1.0, 526, 494, 32), h3];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, CLEAN);
     assert_eq!(
         v.line,
         "no verdict: h3 completed nothing in 1 s: its 32 warm-up requests were still in flight \
@@ -523,7 +546,7 @@ fn no_ratio_to_a_baseline_whose_client_was_saturated() {
     let mut h2 = shaped(Variant::H2, 4, 16, 431_413.0);
     h2.succeeded = 258_848;
     let rows = [h1, h2];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, CLEAN);
     assert_eq!(
         v.line,
         "h2 fastest (no ratio to h1: its client was saturated, so its req/s is the client's \
@@ -563,7 +586,7 @@ fn a_row_of_error_answers_is_not_ranked() {
     bad.non_2xx = 1000;
     bad.non_2xx_top = Some(500);
     let rows = [row(Variant::H1, [100.0, 100.0, 100.0]), bad.clone()];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, CLEAN);
     assert_ne!(v.fastest, Some(Variant::H2c), "{}", v.line);
     assert_eq!(v.not_ranked.len(), 1, "{}", v.line);
     let a = anomalies(&bad, &rows, 1, 3);
@@ -583,7 +606,7 @@ fn a_row_of_error_answers_is_not_ranked() {
     let mut h1 = row(Variant::H1, [100.0, 100.0, 100.0]);
     h1.non_2xx = 1000;
     h1.non_2xx_top = Some(500);
-    let v = verdict(&[h1, bad.clone()], Variant::H1, false);
+    let v = verdict(&[h1, bad.clone()], Variant::H1, CLEAN);
     assert!(
         v.line
             .starts_with("no verdict: h1 100.0% of its responses were not 2xx"),
@@ -663,7 +686,7 @@ fn a_lone_row_beside_rows_that_did_not_run_is_no_winner() {
     let mut gone = row(Variant::H2c, [0.0, 0.0, 0.0]);
     gone.failure = Some("connection refused".into());
     let rows = [row(Variant::H1, [100.0, 100.0, 100.0]), gone];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, CLEAN);
     assert_eq!(v.fastest, None);
     assert_eq!(v.line, "no verdict: only h1 ran (h2c did not run)");
 }
@@ -682,11 +705,11 @@ fn a_row_that_failed_every_request_is_left_out_not_blamed_on_handshakes() {
         unfit(&refused).as_deref(),
         Some("failed all 176 requests it ended (see its errors)")
     );
-    let v = verdict(&[ok.clone(), refused.clone()], Variant::H1, false);
+    let v = verdict(&[ok.clone(), refused.clone()], Variant::H1, CLEAN);
     assert_eq!(v.fastest, None);
     assert_eq!(v.line, "no verdict: only h1 ran (h2c failed every request)");
     let three = [ok, row(Variant::H2, [200.0, 200.0, 200.0]), refused];
-    let v = verdict(&three, Variant::H1, false);
+    let v = verdict(&three, Variant::H1, CLEAN);
     assert_eq!(v.fastest, Some(Variant::H2));
     assert!(
         v.line.ends_with("; not ranked: h2c (every request failed)"),
@@ -707,7 +730,7 @@ fn a_tie_by_one_round_says_so() {
         r.connections = 64.0;
         r.seconds = 0.6;
     }
-    let v = verdict(&[h1, h2c], Variant::H1, false);
+    let v = verdict(&[h1, h2c], Variant::H1, CLEAN);
     assert!(
         v.line
             .starts_with("tie: h2c ≈ h1 (within one round of requests in flight;"),
@@ -728,7 +751,7 @@ fn a_tie_of_rows_without_spread_names_the_five_percent_rule() {
         r.connections = 64.0;
         r.seconds = 1.0;
     }
-    let v = verdict(&[h2c, h3], Variant::H2c, false);
+    let v = verdict(&[h2c, h3], Variant::H2c, CLEAN);
     assert!(
         v.line.starts_with("tie: h3 ≈ h2c (too close to call;"),
         "{}",
@@ -756,7 +779,7 @@ fn verdict_names_rows_not_only_protocols() {
         shaped(Variant::H2, 8, [150.0, 160.0, 170.0]),
         shaped(Variant::H2, 32, [155.0, 158.0, 165.0]),
     ];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, CLEAN);
     assert_eq!(v.fastest, Some(Variant::H2), "{}", v.line);
     assert_eq!(v.fastest_row.as_deref(), Some("h2@4x8"));
     assert_eq!(v.tied, vec![Variant::H2]);
@@ -787,7 +810,7 @@ fn another_shape_of_the_baseline_protocol_is_compared_with_the_baseline_row() {
         shaped(Variant::H1, 64, [800.0, 800.0, 800.0]),
         shaped(Variant::H2c, 64, [790.0, 790.0, 790.0]),
     ];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, DELAYED);
     assert!(
         v.line.starts_with(
             "tie: h1@64 ≈ h2c (too close to call; by median h1@64 8.00x h1@8; rows differ in \
@@ -811,7 +834,7 @@ fn a_slowest_row_that_ties_with_the_baseline_is_not_called_slowest() {
         single(Variant::H3, 1570.0),
         single(Variant::H2, 573.0),
     ];
-    let v = verdict(&rows, Variant::H1Tls, false);
+    let v = verdict(&rows, Variant::H1Tls, CLEAN);
     assert!(v.line.starts_with("h3 fastest, 2.70x h1-tls"), "{}", v.line);
     assert!(!v.line.contains("slowest"), "{}", v.line);
 }
@@ -821,7 +844,7 @@ fn a_slowest_row_that_ties_with_the_baseline_is_not_called_slowest() {
 #[test]
 fn a_table_of_one_row_says_there_is_nothing_to_compare() {
     let rows = [row(Variant::H2c, [100.0, 101.0, 99.0])];
-    let v = verdict(&rows, Variant::H1, false);
+    let v = verdict(&rows, Variant::H1, CLEAN);
     assert!(
         v.line
             .starts_with("only h2c here: nothing to compare it with"),
