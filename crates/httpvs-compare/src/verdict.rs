@@ -552,11 +552,14 @@ fn ranked_verdict(
     let best_note = quoted.and_then(|b| in_flight_note(best, b, link.delayed));
     let mut compared: Vec<&Row> = std::iter::once(best).chain(tied.iter().copied()).collect();
     let mut line = if rows.len() == 1 {
-        // The table's only row (the plan or the probe left one protocol): no "fastest" of one.
+        // The table's only row (the plan or the probe left one protocol): no "fastest" of one,
+        // and no tie rule (nothing to tie with): its spread, when repeats measured one.
+        let spread = (best.runs > 1)
+            .then(|| format!("spread ±{:.0}%", best.rps.relative_half_range() * 100.0));
         format!(
             "only {} here: nothing to compare it with{}",
             label(best, rows),
-            parenthesised(&[Some(spread)])
+            parenthesised(&[spread])
         )
     } else if tied.is_empty() {
         let vs_base = vs_base.map(|v| format!(", {v}")).unwrap_or_default();

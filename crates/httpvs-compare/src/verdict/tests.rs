@@ -853,4 +853,13 @@ fn a_table_of_one_row_says_there_is_nothing_to_compare() {
     );
     assert!(!v.line.contains("fastest"), "{}", v.line);
     assert_eq!(v.fastest, Some(Variant::H2c));
+    // Its spread, and no tie rule: there is nothing to tie with.
+    assert_eq!(
+        v.line,
+        "only h2c here: nothing to compare it with (spread ±1%)"
+    );
+    let mut single = rows[0].clone();
+    single.runs = 1;
+    let v = verdict(&[single], Variant::H1, CLEAN);
+    assert_eq!(v.line, "only h2c here: nothing to compare it with");
 }
