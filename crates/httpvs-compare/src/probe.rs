@@ -90,13 +90,14 @@ fn trial(
     let report = httpvs_load::run_until(&config, &mut Quiet, stop.clone())
         .map_err(|e| format!("{tried}: {e}"))?;
     if report.requests.succeeded == 0 {
+        // "2 failed as protocol", not the bare "protocol x2" it read.
         let why: Vec<String> = report
             .errors
             .iter()
-            .map(|e| format!("{} x{}", e.kind, e.count))
+            .map(|e| format!("{} failed as {}", e.count, e.kind))
             .collect();
         return Err(format!(
-            "{tried}: no response in a trial ({})",
+            "{tried}: neither of 2 trial requests got a response ({})",
             why.join(", ")
         ));
     }
