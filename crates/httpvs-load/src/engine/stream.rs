@@ -408,6 +408,8 @@ fn retry_exhausted(reason: RetryReason) -> ErrorKind {
         RetryReason::Goaway(code) => ErrorKind::Goaway(code),
         RetryReason::Refused => ErrorKind::StreamReset(0x7),
         RetryReason::Rejected => ErrorKind::H3(0x10b), // H3_REQUEST_REJECTED
+        // Early data refused again and again: the handshake's part (0-RTT) kept failing.
+        RetryReason::EarlyRejected => ErrorKind::Handshake,
         RetryReason::ConnectionClosed => ErrorKind::ConnectionClosed,
     }
 }
@@ -427,6 +429,10 @@ mod tests {
         assert_eq!(
             retry_exhausted(RetryReason::Rejected).name(),
             "h3(H3_REQUEST_REJECTED)"
+        );
+        assert_eq!(
+            retry_exhausted(RetryReason::EarlyRejected),
+            ErrorKind::Handshake
         );
     }
 

@@ -213,8 +213,10 @@ pub enum RetryReason {
     Goaway(u64),
     /// h2 RST_STREAM(REFUSED_STREAM).
     Refused,
-    /// h3 H3_REQUEST_REJECTED, or 0-RTT data the server refused: not processed.
+    /// h3 H3_REQUEST_REJECTED: not processed.
     Rejected,
+    /// h3: sent as 0-RTT early data, which the server refused unprocessed.
+    EarlyRejected,
     /// h1: the server closed the connection (after `Connection: close` or keep-alive limit)
     /// before this request's response began.
     ConnectionClosed,

@@ -67,7 +67,9 @@ impl RetryCounts {
     pub fn count(&mut self, reason: RetryReason) {
         match reason {
             RetryReason::Goaway(_) => self.goaway += 1,
-            RetryReason::Refused | RetryReason::Rejected => self.refused += 1,
+            RetryReason::Refused | RetryReason::Rejected | RetryReason::EarlyRejected => {
+                self.refused += 1
+            }
             RetryReason::ConnectionClosed => self.connection_closed += 1,
         }
     }

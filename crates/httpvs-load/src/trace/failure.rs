@@ -73,6 +73,7 @@ pub fn send_failure(e: SendError, cause: Option<&str>) -> String {
                 RetryReason::Goaway(_) => "above the GOAWAY's last stream id",
                 RetryReason::Refused => "refused (REFUSED_STREAM)",
                 RetryReason::Rejected => "rejected (H3_REQUEST_REJECTED)",
+                RetryReason::EarlyRejected => "sent as 0-RTT early data, which the server refused",
                 RetryReason::ConnectionClosed => "the connection closed before its response",
             };
             format!(

@@ -183,8 +183,8 @@ pub fn send_error(failure: StreamFailure, beyond_goaway: bool, early_rejected: b
         _ if beyond_goaway => SendError::Retry(RetryReason::Goaway(0)),
         StreamFailure::Rejected => SendError::Retry(RetryReason::Rejected),
         // 0-RTT refused: the server discarded the early request unprocessed.
-        StreamFailure::ZeroRttRejected => SendError::Retry(RetryReason::Rejected),
-        _ if early_rejected => SendError::Retry(RetryReason::Rejected),
+        StreamFailure::ZeroRttRejected => SendError::Retry(RetryReason::EarlyRejected),
+        _ if early_rejected => SendError::Retry(RetryReason::EarlyRejected),
         StreamFailure::StoppedEarly => SendError::Failed(ErrorKind::Protocol),
         StreamFailure::Connection(kind) | StreamFailure::Stream(kind) => SendError::Failed(kind),
     }
@@ -230,6 +230,24 @@ mod tests {
         assert_eq!(
             handshake_failure(&E::VersionMismatch),
             ErrorKind::VersionNegotiation
+        );
+    }
+
+    /// H3_REQUEST_REJECTED and refused 0-RTT data are both retries, each under its own name:
+    /// a refused early request was reported as H3_REQUEST_REJECTED, a code no server sent.
+    #[test]
+    fn rejected_requests_and_refused_early_data_are_told_apart() {
+        assert_eq!(
+            send_error(StreamFailure::Rejected, false, false),
+            SendError::Retry(RetryReason::Rejected)
+        );
+        assert_eq!(
+            send_error(StreamFailure::ZeroRttRejected, false, false),
+            SendError::Retry(RetryReason::EarlyRejected)
+        );
+        assert_eq!(
+            send_error(StreamFailure::StoppedEarly, false, true),
+            SendError::Retry(RetryReason::EarlyRejected)
         );
     }
 }
