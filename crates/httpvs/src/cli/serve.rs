@@ -108,6 +108,7 @@ const SAME_STOP: Duration = Duration::from_millis(300);
 
 /// Runs `httpvs serve`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    stop_signals_default();
     let (mut config, grace) = config_from(&args)?;
     if let Some(files) = super::common::raise_fd_limit() {
         // Past the open-file limit accept fails, and new clients hang with nothing counted:
@@ -297,6 +298,17 @@ fn print_banner(server: &httpvs_server::RunningServer, args: &Args) {
     }
     if let Some(path) = &args.write_ca {
         println!("  ca     written to {}", path.display());
+    }
+}
+
+/// SIGINT and SIGTERM back to their default action. A shell script's `httpvs serve &` starts
+/// with SIGINT ignored (a non-interactive shell ignores it for background jobs), and an ignored
+/// signal is discarded even while blocked: `sigwait` never saw it, so serve could not be
+/// stopped by it, nor while it waited on a certificate FIFO.
+fn stop_signals_default() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: setting a standard signal's disposition to SIG_DFL, before any thread starts.
+        unsafe { libc::signal(signal, libc::SIG_DFL) };
     }
 }
 
