@@ -55,6 +55,8 @@ struct Counters {
     /// `connected` when the first request was sent.
     connected_at_first_request: AtomicU64,
     stalled: AtomicBool,
+    /// Connections told the run is over while they had requests in flight.
+    quiesced: AtomicU64,
 }
 
 struct FakeConn {
@@ -132,6 +134,9 @@ impl Connection for FakeConn {
     }
     fn close(&self) {
         self.open.set(false);
+    }
+    fn quiesce(&self) {
+        self.counters.quiesced.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -578,4 +583,25 @@ fn every_stream_of_a_stalled_server_times_out_once_per_request() {
     assert_eq!(r.requests.failed, 16, "{:?}", r.errors);
     assert_eq!(r.errors[0].kind, "request_timeout");
     assert!(r.requests.identity_holds);
+}
+
+/// At the run's end every connection with requests in flight is told, before they are
+/// dropped: the current one and one still draining after a GOAWAY (h2 then sends no
+/// RST_STREAM burst on either; the draining one used to be missed).
+#[test]
+fn the_end_of_the_run_reaches_draining_connections_too() {
+    let b = Behaviour {
+        delay: Duration::from_millis(400),
+        goaway_after: 2,
+        ..Behaviour::default()
+    };
+    let counters = Arc::new(Counters::default());
+    let c = config()
+        .shape(1, 4)
+        .threads(1)
+        .duration(Duration::from_millis(150));
+    let r = run_counted(&c, b, counters.clone()).unwrap();
+    assert_eq!(r.requests.cut_off, 4, "{:?}", r.requests);
+    assert_eq!(r.connections.opened, 2);
+    assert_eq!(counters.quiesced.load(Ordering::Relaxed), 2);
 }

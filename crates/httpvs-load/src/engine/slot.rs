@@ -12,7 +12,7 @@ use crate::protocol::{CloseCause, CloseDetail, ConnectInfo, Connection, Protocol
 use std::cell::Cell;
 use std::cell::RefCell;
 use std::future::poll_fn;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -180,6 +180,9 @@ pub struct Slot<P: Protocol> {
     /// The request deadlines of its streams (`--timeout`).
     pub deadlines: RequestDeadlines,
     current: RefCell<Option<Rc<LiveConn<P>>>>,
+    /// Connections replaced while streams still held them (draining after a GOAWAY), for
+    /// [`Slot::quiesce`]; an entry whose streams all ended is gone and pruned.
+    replaced: RefCell<Vec<Weak<LiveConn<P>>>>,
     /// A stream is opening a connection; the others wait for its turn to end.
     connecting: Cell<bool>,
     /// Streams waiting for the connecting stream's turn to end.
@@ -203,6 +206,7 @@ impl<P: Protocol> Slot<P> {
             ctx,
             deadlines: RequestDeadlines::new(if timed { streams } else { 0 }),
             current: RefCell::new(None),
+            replaced: RefCell::new(Vec::new()),
             connecting: Cell::new(false),
             turn_waiters: RefCell::new(Vec::new()),
             attempts: Cell::new(0),
@@ -261,7 +265,7 @@ impl<P: Protocol> Slot<P> {
             return Ok(c);
         }
         // Drop our hold on the spent connection; it is counted once in-flight streams finish.
-        self.current.borrow_mut().take();
+        self.replace_current(None);
         // Boxed: the connect future is large, and inlined it would sit in every stream task
         // (memory per stream), though it runs only when a connection opens. Boxed only here,
         // by the one stream that connects: a box per waiting stream was 1.7 KB each while
@@ -344,14 +348,29 @@ impl<P: Protocol> Slot<P> {
                 0
             },
         });
-        *self.current.borrow_mut() = Some(live.clone());
+        self.replace_current(Some(live.clone()));
         live
     }
 
-    /// The run is over: the current connection's requests in flight are dropped next.
+    /// Makes `new` the current connection; the one it replaces, if streams still hold it
+    /// (draining after a GOAWAY), is remembered for [`Slot::quiesce`].
+    fn replace_current(&self, new: Option<Rc<LiveConn<P>>>) {
+        let old = std::mem::replace(&mut *self.current.borrow_mut(), new);
+        if let Some(old) = old.filter(|o| Rc::strong_count(o) > 1) {
+            let mut replaced = self.replaced.borrow_mut();
+            replaced.retain(|w| w.strong_count() > 0);
+            replaced.push(Rc::downgrade(&old));
+        }
+    }
+
+    /// The run is over: the requests in flight on its connections, the current one and those
+    /// still draining, are dropped next.
     pub fn quiesce(&self) {
         if let Some(live) = self.current.borrow().as_ref() {
             live.conn.quiesce();
+        }
+        for old in self.replaced.borrow().iter().filter_map(Weak::upgrade) {
+            old.conn.quiesce();
         }
     }
 
