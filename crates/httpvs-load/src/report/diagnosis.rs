@@ -7,18 +7,32 @@ use crate::stats::WorkerStats;
 pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<String> {
     let c = &stats.connections;
     let configured = u64::from(config.connections);
-    // Fewer than asked, none failed, and work enough for every one (each takes -m requests
-    // at once, so `-n 50 -c 10 -m 10` needs only 5): the rest were still connecting when the
-    // run ended (a lost SYN or QUIC Initial waits out a 1 s retransmit).
-    if config.keepalive
-        && c.opened < configured
-        && c.failed_to_open == 0
-        && stats.requests.started >= configured * u64::from(config.streams.max(1))
-    {
+    // Fewer than the work needed, none failed: the rest were still connecting when the run
+    // ended (a lost SYN or QUIC Initial waits out a 1 s retransmit). Each connection takes -m
+    // requests at once, so `-n 50 -c 10 -m 10` needs only 5 (its workers opened 6).
+    let needed = configured.min(
+        stats
+            .requests
+            .started
+            .div_ceil(u64::from(config.streams.max(1))),
+    );
+    if config.keepalive && c.opened < needed && c.failed_to_open == 0 {
+        let opened = if needed < configured {
+            format!(
+                "only {} connections opened during the run, where its requests needed {} (of {} configured)",
+                group(c.opened),
+                group(needed),
+                group(configured)
+            )
+        } else {
+            format!(
+                "only {} of the {} connections opened during the run",
+                group(c.opened),
+                group(configured)
+            )
+        };
         return Some(format!(
-            "only {} of the {} connections opened during the run, and none failed: the others were still connecting at its end (a lost SYN or QUIC Initial waits out a retransmit of 1 s or more; a longer run or --warmup gives them time)",
-            group(c.opened),
-            group(configured)
+            "{opened}, and none failed: the others were still connecting at its end (a lost SYN or QUIC Initial waits out a retransmit of 1 s or more; a longer run or --warmup gives them time)"
         ));
     }
     if c.opened <= 2 * configured {
@@ -265,6 +279,16 @@ mod tests {
         stats.connections.opened = 6;
         stats.requests.started = 50;
         assert_eq!(churn_diagnosis(&config, &stats), None);
+        // ... but 3 where 6 were needed (`-n 60`) is connections lost.
+        stats.connections.opened = 3;
+        stats.requests.started = 60;
+        let d = churn_diagnosis(&config, &stats).unwrap_or_default();
+        assert!(
+            d.starts_with(
+                "only 3 connections opened during the run, where its requests needed 6 (of 10 configured), and none failed"
+            ),
+            "{d}"
+        );
     }
 
     /// GOAWAYs with an error code every few requests are the server failing, not its
