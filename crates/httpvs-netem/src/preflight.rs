@@ -7,7 +7,8 @@ use std::path::Path;
 
 const TUN_PATH: &str = "/dev/net/tun";
 
-/// Set in the environment of a command run behind a link (its impairments, for the message):
+/// Set in the environment of a command run behind a link (`pid N`, the link's process, for the
+/// message):
 /// a link built in there would route the outer link's 127.0.0.1 again, which the kernel
 /// refuses with a bare EINVAL.
 pub const INSIDE_LINK: &str = "HTTPVS_NETEM_LINK";

@@ -346,12 +346,36 @@ fn checked_decoding_judges_names_once_per_table_entry() {
         literal(name.as_bytes(), b"x", 4, 0, &mut block);
         assert!(!check(&mut d, &block), "{name}");
     }
-    // A size update that empties the table forgets the bad entry with it.
+    // Eviction by an insert into a full table drops the oldest judgements with their
+    // entries: a small table holds one entry, so a good one pushes the bad one out.
+    let mut small = Decoder::new(64);
+    let mut bad = Vec::new();
+    literal(b"X-Bad", b"1", 6, 0x40, &mut bad);
+    assert!(!check(&mut small, &bad));
+    assert!(!check(&mut small, &[0x80 | 62]));
+    let mut good = Vec::new();
+    literal(b"x-ok", b"1", 6, 0x40, &mut good);
+    assert!(check(&mut small, &good));
+    assert!(check(&mut small, &[0x80 | 62]), "the good entry is 62 now");
+    assert!(small.decode_checked(&[0x80 | 63], |_, _| {}).is_err());
+    // A size update that empties the table forgets the judgements with the entries; the
+    // next bad insert is judged afresh and sits at 62 alone.
     let mut emptied = Vec::new();
     size_update(0, &mut emptied);
     size_update(4096, &mut emptied);
-    let mut fresh = emptied.clone();
+    literal(b"X-Bad", b"2", 6, 0x40, &mut emptied);
+    assert!(!check(&mut d, &emptied));
+    assert!(!check(&mut d, &[0x80 | 62]));
+    assert!(
+        d.decode_checked(&[0x80 | 63], |_, _| {}).is_err(),
+        "one entry left"
+    );
+    let mut fresh = Vec::new();
     literal(b"x-new", b"1", 6, 0x40, &mut fresh);
     assert!(check(&mut d, &fresh));
     assert!(check(&mut d, &[0x80 | 62]));
+    assert!(
+        !check(&mut d, &[0x80 | 63]),
+        "X-Bad moved to 63 with its judgement"
+    );
 }

@@ -125,9 +125,10 @@ pub(crate) fn tls_hint(insecure: bool, detail: &str) -> &'static str {
         "; the server takes none of the TLS versions this client offers (1.2 and 1.3): it \
          speaks only an older one"
     } else if detail.contains("alert: HandshakeFailure") {
-        "; the server found nothing in common with this client's offer: its cipher suites or \
-         key exchange groups (rustls offers TLS 1.2 and 1.3 AEAD suites only; a server set up \
-         for CBC or RSA key exchange refuses them)"
+        "; the server refused the handshake: most often it shares no cipher suite or key \
+         exchange group with this client (rustls offers TLS 1.2 and 1.3 AEAD suites only; a \
+         server set up for CBC or RSA key exchange refuses them), else it wants a client \
+         certificate or a server name"
     } else if detail.contains("InvalidContentType") {
         "; the answer was not TLS: that port speaks cleartext (http://, not https://?)"
     } else if detail.contains("certificate expired") || detail.contains("not valid yet") {

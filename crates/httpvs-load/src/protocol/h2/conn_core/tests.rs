@@ -212,7 +212,8 @@ fn a_body_unlike_its_content_length_fails_its_request() {
 }
 
 /// A FIN after a stream's head and before its END_STREAM cuts the body short, as h1 counts
-/// it; a stream whose head had not come yet lost its connection. Both read connection_closed.
+/// it; a stream whose head had not come yet lost its connection (connection_closed). Both
+/// read connection_closed before.
 #[test]
 fn a_fin_mid_body_is_a_truncated_body() {
     let mut core = ready_core();
