@@ -458,7 +458,7 @@ mod tests {
     fn handshakes_that_fail_for_another_cause_name_it() {
         for (detail, words) in [
             ("received fatal alert: ProtocolVersion", "an older one"),
-            ("received fatal alert: HandshakeFailure", "cipher suites"),
+            ("received fatal alert: HandshakeFailure", "no cipher suite"),
             (
                 "received corrupt message of type InvalidContentType",
                 "speaks cleartext",
