@@ -156,16 +156,17 @@ fn resumed_tls_handshakes_are_counted() {
     assert_eq!(r.phases.handshakes_resumed, None);
 }
 
-/// A self-signed certificate that marks itself a CA (as `openssl req -x509` makes one),
-/// given with `--cacert`, is trusted when the server presents it, as curl trusts it: webpki
-/// alone refused it (`CaUsedAsEndEntity`). A name it does not hold is still refused.
-#[test]
-fn a_self_signed_ca_certificate_given_with_cacert_is_trusted_as_the_servers_own() {
+/// `httpvs serve` with a self-signed certificate for localhost that `shape` adjusts, written
+/// under a fresh temporary directory (returned, to remove) with the certificate's path.
+fn serve_self_signed(
+    name: &str,
+    shape: impl FnOnce(&mut rcgen::CertificateParams),
+) -> (RunningServer, PathBuf, PathBuf) {
     let key = rcgen::KeyPair::generate().expect("key");
     let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("params");
-    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    shape(&mut params);
     let cert = params.self_signed(&key).expect("self-signed");
-    let dir = std::env::temp_dir().join(format!("httpvs-ca-leaf-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("httpvs-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
     std::fs::write(&cert_path, cert.pem()).expect("cert");
@@ -175,6 +176,17 @@ fn a_self_signed_ca_certificate_given_with_cacert_is_trusted_as_the_servers_own(
         ..ServeConfig::loopback_ephemeral()
     })
     .expect("server starts");
+    (s, dir, cert_path)
+}
+
+/// A self-signed certificate that marks itself a CA (as `openssl req -x509` makes one),
+/// given with `--cacert`, is trusted when the server presents it, as curl trusts it: webpki
+/// alone refused it (`CaUsedAsEndEntity`). A name it does not hold is still refused.
+#[test]
+fn a_self_signed_ca_certificate_given_with_cacert_is_trusted_as_the_servers_own() {
+    let (s, dir, cert_path) = serve_self_signed("ca-leaf", |params| {
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    });
     let load = |host: &str, kind: ProtocolKind| {
         let port = match kind {
             ProtocolKind::H3 => s.h3_addr().unwrap().port(),
@@ -213,21 +225,10 @@ fn a_self_signed_ca_certificate_given_with_cacert_is_trusted_as_the_servers_own(
 /// certificate, as curl refuses it: the pinned path used to skip the dates.
 #[test]
 fn an_expired_certificate_given_with_cacert_is_still_refused() {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("params");
-    params.not_before = rcgen::date_time_ymd(2019, 1, 1);
-    params.not_after = rcgen::date_time_ymd(2021, 1, 1);
-    let cert = params.self_signed(&key).expect("self-signed");
-    let dir = std::env::temp_dir().join(format!("httpvs-expired-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
-    std::fs::write(&cert_path, cert.pem()).expect("cert");
-    std::fs::write(&key_path, key.serialize_pem()).expect("key");
-    let s = start(ServeConfig {
-        cert: Some((cert_path.clone(), key_path)),
-        ..ServeConfig::loopback_ephemeral()
-    })
-    .expect("server starts");
+    let (s, dir, cert_path) = serve_self_signed("expired", |params| {
+        params.not_before = rcgen::date_time_ymd(2019, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    });
     let port = s.https_addr().unwrap().port();
     let c = LoadConfig::new(&format!("https://localhost:{port}/"))
         .unwrap()

@@ -68,6 +68,10 @@ pub struct WorkerCtx<P: Protocol> {
     pub log: RefCell<Option<WorkerLog>>,
     /// Open model: what streams wait on for their intended times (`None`: tokio's timer).
     pub pacer: Option<Rc<Pacer>>,
+    /// Connections a slot replaced while its streams still held them (draining after a
+    /// GOAWAY), for the run's end ([`super::slot::quiesce_replaced`]); one list a worker, not
+    /// a slot (a held connection's bytes); an entry whose streams all ended is gone, pruned.
+    pub replaced: RefCell<Vec<std::rc::Weak<super::slot::LiveConn<P>>>>,
 }
 
 impl<P: Protocol> WorkerCtx<P> {

@@ -180,9 +180,6 @@ pub struct Slot<P: Protocol> {
     /// The request deadlines of its streams (`--timeout`).
     pub deadlines: RequestDeadlines,
     current: RefCell<Option<Rc<LiveConn<P>>>>,
-    /// Connections replaced while streams still held them (draining after a GOAWAY), for
-    /// [`Slot::quiesce`]; an entry whose streams all ended is gone and pruned.
-    replaced: RefCell<Vec<Weak<LiveConn<P>>>>,
     /// A stream is opening a connection; the others wait for its turn to end.
     connecting: Cell<bool>,
     /// Streams waiting for the connecting stream's turn to end.
@@ -206,7 +203,6 @@ impl<P: Protocol> Slot<P> {
             ctx,
             deadlines: RequestDeadlines::new(if timed { streams } else { 0 }),
             current: RefCell::new(None),
-            replaced: RefCell::new(Vec::new()),
             connecting: Cell::new(false),
             turn_waiters: RefCell::new(Vec::new()),
             attempts: Cell::new(0),
@@ -353,24 +349,20 @@ impl<P: Protocol> Slot<P> {
     }
 
     /// Makes `new` the current connection; the one it replaces, if streams still hold it
-    /// (draining after a GOAWAY), is remembered for [`Slot::quiesce`].
+    /// (draining after a GOAWAY), is remembered for [`quiesce_replaced`].
     fn replace_current(&self, new: Option<Rc<LiveConn<P>>>) {
         let old = std::mem::replace(&mut *self.current.borrow_mut(), new);
         if let Some(old) = old.filter(|o| Rc::strong_count(o) > 1) {
-            let mut replaced = self.replaced.borrow_mut();
+            let mut replaced = self.ctx.replaced.borrow_mut();
             replaced.retain(|w| w.strong_count() > 0);
             replaced.push(Rc::downgrade(&old));
         }
     }
 
-    /// The run is over: the requests in flight on its connections, the current one and those
-    /// still draining, are dropped next.
+    /// The run is over: the requests in flight on its current connection are dropped next.
     pub fn quiesce(&self) {
         if let Some(live) = self.current.borrow().as_ref() {
             live.conn.quiesce();
-        }
-        for old in self.replaced.borrow().iter().filter_map(Weak::upgrade) {
-            old.conn.quiesce();
         }
     }
 
@@ -444,5 +436,13 @@ impl<P: Protocol> Drop for ConnectTurn<'_, P> {
         for waker in waiters {
             waker.wake();
         }
+    }
+}
+
+/// The run is over: the requests in flight on connections still draining after their slot
+/// replaced them are dropped next, as the current ones' are ([`Slot::quiesce`]).
+pub fn quiesce_replaced<P: Protocol>(ctx: &WorkerCtx<P>) {
+    for old in ctx.replaced.borrow().iter().filter_map(Weak::upgrade) {
+        old.conn.quiesce();
     }
 }

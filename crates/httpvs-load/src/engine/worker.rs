@@ -120,6 +120,7 @@ pub fn run_worker<F: ProtocolFactory>(
             cancel: tokio::sync::Notify::new(),
             log: RefCell::new(shared.request_log.clone().map(WorkerLog::new)),
             pacer: pacer.clone(),
+            replaced: RefCell::new(Vec::new()),
         });
         ctx.recorder.borrow_mut().start_clock(shared.origin);
         if shared.stopping() {
@@ -247,6 +248,7 @@ async fn run_slots<P: Protocol>(ctx: &WorkerCtx<P>, slots: &[Rc<Slot<P>>], strea
         for slot in slots {
             slot.quiesce();
         }
+        super::slot::quiesce_replaced(ctx);
         for task in &tasks {
             task.abort();
         }
