@@ -165,7 +165,7 @@ pub fn run_with_protocol<F: ProtocolFactory>(
     let facts = RunFacts {
         config,
         kind: factory.kind(),
-        alpn: first.alpn,
+        alpn: first.alpn.map(Vec::from),
         target: &target,
         streams,
         threads: workers,

@@ -406,7 +406,7 @@ impl Protocol for Http3 {
             resumed: false,
             // Requests go out without waiting for the server's SETTINGS.
             settings: Duration::ZERO,
-            alpn,
+            alpn: alpn.map(Vec::into_boxed_slice),
             // quinn does not expose the peer's initial_max_streams_bidi transport parameter;
             // opening a stream beyond it simply waits for MAX_STREAMS.
             server_max_streams: None,

@@ -150,7 +150,7 @@ async fn connect_unbounded(
     info.handshake = handshake_started.elapsed();
     info.resumed = stream.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
     let transport = Transport::Tls(Box::new(stream));
-    info.alpn = transport.alpn().map(<[u8]>::to_vec);
+    info.alpn = transport.alpn().map(Box::from);
     Ok((transport, info))
 }
 
