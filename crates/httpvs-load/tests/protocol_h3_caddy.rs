@@ -92,8 +92,8 @@ async fn h3_requests_to_caddy_negotiate_h3_and_succeed() {
         let h3 = Http3::new(&target, H3Options::default()).expect("endpoint");
         let (conn, info) = h3.connect(&target, &options).await.expect("connects");
         assert_eq!(info.alpn.as_deref(), Some(&b"h3"[..]), "ALPN h3");
-        assert!(info.handshake > Duration::ZERO);
-        assert_eq!(info.tcp_connect, Duration::ZERO);
+        assert!(!info.handshake.is_zero());
+        assert!(info.tcp_connect.is_zero());
 
         // Four requests at once on one connection, then a 404.
         let req = get(&caddy.url());

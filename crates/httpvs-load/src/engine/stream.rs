@@ -454,6 +454,6 @@ mod tests {
     #[test]
     fn connect_info_stays_small() {
         let size = std::mem::size_of::<crate::protocol::ConnectInfo>();
-        assert!(size <= 80, "ConnectInfo grew to {size} bytes");
+        assert!(size <= 56, "ConnectInfo grew to {size} bytes");
     }
 }

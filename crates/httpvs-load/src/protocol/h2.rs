@@ -137,7 +137,7 @@ impl Protocol for Http2 {
             Some((Ok(max_streams), waited)) => {
                 tcp::note_connect_step(None);
                 info.server_max_streams = max_streams;
-                info.settings = waited;
+                info.settings = waited.into();
             }
             Some((Err(kind), _)) => {
                 if let Some(why) = driver::lock(&core).broken_preface() {

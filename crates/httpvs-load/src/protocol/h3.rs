@@ -400,12 +400,12 @@ impl Protocol for Http3 {
         // close (the slot's, the probe's, its Drop) that ends the watch.
         tokio::spawn(watch_reachable(watched, target.addr, conn.gone_flag()));
         let info = ConnectInfo {
-            tcp_connect: Duration::ZERO,
-            handshake,
+            tcp_connect: super::PhaseTime::ZERO,
+            handshake: handshake.into(),
             // quinn does not say whether a handshake resumed (only whether 0-RTT was taken).
             resumed: false,
             // Requests go out without waiting for the server's SETTINGS.
-            settings: Duration::ZERO,
+            settings: super::PhaseTime::ZERO,
             alpn: alpn.map(Vec::into_boxed_slice),
             // quinn does not expose the peer's initial_max_streams_bidi transport parameter;
             // opening a stream beyond it simply waits for MAX_STREAMS.

@@ -126,7 +126,7 @@ async fn connect_unbounded(
     // Small requests must leave at once; Nagle would hold pipelined/multiplexed writes.
     tcp.set_nodelay(true).map_err(|e| io_error_kind(&e))?;
     let mut info = ConnectInfo {
-        tcp_connect: started.elapsed(),
+        tcp_connect: started.elapsed().into(),
         ..ConnectInfo::default()
     };
     let counted = TapIo::new(tcp, ByteCount(counter));
@@ -147,7 +147,7 @@ async fn connect_unbounded(
             kind
         })?;
     note_connect_step(None);
-    info.handshake = handshake_started.elapsed();
+    info.handshake = handshake_started.elapsed().into();
     info.resumed = stream.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
     let transport = Transport::Tls(Box::new(stream));
     info.alpn = transport.alpn().map(Box::from);

@@ -263,14 +263,14 @@ impl WorkerRecorder {
         self.interval.connections_opened += 1;
         // Zero for QUIC, which has no TCP connect: its row would read 0µs.
         if !info.tcp_connect.is_zero() {
-            self.total.tcp_connect.record(info.tcp_connect);
+            self.total.tcp_connect.record(info.tcp_connect.get());
         }
         if !info.handshake.is_zero() {
-            self.total.handshake.record(info.handshake);
+            self.total.handshake.record(info.handshake.get());
             self.total.handshakes_resumed += u64::from(info.resumed);
         }
         if !info.settings.is_zero() {
-            self.total.settings.record(info.settings);
+            self.total.settings.record(info.settings.get());
         }
         self.total
             .connections

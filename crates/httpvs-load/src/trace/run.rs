@@ -494,20 +494,20 @@ impl Session<'_> {
         let addr = self.target.addr;
         if self.kind == ProtocolKind::H3 {
             self.recorder.record_at(
-                offset + info.handshake,
+                offset + info.handshake.get(),
                 Direction::Local,
                 EventKind::QuicHandshake { addr, alpn },
             );
             return;
         }
         self.recorder.record_at(
-            offset + info.tcp_connect,
+            offset + info.tcp_connect.get(),
             Direction::Local,
             EventKind::TcpConnected { addr },
         );
         if self.options.tls.is_some() {
             self.recorder.record_at(
-                offset + info.tcp_connect + info.handshake,
+                offset + info.tcp_connect.get() + info.handshake.get(),
                 Direction::Local,
                 EventKind::TlsHandshake {
                     version: self.keylog.version(),

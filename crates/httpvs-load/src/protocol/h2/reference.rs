@@ -70,7 +70,7 @@ impl Protocol for Http2Reference {
         match wait_settings(deadline, settings_rx).await {
             Some((Ok(max_streams), waited)) => {
                 info.server_max_streams = max_streams;
-                info.settings = waited;
+                info.settings = waited.into();
             }
             // The driver ended (and dropped the observer) before the server's SETTINGS.
             Some((Err(_), _)) => {
