@@ -156,6 +156,25 @@ fn resumed_tls_handshakes_are_counted() {
     assert_eq!(r.phases.handshakes_resumed, None);
 }
 
+/// Five requests to `url` over `kind`, trusting only the certificate at `cacert`.
+fn five_trusting(
+    url: &str,
+    kind: ProtocolKind,
+    cacert: &std::path::Path,
+) -> Result<Report, httpvs_load::LoadError> {
+    let c = LoadConfig::new(url)
+        .unwrap()
+        .protocol(fixed(kind))
+        .shape(1, 1)
+        .threads(1)
+        .requests(5)
+        .tls(TlsOptions {
+            insecure: false,
+            cacert: Some(cacert.to_path_buf()),
+        });
+    httpvs_load::run(&c, &mut Quiet)
+}
+
 /// `httpvs serve` with a self-signed certificate for localhost that `shape` adjusts, written
 /// under a fresh temporary directory (returned, to remove) with the certificate's path.
 fn serve_self_signed(
@@ -192,17 +211,7 @@ fn a_self_signed_ca_certificate_given_with_cacert_is_trusted_as_the_servers_own(
             ProtocolKind::H3 => s.h3_addr().unwrap().port(),
             _ => s.https_addr().unwrap().port(),
         };
-        let c = LoadConfig::new(&format!("https://{host}:{port}/"))
-            .unwrap()
-            .protocol(fixed(kind))
-            .shape(1, 1)
-            .threads(1)
-            .requests(5)
-            .tls(TlsOptions {
-                insecure: false,
-                cacert: Some(cert_path.clone()),
-            });
-        httpvs_load::run(&c, &mut Quiet)
+        five_trusting(&format!("https://{host}:{port}/"), kind, &cert_path)
     };
     for kind in [ProtocolKind::H1, ProtocolKind::H2, ProtocolKind::H3] {
         let r = load("localhost", kind).expect("trusted");
@@ -230,17 +239,8 @@ fn an_expired_certificate_given_with_cacert_is_still_refused() {
         params.not_after = rcgen::date_time_ymd(2021, 1, 1);
     });
     let port = s.https_addr().unwrap().port();
-    let c = LoadConfig::new(&format!("https://localhost:{port}/"))
-        .unwrap()
-        .protocol(fixed(ProtocolKind::H2))
-        .shape(1, 1)
-        .threads(1)
-        .requests(5)
-        .tls(TlsOptions {
-            insecure: false,
-            cacert: Some(cert_path.clone()),
-        });
-    let refused = httpvs_load::run(&c, &mut Quiet)
+    let url = format!("https://localhost:{port}/");
+    let refused = five_trusting(&url, ProtocolKind::H2, &cert_path)
         .err()
         .map(|e| e.to_string());
     let _ = std::fs::remove_dir_all(dir);
