@@ -352,9 +352,16 @@ impl<P: Protocol> Slot<P> {
     /// (draining after a GOAWAY), is remembered for [`quiesce_replaced`].
     fn replace_current(&self, new: Option<Rc<LiveConn<P>>>) {
         let old = std::mem::replace(&mut *self.current.borrow_mut(), new);
+        // With --no-keepalive each connection carries one request: one RST_STREAM at most.
+        if !self.ctx.shared.options.keepalive {
+            return;
+        }
         if let Some(old) = old.filter(|o| Rc::strong_count(o) > 1) {
             let mut replaced = self.ctx.replaced.borrow_mut();
-            replaced.retain(|w| w.strong_count() > 0);
+            // Pruned only when full, so a push costs O(1) amortized however many drain.
+            if replaced.len() == replaced.capacity() {
+                replaced.retain(|w| w.strong_count() > 0);
+            }
             replaced.push(Rc::downgrade(&old));
         }
     }
