@@ -555,8 +555,7 @@ fn ranked_verdict(
     let mut line = if rows.len() == 1 {
         // The table's only row (the plan or the probe left one protocol): no "fastest" of one,
         // and no tie rule (nothing to tie with): its spread, when repeats measured one.
-        let spread = (best.runs > 1)
-            .then(|| format!("spread ±{:.0}%", best.rps.relative_half_range() * 100.0));
+        let spread = (best.runs > 1).then(|| spread_of(best));
         format!(
             "only {} here: nothing to compare it with{}",
             label(best, rows),
@@ -707,8 +706,13 @@ pub fn format_spread(row: &Row, step: f64, steps_differ: bool) -> String {
         return format!("single run: {rule}");
     }
     if row.rps.min == row.rps.max {
-        return format!("spread ±0%: {rule}");
+        return format!("{}: {rule}", spread_of(row));
     }
+    spread_of(row)
+}
+
+/// `spread ±4%`: half the range of a row's repeats, as a share of its median.
+fn spread_of(row: &Row) -> String {
     format!("spread ±{:.0}%", row.rps.relative_half_range() * 100.0)
 }
 

@@ -146,6 +146,15 @@ pub(crate) fn tls_hint(insecure: bool, detail: &str) -> &'static str {
     }
 }
 
+/// Whether a URL's host is an IP address (`[::1]` too): a handshake to it carries no server
+/// name (SNI).
+pub(crate) fn names_ip(host: &str) -> bool {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>()
+        .is_ok()
+}
+
 /// A server that picks its certificate by name (caddy, most virtual hosts) fails a handshake
 /// that names none, with an alert that says little (`internal_error`, `unrecognized_name`).
 /// Said only when the peer refused (an alert, TCP or QUIC), not for a certificate we refused.
@@ -270,10 +279,7 @@ impl LoadError {
                 addr,
                 detail,
                 insecure,
-                no_sni: url
-                    .host()
-                    .map(|h| h.trim_start_matches('[').trim_end_matches(']'))
-                    .is_some_and(|h| h.parse::<std::net::IpAddr>().is_ok()),
+                no_sni: url.host().is_some_and(names_ip),
             },
             other => other,
         }

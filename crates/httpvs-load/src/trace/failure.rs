@@ -2,7 +2,7 @@
 //! the cause the connection showed (the QUIC close reason, the server's GOAWAY), when it did.
 
 use super::event::{Direction, EventKind, H2Detail, TraceEvent};
-use crate::engine::setup::{first_connection_hint, sni_hint, tls_hint};
+use crate::engine::setup::{first_connection_hint, names_ip, sni_hint, tls_hint};
 use crate::error::{h2_code_name, ErrorKind};
 use crate::protocol::{RetryReason, SendError, Target};
 
@@ -33,16 +33,10 @@ pub fn connect_failure(
         ErrorKind::Tls => {
             let said = cause.map_or(String::new(), |c| format!(": {}", one_line(c)));
             // An IP address in the URL sends no server name (SNI), as load's line says.
-            let no_sni = target
-                .host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<std::net::IpAddr>()
-                .is_ok();
             return format!(
                 "tls: handshake with {addr} failed{said}{}{}",
                 tls_hint(attempt.insecure, cause.unwrap_or("")),
-                sni_hint(no_sni, cause.unwrap_or(""))
+                sni_hint(names_ip(&target.host), cause.unwrap_or(""))
             );
         }
         // With a cause, TCP connected and a later step (TLS, h2's SETTINGS) stalled.

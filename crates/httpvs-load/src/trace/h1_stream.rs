@@ -384,13 +384,12 @@ fn fields_of(headers: &[httparse::Header<'_>]) -> Vec<Field> {
         .collect()
 }
 
-/// Whether the last transfer coding named is `chunked`.
+/// Whether the request's body is chunked: the last transfer coding named is `chunked`.
 fn chunked(fields: &[Field]) -> bool {
     fields
         .iter()
         .rfind(|(n, _)| n.eq_ignore_ascii_case("transfer-encoding"))
-        .and_then(|(_, v)| v.rsplit(',').next())
-        .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"))
+        .is_some_and(|(_, v)| crate::protocol::h1::ends_chunked(v.as_bytes()))
 }
 
 fn content_length(fields: &[Field]) -> Option<u64> {

@@ -172,9 +172,8 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
         h3: None,
         goaway_refused: std::sync::atomic::AtomicU32::new(0),
     };
-    let outcome = match kind {
-        _ if probe_ended.is_some() => {
-            let error = probe_ended.unwrap_or_default();
+    let outcome = match (probe_ended, kind) {
+        (Some(error), _) => {
             recorder.record(
                 Direction::Local,
                 EventKind::Error {
@@ -187,7 +186,7 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
                 first_failure: None,
             }
         }
-        ProtocolKind::H1 => {
+        (None, ProtocolKind::H1) => {
             let wire = H1Wire::new(recorder.clone(), config.show_body);
             let tap = wire.clone();
             let protocol = Http1::with_trace(PlaintextTaps::new(move || Box::new(tap.clone())));
@@ -195,13 +194,13 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
             wire.finish();
             outcome
         }
-        ProtocolKind::H2 | ProtocolKind::H2c => {
+        (None, ProtocolKind::H2 | ProtocolKind::H2c) => {
             let (rec, body) = (recorder.clone(), config.show_body);
             let taps = PlaintextTaps::new(move || Box::new(H2Wire::new(rec.clone(), body)));
             let protocol = Http2::with_trace(taps).with_windows(config.windows);
             session.exchange(&protocol).await
         }
-        ProtocolKind::H3 => {
+        (None, ProtocolKind::H3) => {
             let note = |text: &str| {
                 let text = text.into();
                 recorder.record(Direction::Local, EventKind::Note { text });

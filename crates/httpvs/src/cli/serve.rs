@@ -301,12 +301,15 @@ fn print_banner(server: &httpvs_server::RunningServer, args: &Args) {
     }
 }
 
+/// The signals that stop serve (after its grace).
+const STOP_SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+
 /// SIGINT and SIGTERM back to their default action. A shell script's `httpvs serve &` starts
 /// with SIGINT ignored (a non-interactive shell ignores it for background jobs), and an ignored
 /// signal is discarded even while blocked: `sigwait` never saw it, so serve could not be
 /// stopped by it, nor while it waited on a certificate FIFO.
 fn stop_signals_default() {
-    for signal in [libc::SIGINT, libc::SIGTERM] {
+    for signal in STOP_SIGNALS {
         // SAFETY: setting a standard signal's disposition to SIG_DFL, before any thread starts.
         unsafe { libc::signal(signal, libc::SIG_DFL) };
     }
@@ -317,8 +320,9 @@ fn block_stop_signals() -> libc::sigset_t {
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
+        for signal in STOP_SIGNALS {
+            libc::sigaddset(&mut set, signal);
+        }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         set
     }

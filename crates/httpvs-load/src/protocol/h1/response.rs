@@ -139,8 +139,7 @@ impl HeadFacts {
             self.content_length = Some(len);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             self.transfer_encoding = true;
-            // Only a final `chunked` coding delimits the body; any later coding means close.
-            self.chunked = last_token(value).is_some_and(|t| t.eq_ignore_ascii_case(b"chunked"));
+            self.chunked = ends_chunked(value);
         } else if name.eq_ignore_ascii_case(b"connection") {
             for token in tokens(value) {
                 self.close_token |= token.eq_ignore_ascii_case(b"close");
@@ -208,8 +207,12 @@ fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
         .filter(|t| !t.is_empty())
 }
 
-fn last_token(value: &[u8]) -> Option<&[u8]> {
-    tokens(value).last()
+/// Whether a `Transfer-Encoding` value's final coding is `chunked`, the one that delimits a
+/// body (RFC 9112 §6.3); any later coding means the body runs to the close.
+pub fn ends_chunked(value: &[u8]) -> bool {
+    tokens(value)
+        .last()
+        .is_some_and(|t| t.eq_ignore_ascii_case(b"chunked"))
 }
 
 /// Decodes a chunked body incrementally, counting data bytes without keeping them.
