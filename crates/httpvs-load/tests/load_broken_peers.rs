@@ -107,6 +107,8 @@ enum Flood {
     Settings,
     /// A HEADERS frame without END_HEADERS, then CONTINUATIONs without end.
     Continuation,
+    /// The same with empty CONTINUATIONs: no bytes pile up, the block just never ends.
+    EmptyContinuation,
 }
 
 fn flood_server(flood: Flood) -> std::net::SocketAddr {
@@ -130,14 +132,19 @@ fn serve_flood(mut tcp: TcpStream, flood: Flood) {
     let frame: Vec<u8> = match flood {
         Flood::Ping => [&[0u8, 0, 8, 6, 0, 0, 0, 0, 0][..], b"12345678"].concat(),
         Flood::Settings => vec![0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0xff, 0xff],
-        Flood::Continuation => {
-            // HEADERS on stream 1 (:status 200, no END_HEADERS), then 4 KiB CONTINUATIONs.
+        Flood::Continuation | Flood::EmptyContinuation => {
+            // HEADERS on stream 1 (:status 200, no END_HEADERS), then CONTINUATIONs of 4 KiB
+            // or of nothing.
             if tcp.write_all(&[0, 0, 1, 1, 0, 0, 0, 0, 1, 0x88]).is_err() {
                 return;
             }
-            let mut f = vec![0, 0x10, 0, 9, 0, 0, 0, 0, 1];
-            f.extend(std::iter::repeat_n(0x88, 4096));
-            f
+            if matches!(flood, Flood::EmptyContinuation) {
+                vec![0, 0, 0, 9, 0, 0, 0, 0, 1]
+            } else {
+                let mut f = vec![0, 0x10, 0, 9, 0, 0, 0, 0, 1];
+                f.extend(std::iter::repeat_n(0x88, 4096));
+                f
+            }
         }
     };
     let burst = frame.repeat(256);
@@ -151,10 +158,16 @@ fn serve_flood(mut tcp: TcpStream, flood: Flood) {
 
 /// A server that floods PINGs, SETTINGS or CONTINUATIONs and never reads our answers: the
 /// connection ends with ENHANCE_YOUR_CALM and a protocol error, where the answers (or the
-/// header block) used to pile up in memory, gigabytes in seconds, until the run's end.
+/// header block) used to pile up in memory, gigabytes in seconds, until the run's end. Empty
+/// CONTINUATIONs held each request until `--timeout` (CVE-2024-27316's flood).
 #[test]
 fn an_h2_flood_ends_the_connection_instead_of_filling_memory() {
-    for flood in [Flood::Ping, Flood::Settings, Flood::Continuation] {
+    for flood in [
+        Flood::Ping,
+        Flood::Settings,
+        Flood::Continuation,
+        Flood::EmptyContinuation,
+    ] {
         let addr = flood_server(flood);
         let config = LoadConfig::new(&format!("http://{addr}/"))
             .unwrap()

@@ -60,7 +60,15 @@ pub struct ConnError(pub u32);
 struct PendingBlock {
     stream: u32,
     end_stream: bool,
+    /// Empty CONTINUATION frames so far (see [`MAX_EMPTY_CONTINUATIONS`]).
+    empties: u32,
 }
+
+/// Empty CONTINUATION frames one header block may carry before ENHANCE_YOUR_CALM, as the
+/// reference server allows. Bytes are bounded by the head limit; empty frames are not, and a
+/// stream of them would hold the connection until `--timeout` (the flood of CVE-2024-27316,
+/// which nghttp2 caps at 8 frames of any size).
+const MAX_EMPTY_CONTINUATIONS: u32 = 16;
 
 /// Everything one connection knows; shared by its driver and its request futures.
 #[derive(Debug)]
@@ -401,6 +409,7 @@ impl ConnCore {
         self.pending_block = Some(PendingBlock {
             stream: h.stream_id,
             end_stream,
+            empties: 0,
         });
         Ok(())
     }
@@ -411,7 +420,7 @@ impl ConnCore {
         payload: &[u8],
         now: Instant,
     ) -> Result<(), ConnError> {
-        let Some(pending) = self.pending_block.take() else {
+        let Some(mut pending) = self.pending_block.take() else {
             return Err(ConnError(code::PROTOCOL_ERROR));
         };
         self.counter.add_header_received(payload.len() as u64);
@@ -421,6 +430,10 @@ impl ConnCore {
         }
         self.block_buf.extend_from_slice(payload);
         if !h.has(flag::END_HEADERS) {
+            pending.empties += u32::from(payload.is_empty());
+            if pending.empties > MAX_EMPTY_CONTINUATIONS {
+                return Err(ConnError(code::ENHANCE_YOUR_CALM));
+            }
             self.pending_block = Some(pending);
             return Ok(());
         }

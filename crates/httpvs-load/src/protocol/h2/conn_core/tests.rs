@@ -625,3 +625,32 @@ fn requests_wait_while_the_server_reads_nothing() {
     assert!(!core.out.is_empty(), "the held-back body goes on");
     assert!(core.poll_open(&post, Instant::now(), cx).is_ready());
 }
+
+/// Empty CONTINUATIONs are allowed up to the reference server's limit, then end the connection
+/// with ENHANCE_YOUR_CALM: they grow no buffer, so the head limit never caught them.
+#[test]
+fn empty_continuations_past_the_limit_are_a_flood() {
+    for (empties, ends) in [(super::MAX_EMPTY_CONTINUATIONS, true), (17, false)] {
+        let mut core = ready_core();
+        let Poll::Ready(Ok(slot)) = open(&mut core) else {
+            panic!()
+        };
+        let block = status_block("200", &[]);
+        feed(&mut core, frame(kind::HEADERS, flag::END_STREAM, 1, &block)).unwrap();
+        let mut result = Ok(());
+        for _ in 0..empties {
+            result = result.and_then(|()| feed(&mut core, frame(kind::CONTINUATION, 0, 1, &[])));
+        }
+        if ends {
+            result.unwrap();
+            feed(
+                &mut core,
+                frame(kind::CONTINUATION, flag::END_HEADERS, 1, &[]),
+            )
+            .unwrap();
+            assert!(matches!(outcome(&mut core, slot), Poll::Ready(Ok(_))));
+        } else {
+            assert_eq!(result, Err(ConnError(super::code::ENHANCE_YOUR_CALM)));
+        }
+    }
+}
