@@ -135,6 +135,8 @@ fn h2c_two_requests_multiplex_on_one_connection() {
     // So does the second response (the server's table), even if a second turned in between.
     assert!(received[1]["encoded_bytes"].as_u64() < received[0]["encoded_bytes"].as_u64());
     assert!(s["header_savings_percent"].as_f64().unwrap() > 0.0);
+    // The summary's time is the last event's, rounded alike (it read 3.3812960000000003).
+    assert_eq!(s["t_ms"], events[events.len() - 2]["t_ms"]);
 }
 
 #[test]

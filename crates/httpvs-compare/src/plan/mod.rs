@@ -427,7 +427,7 @@ impl Plan {
             // Every request would time out at once, and every cell "not run".
             return err(
                 "client.timeout".into(),
-                "must be more than 0 (leave it out for none)".into(),
+                "must be more than 0 (leave it out for load's default, 20s)".into(),
             );
         }
         for (field, threads, max) in [

@@ -14,10 +14,8 @@ pub fn render(trace: &Trace) -> String {
         out.push_str(&event_json(event).to_string());
         out.push('\n');
     }
-    let end = trace
-        .events
-        .last()
-        .map_or(0.0, |e| e.at.as_secs_f64() * 1000.0);
+    // The last event's time, rounded as the events' own are.
+    let end = trace.events.last().map_or(0.0, |e| millis(e.at));
     out.push_str(&summary_json(trace.protocol.name(), &trace.summary, end).to_string());
     out.push('\n');
     out

@@ -71,8 +71,8 @@ pub struct Args {
     #[arg(long, conflicts_with = "html")]
     no_html: bool,
     /// Re-render a results file written by --json instead of running (the flags that shape a
-    /// run do not apply: the file holds the measurements, and ratios and verdicts are worked
-    /// out again from them).
+    /// run are refused with it: the file holds the measurements, and ratios and verdicts are
+    /// worked out again from them; --print-plan prints the file's plan).
     #[arg(long, value_name = "FILE", conflicts_with_all = [
         "url", "plan", "quick", "shape", "tune", "baseline", "protocols", "conditions",
         "repeats", "duration", "warmup", "server_cpus", "client_cpus", "no_pin", "insecure",
