@@ -509,11 +509,17 @@ fn ranked_verdict(
     // `h1@8`) is compared with it like any other row.
     let is_base = |r: &Row| listed.is_some_and(|b| std::ptr::eq(r, b));
     let base_label = listed.map_or_else(|| baseline.to_string(), |b| label(b, rows));
-    let base_note = saturated.filter(|_| !is_base(best)).map(|b| {
-        format!(
-            "no ratio to {}: its client was saturated, so its req/s is the client's limit",
-            label(b, rows)
-        )
+    let base_note = saturated.map(|b| {
+        if is_base(best) {
+            // Fastest even held back by its client: it is at least this fast, and the others'
+            // ratios to it are at most what the table shows.
+            "its client was saturated, so it may be faster still".to_string()
+        } else {
+            format!(
+                "no ratio to {}: its client was saturated, so its req/s is the client's limit",
+                label(b, rows)
+            )
+        }
     });
     let tied: Vec<&Row> = ranked[1..]
         .iter()
@@ -618,7 +624,18 @@ fn ranked_verdict(
         // A slowest row that ties with the baseline is not slower than it by the rules the
         // line quotes: no `slowest h2 0.99x h1-tls`.
         let apart = base.is_some_and(|b| !ties(worst, b));
-        if let Some(r) = ratio(worst, base).filter(|_| !is_base(worst) && apart) {
+        // Against the fastest baseline held back by its client, the slowest row's ratio is a
+        // bound: the baseline could only have been faster (unless the row was held back too).
+        let bound = saturated
+            .filter(|b| is_base(best) && worst.client_cpu_max.is_none_or(|c| c < SATURATED_CPU));
+        if let Some(r) = ratio(worst, bound).filter(|_| !is_base(worst)) {
+            line.push_str(&format!(
+                "; slowest {} ≤{} {base_label}",
+                label(worst, rows),
+                format_ratio(r)
+            ));
+            compared.push(worst);
+        } else if let Some(r) = ratio(worst, base).filter(|_| !is_base(worst) && apart) {
             line.push_str(&format!(
                 "; slowest {} {} {base_label}",
                 label(worst, rows),

@@ -554,6 +554,31 @@ fn no_ratio_to_a_baseline_whose_client_was_saturated() {
     );
 }
 
+/// The fastest row is the baseline, held back by its client: the line said only "h1 fastest
+/// (spread ±0%)", naming no slowest row and not why. The slowest's ratio is now a bound.
+#[test]
+fn a_saturated_fastest_baseline_bounds_the_slowest_ratio() {
+    let mut h1 = shaped(Variant::H1, 64, 1, 96_013.0);
+    h1.client_cpu_max = Some(0.95);
+    h1.succeeded = 57_608;
+    let mut h2 = shaped(Variant::H2, 4, 16, 43_141.0);
+    h2.succeeded = 25_884;
+    let mut h3 = shaped(Variant::H3, 4, 16, 20_000.0);
+    h3.succeeded = 12_000;
+    let rows = [h1, h2, h3];
+    let v = verdict(&rows, Variant::H1, CLEAN);
+    assert_eq!(
+        v.line,
+        "h1 fastest (its client was saturated, so it may be faster still; single run: \
+         differences under 5% are ties); slowest h3 ≤0.21x h1"
+    );
+    // A slowest row held back too has no bound to give.
+    let mut rows = rows;
+    rows[2].client_cpu_max = Some(0.97);
+    let v = verdict(&rows, Variant::H1, CLEAN);
+    assert!(!v.line.contains("slowest"), "{}", v.line);
+}
+
 #[test]
 fn b_per_req_is_flagged_when_cut_off_transfers_inflate_it() {
     // rate/large from the review: "466.6k B/req" for a 64 KiB response, 2 completed, 32 cut off.
