@@ -627,7 +627,7 @@ fn ranked_verdict(
         // Against the fastest baseline held back by its client, the slowest row's ratio is a
         // bound: the baseline could only have been faster (unless the row was held back too).
         let bound = saturated
-            .filter(|b| is_base(best) && worst.client_cpu_max.is_none_or(|c| c < SATURATED_CPU));
+            .filter(|_| is_base(best) && worst.client_cpu_max.is_none_or(|c| c < SATURATED_CPU));
         if let Some(r) = ratio(worst, bound).filter(|_| !is_base(worst)) {
             line.push_str(&format!(
                 "; slowest {} ≤{} {base_label}",
