@@ -63,17 +63,13 @@ pub fn views(results: &Results) -> Vec<TableView<'_>> {
             } else {
                 table.condition.to_string()
             };
-            let both = results
+            let link = results
                 .plan
                 .conditions
                 .iter()
                 .find(|c| c.name == table.condition)
-                .map(|c| format!("{} {}", c.up(), c.down()))
+                .map(|c| verdict::LinkTraits::of(&[c.up(), c.down()]))
                 .unwrap_or_default();
-            let link = verdict::LinkTraits {
-                lossy: both.contains("loss") || both.contains("corrupt"),
-                delayed: both.contains("delay"),
-            };
             TableView {
                 title: title(results, &table),
                 verdict: verdict::verdict(&rows, baseline, link),

@@ -925,3 +925,38 @@ fn under_loss_the_reasons_are_named() {
     assert!(!v.line.contains("QUIC recovers"), "{}", v.line);
     assert!(!v.line.contains("head-of-line"), "{}", v.line);
 }
+
+/// A win the in-flight ratio accounts for on a delayed link gets no loss reason: h3 at 2x8
+/// against h1 at 8 read "QUIC recovers a lost packet" at 2.00x, the in-flight ratio alone.
+#[test]
+fn a_win_the_in_flight_ratio_explains_gets_no_loss_reason() {
+    let mut h1 = row(Variant::H1, [1000.0; 3]);
+    (h1.shape.connections, h1.fewest_connections) = (8, 8);
+    let mut h3 = row(Variant::H3, [2000.0; 3]);
+    (h3.shape.connections, h3.shape.streams) = (2, 8);
+    let v = verdict(&[h1, h3], Variant::H1, LOSSY);
+    assert!(!v.line.contains("QUIC recovers"), "{}", v.line);
+    assert!(
+        v.line.contains("about their in-flight ratio (2.00x)"),
+        "{}",
+        v.line
+    );
+}
+
+/// The link's traits come from what its netem strings set, not the words in them.
+#[test]
+fn link_traits_follow_the_impairment_not_its_words() {
+    let of = |up: &str, down: &str| {
+        let l = LinkTraits::of(&[up, down]);
+        (l.lossy, l.delayed)
+    };
+    assert_eq!(
+        of("delay 10ms loss 0%", "delay 10ms loss 0%"),
+        (false, true)
+    );
+    assert_eq!(of("", "loss 1%"), (true, false));
+    assert_eq!(of("corrupt 5%", ""), (true, false));
+    assert_eq!(of("loss gemodel 1% 10% 70% 0.1%", ""), (true, false));
+    assert_eq!(of("rate 1mbit", "delay 0ms 5ms"), (false, true));
+    assert_eq!(of("", ""), (false, false));
+}

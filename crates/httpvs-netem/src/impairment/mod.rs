@@ -72,6 +72,29 @@ impl Impairment {
         parse::unitless(text)
     }
 
+    /// True when some packets may be dropped or damaged: a loss model that can lose one, or a
+    /// chance of corruption (`loss 0%` loses nothing).
+    pub fn loses(&self) -> bool {
+        let loss = match self.loss {
+            None => false,
+            Some(LossModel::Random(c)) => c.probability > 0.0,
+            // Loss states are entered from good reception only.
+            Some(LossModel::State { p13, p14, .. }) => p13 > 0.0 || p14 > 0.0,
+            Some(LossModel::GilbertElliott {
+                p,
+                one_minus_h,
+                one_minus_k,
+                ..
+            }) => one_minus_k > 0.0 || (p > 0.0 && one_minus_h > 0.0),
+        };
+        loss || self.corrupt.probability > 0.0
+    }
+
+    /// True when packets wait: a fixed delay or jitter.
+    pub fn delays(&self) -> bool {
+        !self.delay.is_zero() || !self.jitter.is_zero()
+    }
+
     /// True when packets pass untouched and at once.
     pub fn is_clear(&self) -> bool {
         let clear = Impairment {
