@@ -120,9 +120,7 @@ pub fn parse(text: &str) -> Result<Impairment, ParseError> {
             "rate" => imp.rate = Some(parse_rate_spec(&mut tokens)?),
             "seed" => {
                 let value = tokens.value("seed", "a number")?;
-                imp.seed = Some(value.parse().map_err(|_| {
-                    ParseError::new(format!("bad seed `{value}`: expected a whole number"))
-                })?);
+                imp.seed = Some(parse_whole(value, "seed", u64::MIN, u64::MAX)?);
             }
             // What an untouched direction prints as.
             "none" => {}
@@ -362,20 +360,48 @@ fn parse_rate(token: &str) -> Result<u64, ParseError> {
 }
 
 fn parse_count(token: &str, what: &str) -> Result<u32, ParseError> {
-    token
-        .parse()
-        .map_err(|_| ParseError::new(format!("bad {what} `{token}`: expected a whole number")))
+    parse_whole(token, what, u32::MIN, u32::MAX)
 }
 
 fn parse_signed(token: &str, what: &str) -> Result<i32, ParseError> {
-    token
-        .parse()
-        .map_err(|_| ParseError::new(format!("bad {what} `{token}`: expected a whole number")))
+    parse_whole(token, what, i32::MIN, i32::MAX)
+}
+
+/// A whole number from `min` to `max`; one past them says so, where it read "expected a whole
+/// number" of a whole number.
+fn parse_whole<T>(token: &str, what: &str, min: T, max: T) -> Result<T, ParseError>
+where
+    T: std::str::FromStr<Err = std::num::ParseIntError> + std::fmt::Display,
+{
+    token.parse().map_err(|e: std::num::ParseIntError| {
+        use std::num::IntErrorKind::{NegOverflow, PosOverflow};
+        let range = match e.kind() {
+            PosOverflow | NegOverflow => format!(" from {min} to {max}"),
+            _ => String::new(),
+        };
+        ParseError::new(format!(
+            "bad {what} `{token}`: expected a whole number{range}"
+        ))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A whole number too large for its field says so (it read "expected a whole number").
+    #[test]
+    fn a_whole_number_out_of_range_names_the_range() {
+        let e = parse("limit 4294967296").unwrap_err().to_string();
+        assert!(
+            e.contains("bad limit `4294967296`: expected a whole number from 0 to 4294967295"),
+            "{e}"
+        );
+        let e = parse("seed 18446744073709551616").unwrap_err().to_string();
+        assert!(e.contains("from 0 to 18446744073709551615"), "{e}");
+        let e = parse("limit ten").unwrap_err().to_string();
+        assert!(e.ends_with("expected a whole number"), "{e}");
+    }
 
     #[test]
     fn bare_times_and_rates_are_pointed_out() {
