@@ -360,8 +360,14 @@ impl LoadConfig {
                 ));
             }
             if rate > MAX_RATE {
+                // 1e308 in full is 309 digits.
+                let given = if rate < 1e15 {
+                    rate.to_string()
+                } else {
+                    format!("{rate:e}")
+                };
                 return bad(format!(
-                    "--rate must be at most 1000000000 (a thousand times what one core sends), not {rate}"
+                    "--rate must be at most 1000000000 (a thousand times what one core sends), not {given}"
                 ));
             }
         }
@@ -567,7 +573,9 @@ mod tests {
         assert!(c.clone().rate(1e-19).validate().is_err());
         assert!(c.clone().rate(MIN_RATE).validate().is_ok());
         assert!(c.clone().rate(MAX_RATE).validate().is_ok());
-        assert!(c.clone().rate(1e20).validate().is_err());
+        // A huge rate is quoted short (1e308 printed its 309 digits).
+        let huge = c.clone().rate(1e308).validate().unwrap_err().to_string();
+        assert!(huge.ends_with("not 1e308"), "{huge}");
         // Infinity is too large, not "not positive" (it read so).
         let inf = c
             .clone()

@@ -85,7 +85,8 @@ impl WorkerSchedule {
                 lanes: lanes.max(1),
                 own,
                 first_measured_k,
-                end_k: requests.map(|n| first_measured_k + n),
+                // `-n` near u64::MAX is as good as none (it wrapped to before the first measured send).
+                end_k: requests.map(|n| first_measured_k.saturating_add(n)),
             },
             measure_start,
             deadline,
@@ -270,6 +271,20 @@ mod tests {
         let tickets: Vec<Ticket> = std::iter::from_fn(|| s.next(t0)).collect();
         assert_eq!(tickets.iter().filter(|t| !t.measured).count(), 5);
         assert_eq!(tickets.iter().filter(|t| t.measured).count(), 10);
+    }
+
+    /// `-n` near u64::MAX after a warm-up measures sends as if unbounded: the last send's
+    /// number wrapped below the first measured one, and the run sent nothing and ended at once.
+    #[test]
+    fn a_huge_request_count_after_a_warmup_still_sends() {
+        let t0 = Instant::now();
+        let start = t0 + Duration::from_millis(500);
+        let mut s = WorkerSchedule::open(t0, start, 10.0, ((0, 1), 1), Some(u64::MAX), None);
+        let measured = std::iter::from_fn(|| s.next(t0))
+            .take(20)
+            .filter(|t| t.measured)
+            .count();
+        assert_eq!(measured, 15);
     }
 
     /// The send due exactly at the warm-up's end is measured, even where warm-up × rate lands
