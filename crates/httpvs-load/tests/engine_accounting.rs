@@ -477,6 +477,19 @@ fn warmup_requests_are_not_counted_but_its_connections_are() {
     assert!(r.requests.identity_holds);
 }
 
+/// With `--no-keepalive` in the open model, a warm-up connection whose one request ended is
+/// not part of the measured part: it read "opened 13" (and "13 connections for 10 requests"),
+/// one per slot still holding its spent warm-up connection at the boundary.
+#[test]
+fn spent_no_keepalive_warmup_connections_are_not_counted() {
+    let mut c = config().shape(4, 1).threads(1).rate(20.0).requests(10);
+    c.keepalive = false;
+    c.warmup = Duration::from_millis(500);
+    let r = run(&c, Behaviour::default()).unwrap();
+    assert_eq!(r.requests.succeeded, 10, "{:?}", r.requests);
+    assert_eq!(r.connections.opened, 10, "{:?}", r.connections);
+}
+
 /// Warm-up requests that outlive the warm-up are outside the identity, but the report says
 /// so, and the bytes their connections move in the measured part count: a link slow enough to
 /// hold every stream past the warm-up used to report zeros and nothing else.

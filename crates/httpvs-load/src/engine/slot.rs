@@ -301,7 +301,15 @@ impl<P: Protocol> Slot<P> {
     /// [`LiveConn`]'s `wire_baseline`).
     pub fn mark_measure_start(&self) {
         if let Some(live) = self.current.borrow().as_ref() {
-            live.mark_measure_start();
+            // A `--no-keepalive` connection whose one request has ended only waits to be
+            // replaced at the slot's next send: it takes no part in the measured part (the
+            // open model counted each as opened, "13 connections for 10 requests").
+            let spent = !self.ctx.shared.options.keepalive
+                && live.uses.get() > 0
+                && live.served.get() >= live.uses.get();
+            if !spent {
+                live.mark_measure_start();
+            }
         }
     }
 
