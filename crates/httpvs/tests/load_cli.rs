@@ -1310,6 +1310,15 @@ fn an_open_model_short_of_its_rate_says_so() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("0 of 1 sends were late"), "{text}");
     assert!(!text.contains("note: asked for"), "{text}");
+    // A -z run whose measured part has no send due kept its schedule: nothing to blame on the
+    // server (it read "asked for 1.0 req/s, sent 0.0 req/s: every one of the streams was
+    // waiting on the server").
+    let out = httpvs(&[
+        &base, "--rate", "1", "--warmup", "200ms", "-z", "500ms", "-c", "1", "-t", "1",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("0 started"), "{text}");
+    assert!(!text.contains("note: asked for"), "{text}");
 }
 
 /// h2 and h3 count the decoded size of every response head that came, as the encoded size

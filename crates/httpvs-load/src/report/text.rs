@@ -292,10 +292,16 @@ fn requests(out: &mut String, r: &Report) {
 fn send_rate(r: &Report) -> Option<(f64, f64)> {
     let asked = r.shape.rate?;
     let started = r.requests.started as f64;
+    let schedule = r.schedule.as_ref()?;
     if r.shape.duration_s.is_some() {
+        // Every due send went, none late: the schedule was kept, and a short count is only
+        // its whole sends (`--rate 1` with a 0.5 s measured part has none due, and was told
+        // every stream was waiting on the server).
+        if schedule.late_sends == 0 && schedule.unsent == 0 {
+            return None;
+        }
         (r.duration_s > 0.0).then(|| (asked, started / r.duration_s))
     } else {
-        let schedule = r.schedule.as_ref()?;
         // No send was late: the last one's few µs of ordinary lag are no shortfall, though
         // over a schedule of a millisecond or two they read as one ("sent 946 req/s" of
         // 1,000 for a single request).
