@@ -498,6 +498,22 @@ pub fn bytes_note(rows: &[Row]) -> Option<String> {
     })
 }
 
+/// On a lossy link, one line when h3 sits beside TCP rows: h3's B/req counts every datagram
+/// quinn sent or took in (resent packets, and the ACKs loss brings, included), while a TCP
+/// row's counts its socket's bytes once, the kernel's retransmissions unseen. At 30% loss h3
+/// read 312 B/req up where it read 129 clean, and h1 69 against 67.
+pub fn lossy_bytes_note(rows: &[Row], link: LinkTraits) -> Option<String> {
+    let ran = |r: &&Row| r.failure.is_none();
+    let h3 = rows.iter().filter(ran).any(|r| r.variant == Variant::H3);
+    let tcp = rows.iter().filter(ran).any(|r| r.variant != Variant::H3);
+    (link.lossy && h3 && tcp).then(|| {
+        "B/req on a lossy link: h3 counts every UDP datagram, its resent packets and the ACKs \
+         loss brings included, while TCP rows count their socket's bytes once (the kernel \
+         resends unseen), so h3's reads higher for that alone"
+            .to_string()
+    })
+}
+
 /// "no verdict: h1 completed 2 of 34 started in 1 s, ...; run longer with --duration".
 fn no_verdict_line(blocking: &[&(&Row, String)], rows: &[Row]) -> String {
     let each: Vec<String> = blocking

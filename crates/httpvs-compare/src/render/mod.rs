@@ -53,16 +53,6 @@ pub fn views(results: &Results) -> Vec<TableView<'_>> {
                 .iter()
                 .map(|r| verdict::ratio(r, base.as_ref()))
                 .collect();
-            let anomalies = rows
-                .iter()
-                .flat_map(|r| verdict::anomalies(r, &rows, client_cpus, repeats))
-                .chain(verdict::bytes_note(&rows))
-                .collect();
-            let name = if results.several_payloads() {
-                format!("{}/{}", table.condition, table.payload)
-            } else {
-                table.condition.to_string()
-            };
             let link = results
                 .plan
                 .conditions
@@ -70,6 +60,17 @@ pub fn views(results: &Results) -> Vec<TableView<'_>> {
                 .find(|c| c.name == table.condition)
                 .map(|c| verdict::LinkTraits::of(&[c.up(), c.down()]))
                 .unwrap_or_default();
+            let anomalies = rows
+                .iter()
+                .flat_map(|r| verdict::anomalies(r, &rows, client_cpus, repeats))
+                .chain(verdict::bytes_note(&rows))
+                .chain(verdict::lossy_bytes_note(&rows, link))
+                .collect();
+            let name = if results.several_payloads() {
+                format!("{}/{}", table.condition, table.payload)
+            } else {
+                table.condition.to_string()
+            };
             TableView {
                 title: title(results, &table),
                 verdict: verdict::verdict(&rows, baseline, link),

@@ -960,3 +960,16 @@ fn link_traits_follow_the_impairment_not_its_words() {
     assert_eq!(of("rate 1mbit", "delay 0ms 5ms"), (false, true));
     assert_eq!(of("", ""), (false, false));
 }
+
+/// h3 beside TCP rows on a lossy link: one line says their B/req count different things.
+#[test]
+fn h3_bytes_beside_tcp_on_a_lossy_link_are_flagged() {
+    let rows = [row(Variant::H1, [1000.0; 3]), row(Variant::H3, [1000.0; 3])];
+    let note = lossy_bytes_note(&rows, LOSSY).unwrap_or_default();
+    assert!(
+        note.starts_with("B/req on a lossy link: h3 counts"),
+        "{note}"
+    );
+    assert_eq!(lossy_bytes_note(&rows, DELAYED), None);
+    assert_eq!(lossy_bytes_note(&rows[..1], LOSSY), None);
+}
