@@ -499,6 +499,13 @@ pub fn parse_url(url: &str) -> Result<http::Uri, ConfigError> {
             Err(_) => return Err(invalid(&format!("port {port:?} is not from 1 to 65535"))),
         }
     }
+    // A query with no path (`http://host:port?a=b`) is the root's query, as curl sends it: the
+    // request line read `GET ?a=b`, which servers answer 400.
+    if let Some(query) = uri.path_and_query().filter(|p| p.as_str().starts_with('?')) {
+        let mut parts = uri.clone().into_parts();
+        parts.path_and_query = format!("/{}", query.as_str()).parse().ok();
+        return http::Uri::from_parts(parts).map_err(|e| invalid(&e.to_string()));
+    }
     Ok(uri)
 }
 
@@ -522,6 +529,10 @@ mod tests {
         assert!(parse_url("http://[::1]:8080/").is_ok());
         assert!(parse_url("http://[::1]/").is_ok());
         assert!(parse_url("http://h:65535/").is_ok());
+        // A query with no path is the root's (it went out as `GET ?a=b`).
+        let rooted = parse_url("http://h:1?a=b").unwrap();
+        assert_eq!(rooted.path_and_query().map(|p| p.as_str()), Some("/?a=b"));
+        assert_eq!(rooted.to_string(), "http://h:1/?a=b");
         for bad in [
             "127.0.0.1:80",
             "ftp://x/",

@@ -331,6 +331,14 @@ fn several_urls_are_sent_in_turn() {
             "{more:?}"
         );
     }
+    // A query with no path is the root's: it went out as `GET ?size=100`, answered 400.
+    let bare = format!("http://{}?size=100", server.http_addr().unwrap());
+    for protocol in ["h1", "h2c"] {
+        let out = httpvs(&[&bare, "-p", protocol, "-n", "3", "-c", "1", "--json"]);
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(json["wire"]["body_received"], 300, "{protocol}: {json}");
+        assert_eq!(json["status_codes"][0]["code"], 200, "{protocol}: {json}");
+    }
     let out = httpvs(&[&small, "/?size=1000", "-n", "4", "-c", "1", "--no-progress"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
