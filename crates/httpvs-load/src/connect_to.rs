@@ -45,6 +45,11 @@ impl ConnectTo {
                 Some(h) if h.contains(['/', '?', '#', '@', ' ']) => {
                     Err(bad(&format!("{h:?} is not a host")))
                 }
+                // `::1:8080` reads as curl's form for any host and port, to host `1` (which
+                // resolves to 0.0.0.1): a bare number is no host anyone means.
+                Some(h) if h.bytes().all(|b| b.is_ascii_digit()) => Err(bad(&format!(
+                    "{h:?} is not a host; an IPv6 address goes in brackets, as [::1]:8080"
+                ))),
                 Some(h) => Ok(Some(h.to_ascii_lowercase())),
             }
         };
@@ -176,10 +181,18 @@ mod tests {
             "::1",
             "http://127.0.0.1/",
             "a:1:b:2:c",
+            // An unbracketed IPv6 address and port: curl's form to host `1` (0.0.0.1).
+            "::1:8080",
+            "fe80::1:8080",
         ] {
             let e = ConnectTo::parse(bad).unwrap_err();
             assert!(e.starts_with("--connect-to "), "{bad}: {e}");
             assert!(!e.contains('\n'), "{e}");
         }
+        let e = ConnectTo::parse("::1:8080").unwrap_err();
+        assert!(e.contains("goes in brackets, as [::1]:8080"), "{e}");
+        // curl's any-host form to a name or a bracketed address still reads.
+        assert!(ConnectTo::parse("::127.0.0.1:8080").is_ok());
+        assert!(ConnectTo::parse("::[::1]:8080").is_ok());
     }
 }
