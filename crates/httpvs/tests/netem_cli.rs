@@ -105,6 +105,24 @@ fn the_command_exit_code_comes_back() {
     assert_eq!(out.status.code(), Some(127));
 }
 
+/// The command's words go to it as they came, UTF-8 or not: a file name in Latin-1 was
+/// refused with clap's "invalid UTF-8 was detected".
+#[test]
+fn command_words_need_not_be_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let word = std::ffi::OsStr::from_bytes(b"caf\xe9");
+    let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["netem", "-q", "--both", "delay 1ms", "--", "printf", "%s"])
+        .arg(word)
+        .output()
+        .expect("run httpvs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(out.stdout, b"caf\xe9");
+}
+
 /// A script whose `#!` interpreter is missing says so, as a shell's "bad interpreter" (it
 /// said "No such file or directory" of a file that is there).
 #[test]

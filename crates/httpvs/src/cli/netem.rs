@@ -3,6 +3,8 @@
 use super::{usage, ExitError};
 use anyhow::Context;
 use httpvs_netem::{Impairment, Link, LinkConfig, Profile, PROFILES};
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::process::{Command, ExitCode, ExitStatus};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Instant;
@@ -46,7 +48,7 @@ pub struct Args {
         allow_hyphen_values = true,
         value_name = "CMD"
     )]
-    command: Vec<String>,
+    command: Vec<OsString>,
 }
 
 impl Args {
@@ -79,20 +81,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let Some((program, program_args)) = args.command.split_first() else {
+    let Some((program_os, program_args)) = args.command.split_first() else {
         return Err(usage(
             "give the command to run after `--`, e.g. httpvs netem --both \"delay 50ms\" -- curl http://127.0.0.1:8080/",
         ));
     };
+    // Words are passed on as they came, UTF-8 or not (a file name); ours are read as text.
+    let program = &*program_os.to_string_lossy();
     // After `--` a word is the command, whatever it looks like (as for a shell's `exec --`).
-    if program.starts_with('-') && !follows_double_dash(program) {
+    if program.starts_with('-') && !follows_double_dash(program_os) {
         // The command starts at the first word that is not one of our options: this one is an
         // option we do not know. An impairment spelled as a flag (`--delay 50ms`, as other
         // tools take it) is shown the way it goes here.
         // The netem parser decides, so the hint knows every keyword it does.
         let spelled = program_args.first().map_or_else(
             || program.trim_start_matches('-').to_string(),
-            |value| format!("{} {value}", program.trim_start_matches('-')),
+            |value| {
+                format!(
+                    "{} {}",
+                    program.trim_start_matches('-'),
+                    value.to_string_lossy()
+                )
+            },
         );
         if httpvs_netem::Impairment::parse(&spelled).is_ok() {
             return Err(usage(format!(
@@ -111,7 +121,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             message: format!("cannot run `{program}`: {why}"),
         }))
     };
-    match lookup(program) {
+    match lookup(program_os) {
         Lookup::Runnable => {}
         Lookup::NotFound => return refused(127, "not found"),
         Lookup::Directory => return refused(126, "a directory, not a program"),
@@ -150,7 +160,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let started = Instant::now();
-    let status = run_command(&link, program, program_args);
+    let status = run_command(&link, program_os, program_args);
     let elapsed = started.elapsed();
     // What the command started and left running would keep the namespace (and itself) alive
     // after us: it ends with the command, as a service manager ends a unit's processes.
@@ -244,12 +254,12 @@ fn link_config(args: &Args) -> anyhow::Result<LinkConfig> {
 
 /// The interpreter a script's `#!` line names, when running it failed as "not found" while
 /// the script itself is there.
-fn bad_interpreter(program: &str, e: &std::io::Error) -> Option<String> {
+fn bad_interpreter(program: &OsStr, e: &std::io::Error) -> Option<String> {
     use std::io::Read as _;
     if e.kind() != std::io::ErrorKind::NotFound {
         return None;
     }
-    let path = match program.contains('/') {
+    let path = match program.as_bytes().contains(&b'/') {
         true => std::path::PathBuf::from(program),
         false => std::env::var_os("PATH")
             .iter()
@@ -266,7 +276,7 @@ fn bad_interpreter(program: &str, e: &std::io::Error) -> Option<String> {
 }
 
 /// Whether `program` is the first word after a `--` on the command line (clap drops the `--`).
-fn follows_double_dash(program: &str) -> bool {
+fn follows_double_dash(program: &OsStr) -> bool {
     let words: Vec<std::ffi::OsString> = std::env::args_os().collect();
     words
         .iter()
@@ -332,7 +342,7 @@ extern "C" fn forward_signal(
 
 /// Runs the command in the client's namespace; signals meant for us go to it, so Ctrl-C ends
 /// the command and we still print the counters and clean up.
-fn run_command(link: &Link, program: &str, args: &[String]) -> anyhow::Result<ExitStatus> {
+fn run_command(link: &Link, program: &OsStr, args: &[OsString]) -> anyhow::Result<ExitStatus> {
     // Passed on to the command (those a terminal sends reach it directly); any of them ends
     // httpvs's own wait too, so the link is always taken down. SIGKILL cannot be caught.
     for signal in httpvs_netem::rootless::STOP_SIGNALS {
@@ -364,7 +374,7 @@ fn run_command(link: &Link, program: &str, args: &[String]) -> anyhow::Result<Ex
         };
         anyhow::Error::new(ExitError {
             code,
-            message: format!("cannot run `{program}`: {why}"),
+            message: format!("cannot run `{}`: {why}", program.to_string_lossy()),
         })
     })?;
     CHILD.store(child.id() as i32, Ordering::SeqCst);
@@ -376,7 +386,7 @@ fn run_command(link: &Link, program: &str, args: &[String]) -> anyhow::Result<Ex
     }
     let status = child
         .wait()
-        .with_context(|| format!("waiting for `{program}`"));
+        .with_context(|| format!("waiting for `{}`", program.to_string_lossy()));
     CHILD.store(0, Ordering::SeqCst);
     status
 }
@@ -391,7 +401,7 @@ enum Lookup {
 }
 
 /// Looks `program` up as `execvp` would: a path as it is, a bare name in PATH.
-fn lookup(program: &str) -> Lookup {
+fn lookup(program: &OsStr) -> Lookup {
     use std::os::unix::fs::PermissionsExt;
     let at = |p: &std::path::Path| match std::fs::metadata(p) {
         Err(_) => Lookup::NotFound,
@@ -399,7 +409,7 @@ fn lookup(program: &str) -> Lookup {
         Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => Lookup::Runnable,
         Ok(_) => Lookup::NotExecutable,
     };
-    if program.contains('/') {
+    if program.as_bytes().contains(&b'/') {
         return at(std::path::Path::new(program));
     }
     // execvp's own default when PATH is unset; it skips directories and files it cannot run.
