@@ -128,12 +128,17 @@ pub fn usage_error(err: clap::Error) -> ExitCode {
             ExitCode::from(2)
         }
         _ => {
-            let line = plain_value_reason(&clap_one_line(&err.to_string()));
+            let text = err.to_string();
+            let line = plain_value_reason(&clap_one_line(&text));
             // The subcommand as typed (clap's error does not say which one it was parsing).
             let subcommand = std::env::args_os().nth(1).unwrap_or_default();
-            match peer_flag_hint(&line, &subcommand.to_string_lossy()) {
-                Some(hint) => say!("httpvs: {line}: {hint}"),
-                None => say!("httpvs: {line} (see --help)"),
+            match (
+                peer_flag_hint(&line, &subcommand.to_string_lossy()),
+                clap_tip(&text),
+            ) {
+                (Some(hint), _) => say!("httpvs: {line}: {hint}"),
+                (None, Some(tip)) => say!("httpvs: {line} ({tip}; see --help)"),
+                (None, None) => say!("httpvs: {line} (see --help)"),
             }
             ExitCode::from(2)
         }
@@ -194,7 +199,23 @@ fn clap_one_line(text: &str) -> String {
         line.push(' ');
         line.push_str(&subjects.join(", "));
     }
+    // The values an enum flag takes belong to the error ("invalid value 'foo' for
+    // '--h2-engine <ENGINE>'" named none of them).
+    if let Some(values) = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("[possible values:"))
+    {
+        line.push(' ');
+        line.push_str(values);
+    }
     line
+}
+
+/// clap's tip below its error, if any ("a similar argument exists: '--connections'"), for the
+/// same line.
+fn clap_tip(text: &str) -> Option<&str> {
+    text.lines().find_map(|l| l.trim().strip_prefix("tip: "))
 }
 
 /// Says in words why a number was refused, where clap passes on the parser's own message
@@ -233,7 +254,7 @@ fn plain_value_reason(line: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{clap_one_line, one_line, plain_value_reason};
+    use super::{clap_one_line, clap_tip, one_line, plain_value_reason};
 
     /// A cause its context already quotes is said once; other causes all are.
     #[test]
@@ -312,6 +333,21 @@ mod tests {
         assert_eq!(
             clap_one_line(text),
             "the following required arguments were not provided: --net <SPEC>"
+        );
+    }
+
+    /// An enum flag's values and clap's tip stay on the one line (they were dropped).
+    #[test]
+    fn possible_values_and_tips_are_kept() {
+        let text = "error: invalid value 'foo' for '--h2-engine <ENGINE>'\n  [possible values: owned, hyper]\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            clap_one_line(text),
+            "invalid value 'foo' for '--h2-engine <ENGINE>' [possible values: owned, hyper]"
+        );
+        let text = "error: unexpected argument '--conections' found\n\n  tip: a similar argument exists: '--connections'\n\nUsage: httpvs load <URL>\n";
+        assert_eq!(
+            clap_tip(text),
+            Some("a similar argument exists: '--connections'")
         );
     }
 
