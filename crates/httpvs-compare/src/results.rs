@@ -428,9 +428,16 @@ impl Results {
     pub fn read(path: &Path) -> Result<Results, String> {
         // Bounded: a matrix's results are megabytes, and /dev/zero must not fill memory.
         let text = httpvs_load::files::read_text_bounded(path, 256 << 20)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            .map_err(|e| format!("cannot read --from {}: {e}", path.display()))?;
         let value: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+        if value.get("plan").is_none() && value.get("requests").is_some() {
+            // Same schema version, another command: it read "missing field `plan`".
+            return Err(format!(
+                "{}: a report of httpvs load --json, not results of httpvs compare --json",
+                path.display()
+            ));
+        }
         let version = value.get("schema_version").and_then(|v| v.as_u64());
         if version != Some(u64::from(RESULTS_SCHEMA_VERSION)) {
             let found = version.map_or_else(|| "none".to_owned(), |v| v.to_string());

@@ -23,8 +23,9 @@ const MAX_PEM_FILE_BYTES: u64 = 16 << 20;
 
 /// Reads the certificate chain and key files, bounded (`--cert`, `--key`).
 pub fn read_pem_files(cert_path: &Path, key_path: &Path) -> Result<(Vec<u8>, Vec<u8>), ServeError> {
-    let read = |path: &Path| {
+    let read = |path: &Path, flag: &'static str| {
         let failed = |source| ServeError::ReadCert {
+            flag,
             path: path.to_path_buf(),
             source,
         };
@@ -43,7 +44,7 @@ pub fn read_pem_files(cert_path: &Path, key_path: &Path) -> Result<(Vec<u8>, Vec
         }
         Ok(bytes)
     };
-    Ok((read(cert_path)?, read(key_path)?))
+    Ok((read(cert_path, "--cert")?, read(key_path, "--key")?))
 }
 
 impl ServerCert {
@@ -87,13 +88,26 @@ impl ServerCert {
         let key = rustls_pemfile::private_key(&mut &key_pem[..])
             .map_err(|e| ServeError::Cert(format!("{}: {e}", key_path.display())))?
             .ok_or_else(|| {
-                ServeError::Cert(format!("{}: no PRIVATE KEY block", key_path.display()))
+                let encrypted = String::from_utf8_lossy(key_pem).contains("-----BEGIN ENCRYPTED");
+                ServeError::Cert(match encrypted {
+                    // rustls takes no passphrase; it read "no PRIVATE KEY block".
+                    true => format!(
+                        "{}: the private key is encrypted; decrypt it first (openssl pkey -in {0} -out key.pem)",
+                        key_path.display()
+                    ),
+                    false => format!("{}: no PRIVATE KEY block", key_path.display()),
+                })
             })?;
-        Ok(ServerCert {
+        let cert = ServerCert {
             chain,
             key,
             ca_pem: String::from_utf8_lossy(cert_pem).into_owned(),
-        })
+        };
+        // The pair is checked here, where the files are known: the listeners' own set-up said
+        // "invalid peer certificate: BadEncoding" or "KeyMismatch", naming neither file.
+        cert.base_config(rustls::DEFAULT_VERSIONS)
+            .map_err(|e| ServeError::Cert(pair_problem(&e, cert_path, key_path)))?;
+        Ok(cert)
     }
 
     /// The PEM clients should trust (the generated cert, or the loaded chain file).
@@ -113,14 +127,18 @@ impl ServerCert {
 
     /// A rustls server config for TCP: TLS 1.2/1.3 with ALPN h2 then http/1.1.
     pub fn tls_config(&self) -> Result<Arc<rustls::ServerConfig>, ServeError> {
-        let mut config = self.base_config(rustls::DEFAULT_VERSIONS)?;
+        let mut config = self
+            .base_config(rustls::DEFAULT_VERSIONS)
+            .map_err(|e| ServeError::Cert(e.to_string()))?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Arc::new(config))
     }
 
     /// A quinn server config: TLS 1.3 with ALPN h3.
     pub fn quic_config(&self) -> Result<quinn::ServerConfig, ServeError> {
-        let mut config = self.base_config(&[&rustls::version::TLS13])?;
+        let mut config = self
+            .base_config(&[&rustls::version::TLS13])
+            .map_err(|e| ServeError::Cert(e.to_string()))?;
         config.alpn_protocols = vec![b"h3".to_vec()];
         config.max_early_data_size = 0;
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(config)
@@ -131,13 +149,25 @@ impl ServerCert {
     fn base_config(
         &self,
         versions: &[&'static rustls::SupportedProtocolVersion],
-    ) -> Result<rustls::ServerConfig, ServeError> {
+    ) -> Result<rustls::ServerConfig, rustls::Error> {
         rustls::ServerConfig::builder_with_provider(Arc::new(default_provider()))
-            .with_protocol_versions(versions)
-            .map_err(|e| ServeError::Cert(e.to_string()))?
+            .with_protocol_versions(versions)?
             .with_no_client_auth()
             .with_single_cert(self.chain.clone(), self.key.clone_key())
-            .map_err(|e| ServeError::Cert(e.to_string()))
+    }
+}
+
+/// What is wrong with a certificate and key pair, naming the file at fault.
+fn pair_problem(e: &rustls::Error, cert_path: &Path, key_path: &Path) -> String {
+    let (cert, key) = (cert_path.display(), key_path.display());
+    match e {
+        rustls::Error::InconsistentKeys(_) => {
+            format!("{key} is not the private key of {cert}'s certificate")
+        }
+        rustls::Error::InvalidCertificate(why) => {
+            format!("{cert}: the certificate cannot be read ({why:?})")
+        }
+        other => format!("{cert} with {key}: {other}"),
     }
 }
 
@@ -160,6 +190,39 @@ mod tests {
         assert!(cert.ca_pem().contains("BEGIN CERTIFICATE"));
         cert.tls_config().unwrap();
         cert.quic_config().unwrap();
+    }
+
+    /// A key that is not the certificate's, or an encrypted one, names its file and says
+    /// what is wrong (they read "KeyMismatch" and "no PRIVATE KEY block").
+    #[test]
+    fn a_bad_pair_names_its_files() {
+        let pem = |names: &[&str]| {
+            let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+            let g = rcgen::generate_simple_self_signed(names).unwrap();
+            (g.cert.pem(), g.key_pair.serialize_pem())
+        };
+        let (cert_a, key_a) = pem(&["a.test"]);
+        let (_, key_b) = pem(&["b.test"]);
+        let (c, k) = (Path::new("c.pem"), Path::new("k.pem"));
+        ServerCert::from_pem(cert_a.as_bytes(), key_a.as_bytes(), c, k).unwrap();
+        let err = |cert: &str, key: &str| {
+            ServerCert::from_pem(cert.as_bytes(), key.as_bytes(), c, k)
+                .err()
+                .unwrap()
+                .to_string()
+        };
+        assert!(
+            err(&cert_a, &key_b).ends_with("k.pem is not the private key of c.pem's certificate"),
+            "{}",
+            err(&cert_a, &key_b)
+        );
+        let encrypted =
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n";
+        assert!(
+            err(&cert_a, encrypted).contains("k.pem: the private key is encrypted"),
+            "{}",
+            err(&cert_a, encrypted)
+        );
     }
 
     #[test]

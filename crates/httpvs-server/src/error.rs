@@ -20,8 +20,10 @@ pub enum ServeError {
         source: std::io::Error,
     },
     /// A certificate or key file could not be read.
-    #[error("cannot read {}", path.display())]
+    #[error("cannot read {flag} {}", path.display())]
     ReadCert {
+        /// The flag that named it (`--cert`, `--key`).
+        flag: &'static str,
         /// The file.
         path: PathBuf,
         /// The OS error.

@@ -220,7 +220,20 @@ fn bad_plan_gets_one_line_naming_the_field() {
 
     let out = httpvs(&dir, &["compare", "--plan", "missing.toml"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("missing.toml: cannot read"));
+    assert!(text(&out.stderr).contains("missing.toml: cannot read this --plan"));
+    // A load report is named as one (it read "missing field `plan`").
+    std::fs::write(
+        dir.join("load.json"),
+        r#"{"schema_version": 1, "tool": "httpvs 0.1.0", "requests": {}}"#,
+    )
+    .unwrap();
+    let out = httpvs(&dir, &["compare", "--from", "load.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("load.json: a report of httpvs load --json, not results"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -256,7 +269,7 @@ fn bad_flags_get_one_line() {
         ),
         (
             vec!["compare", "--from", "nothing.json"],
-            "cannot read nothing.json",
+            "cannot read --from nothing.json",
         ),
         // h2load's -D, with compare's spelling (it named load's -z, which compare lacks).
         (

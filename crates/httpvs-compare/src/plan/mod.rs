@@ -255,7 +255,7 @@ impl Plan {
         let origin = path.display().to_string();
         // Bounded: a plan is a page of TOML, and /dev/zero must not fill memory.
         let text = httpvs_load::files::read_text_bounded(path, 16 << 20)
-            .map_err(|e| PlanError::field(&origin, "", format!("cannot read: {e}")))?;
+            .map_err(|e| PlanError::field(&origin, "", format!("cannot read this --plan: {e}")))?;
         let mut plan = Plan::parse(&text, &origin)?;
         if plan.name.trim().is_empty() {
             // The reports' title would read "httpvs compare: " with nothing after it.
