@@ -267,6 +267,11 @@ fn bad_flags_get_one_line() {
             vec!["compare", "--conditions", "clean,wan,clean"],
             "httpvs: --conditions: 'clean' is listed twice",
         ),
+        // No protocol listed can run on the URL's scheme: said before any probe (exit 1).
+        (
+            vec!["compare", "https://127.0.0.1:1/", "--protocols", "h1"],
+            "--protocols h1: needs an http:// URL; for https://127.0.0.1:1/ choose among h1-tls",
+        ),
         (
             vec!["compare", "--from", "nothing.json"],
             "cannot read --from nothing.json",

@@ -368,6 +368,27 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
         {
             plan.baseline = Some(fallback);
         }
+        // None of them can run on the URL's scheme: a usage error, said before any probe (it
+        // was exit 1, "answered none of the protocols", of protocols never tried).
+        if let Some(url) = &args.url {
+            let https = url
+                .get(..8)
+                .is_some_and(|s| s.eq_ignore_ascii_case("https://"));
+            if plan.protocols.iter().all(|v| v.tls() != https) {
+                let (needs, others) = match https {
+                    true => ("http://", "h1-tls, h2 or h3"),
+                    false => ("https://", "h1, h1-close or h2c"),
+                };
+                return Err(super::usage(format!(
+                    "--protocols {list}: {} an {needs} URL; for {url} choose among {others}",
+                    if plan.protocols.len() == 1 {
+                        "needs"
+                    } else {
+                        "each needs"
+                    }
+                )));
+            }
+        }
     }
     if let Some(b) = &args.baseline {
         plan.baseline = Some(
