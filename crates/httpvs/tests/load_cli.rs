@@ -54,6 +54,8 @@ fn bad_input_is_one_line_and_exit_2() {
         &["https://127.0.0.1:1/", "-p", "h2c"],
         &["http://127.0.0.1:1/", "-X", "GE T"],
         &["http://127.0.0.1:1/", "-H", "no-colon"],
+        &["http://127.0.0.1:1/", "-H", ":path: /x"],
+        &["http://127.0.0.1:1/", "-H", "Ünï: x"],
         &["http://127.0.0.1:1/", "-H", "bad name: v"],
         &["http://127.0.0.1:1/", "-H", "Host:"],
         // h2 and h3 could not carry it as :authority.
@@ -135,6 +137,14 @@ fn bad_input_is_one_line_and_exit_2() {
         let out = httpvs(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
         one_line_error(&out);
+    }
+    // A header in the right form with a wrong name says what is wrong, not "use Name: value".
+    for (header, says) in [
+        (":path: /x", "pseudo-headers come from the URL"),
+        ("Ünï: x", "a header name is ASCII"),
+    ] {
+        let err = one_line_error(&httpvs(&["http://127.0.0.1:1/", "-H", header]));
+        assert!(err.contains(says), "{err}");
     }
     // A negative value is the flag's own error, naming it (it read "unexpected argument '-1'").
     for (flag, names) in [

@@ -68,10 +68,17 @@ fn bad_flags_exit_2_with_one_line() {
         &["serve", "--max-body-bytes", "-1"],
         &["serve", "--http", "-1"],
         &["serve", "--http", "off", "--https", "off", "--h3", "off"],
+        // Its range says 1 (it said 0 to 4294967295, then refused 0).
+        &["serve", "--max-streams", "0"],
+        &["serve", "--max-streams", "4294967296"],
     ] {
         let out = httpvs().args(args).output().unwrap();
         assert_one_line_failure(&out, &format!("{args:?}"));
         assert_eq!(out.status.code(), Some(2), "{args:?}");
+        if args[1] == "--max-streams" {
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("expected 1 to 4294967295"), "{err}");
+        }
     }
     // Bad files are bad input too: a key that is no key, one that is not there, a CA path that
     // cannot be written.

@@ -382,7 +382,7 @@ fn ctrl_c_shows_what_the_trace_saw() {
     );
     assert_eq!(
         stderr.trim(),
-        "httpvs: trace interrupted (Ctrl-C): 0 of 2 requests answered"
+        "httpvs: trace interrupted: 0 of 2 requests answered"
     );
     // A port that accepts and never answers the h2c preface: still connecting.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -118,9 +118,24 @@ fn list_text(cpus: &[usize]) -> String {
 /// One `-H "Name: value"` flag as a header; a bad one is an exit-2 usage error.
 pub(super) fn parse_header(h: &str) -> anyhow::Result<(http::HeaderName, http::HeaderValue)> {
     let bad = || usage(format!("invalid header {h:?}: use \"Name: value\""));
+    // A pseudo-header's own colon comes first: `:path: /x` split as an empty name.
+    if h.starts_with(':') {
+        return Err(usage(format!(
+            "invalid header {h:?}: pseudo-headers come from the URL and -X (:path, :authority, :method)"
+        )));
+    }
     let (name, value) = h.split_once(':').ok_or_else(bad)?;
-    let name = http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
-    let value = http::HeaderValue::from_str(value.trim()).map_err(|_| bad())?;
+    let name = http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
+        // The form is right and the name is not: say what a name may hold.
+        usage(format!(
+            "invalid header {h:?}: a header name is ASCII letters, digits and !#$%&'*+-.^_`|~"
+        ))
+    })?;
+    let value = http::HeaderValue::from_str(value.trim()).map_err(|_| {
+        usage(format!(
+            "invalid header {h:?}: a header value is visible ASCII, spaces and tabs"
+        ))
+    })?;
     if name == http::header::HOST && value.is_empty() {
         // curl reads `-H "Host:"` as "send no Host"; HTTP/1.1 requires one (RFC 9112 §3.2),
         // so every request would get 400 on h1 and 200 on h2, which uses :authority.

@@ -52,7 +52,8 @@ pub struct Args {
     #[arg(long, value_name = "LIST")]
     cpus: Option<String>,
     /// h2 SETTINGS_MAX_CONCURRENT_STREAMS and h3 max bidirectional streams.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = Limits::default().max_streams)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = Limits::default().max_streams,
+          value_parser = clap::value_parser!(u32).range(1..))]
     max_streams: u32,
     /// Requests per connection: HTTP/1.1 then answers `Connection: close`, h2/h3 send GOAWAY.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
@@ -215,9 +216,6 @@ fn config_from(args: &Args) -> anyhow::Result<(ServeConfig, Duration)> {
     }
     if args.max_requests_per_conn == Some(0) {
         return Err(usage("--max-requests-per-conn must be at least 1"));
-    }
-    if args.max_streams == 0 {
-        return Err(usage("--max-streams must be at least 1"));
     }
     if args.max_connections == Some(0) {
         return Err(usage("--max-connections must be at least 1"));

@@ -119,7 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Err(super::exit_error(
             super::common::INTERRUPTED,
             format!(
-                "trace interrupted (Ctrl-C): {} of {} requests answered",
+                "trace interrupted: {} of {} requests answered",
                 s.succeeded, s.requests
             ),
         ));
