@@ -341,6 +341,10 @@ fn several_urls_are_sent_in_turn() {
             "{more:?}"
         );
     }
+    // A list saved with a byte-order mark reads as without (its first line was refused).
+    std::fs::write(&list, format!("\u{feff}{base}?size=100\n")).unwrap();
+    let out = httpvs(&[&base, "-i", list.to_str().unwrap(), "-n", "2", "-c", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
     // A query with no path is the root's: it went out as `GET ?size=100`, answered 400.
     let bare = format!("http://{}?size=100", server.http_addr().unwrap());
     for protocol in ["h1", "h2c"] {

@@ -657,6 +657,8 @@ fn request_urls(args: &Args) -> anyhow::Result<Vec<(String, Option<String>)>> {
             }
             Err(e) => return Err(cannot(e)),
         };
+        // A byte-order mark, as some editors save UTF-8, is no part of the first URL.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         for (number, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {

@@ -257,7 +257,7 @@ fn config_from(args: &Args) -> anyhow::Result<(ServeConfig, Duration)> {
 
 /// `off`, `PORT` (on 127.0.0.1), `HOST:PORT` or `[V6]:PORT`.
 fn listen_addr(flag: &str, value: &str) -> anyhow::Result<Option<SocketAddr>> {
-    if value == "off" {
+    if value.eq_ignore_ascii_case("off") {
         return Ok(None);
     }
     if let Ok(port) = value.parse::<u16>() {
