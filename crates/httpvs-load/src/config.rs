@@ -475,6 +475,12 @@ pub fn parse_url(url: &str) -> Result<http::Uri, ConfigError> {
         // it is an authority. Either way what is missing is the scheme.
         return Err(invalid("it needs http:// or https://"));
     }
+    if !url.is_ascii() {
+        // The http crate's "invalid uri character" does not say which, nor the fix.
+        return Err(invalid(
+            "it is not ASCII: write a host in its punycode form (xn--...) and percent-encode the path",
+        ));
+    }
     let uri: http::Uri = url
         .parse()
         .map_err(|e: http::uri::InvalidUri| invalid(&e.to_string()))?;
@@ -529,6 +535,8 @@ mod tests {
         assert!(parse_url("http://[::1]:8080/").is_ok());
         assert!(parse_url("http://[::1]/").is_ok());
         assert!(parse_url("http://h:65535/").is_ok());
+        let e = parse_url("http://bücher.localhost/").unwrap_err().to_string();
+        assert!(e.contains("punycode"), "{e}");
         // A query with no path is the root's (it went out as `GET ?a=b`).
         let rooted = parse_url("http://h:1?a=b").unwrap();
         assert_eq!(rooted.path_and_query().map(|p| p.as_str()), Some("/?a=b"));
