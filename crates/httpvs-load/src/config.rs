@@ -535,7 +535,9 @@ mod tests {
         assert!(parse_url("http://[::1]:8080/").is_ok());
         assert!(parse_url("http://[::1]/").is_ok());
         assert!(parse_url("http://h:65535/").is_ok());
-        let e = parse_url("http://bücher.localhost/").unwrap_err().to_string();
+        let e = parse_url("http://bücher.localhost/")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("punycode"), "{e}");
         // A query with no path is the root's (it went out as `GET ?a=b`).
         let rooted = parse_url("http://h:1?a=b").unwrap();

@@ -330,10 +330,19 @@ pub fn x_for_test(x: f64, x0: f64, x1: f64) -> f64 {
 
 fn x_axis(out: &mut String, x0: f64, x1: f64, x_log: bool, px: impl Fn(f64) -> f64) {
     let values: Vec<f64> = if x_log {
-        (x0.floor() as i32..=x1.ceil() as i32)
-            .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e)))
-            .filter(|v| v.log10() >= x0 - 1e-9 && v.log10() <= x1 + 1e-9)
-            .collect()
+        let at = |mantissas: &[f64]| -> Vec<f64> {
+            (x0.floor() as i32..=x1.ceil() as i32)
+                .flat_map(|e| mantissas.iter().map(move |m| m * 10f64.powi(e)))
+                .filter(|v| v.log10() >= x0 - 1e-9 && v.log10() <= x1 + 1e-9)
+                .collect()
+        };
+        let coarse = at(&[1.0, 2.0, 5.0]);
+        // Less than a decade (40-82 ms on a 20 ms link) held one label, `50`: every digit then.
+        if coarse.len() < 3 {
+            at(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
+        } else {
+            coarse
+        }
     } else {
         // Tolerant ends: 3 x 0.2 is a hair above 0.6.
         let eps = (x1 - x0).abs() * 1e-9;
@@ -401,6 +410,22 @@ mod tests {
         let cx = LEFT + (WIDTH - LEFT - RIGHT) / 2.0;
         assert!(svg.contains(&format!(r#"cx="{cx:.1}""#)), "{svg}");
         assert!(svg.contains(">1</text>"), "{svg}");
+    }
+
+    /// A log axis under a decade wide gets every digit's tick, not just `50`.
+    #[test]
+    fn a_narrow_log_axis_gets_finer_ticks() {
+        let mut out = String::new();
+        x_axis(&mut out, 40f64.log10(), 82f64.log10(), true, |x| x);
+        let labels: Vec<&str> = out
+            .split("class=\"xt\">")
+            .skip(1)
+            .filter_map(|t| t.split('<').next())
+            .collect();
+        assert_eq!(labels, ["40", "50", "60", "70", "80"]);
+        let mut wide = String::new();
+        x_axis(&mut wide, 0.05f64.log10(), 10f64.log10(), true, |x| x);
+        assert!(!wide.contains(">0.3<"), "{wide}");
     }
 
     #[test]
