@@ -38,11 +38,12 @@ impl NetLink {
         url: &http::Uri,
         connect_to: Option<&ConnectTo>,
     ) -> anyhow::Result<NetLink> {
-        if spec.trim().is_empty() {
-            // A link that does nothing is a run without --net that costs a relay.
-            return Err(usage(
-                "--net \"\": give a profile (wan, 3g...: httpvs netem --profiles) or netem options like \"delay 20ms loss 1%\"",
-            ));
+        if spec.split('|').all(|side| side.trim().is_empty()) {
+            // A link that does nothing is a run without --net that costs a relay (`|` is two
+            // sides of nothing).
+            return Err(usage(format!(
+                "--net {spec:?}: give a profile (wan, 3g...: httpvs netem --profiles) or netem options like \"delay 20ms loss 1%\""
+            )));
         }
         let config = LinkConfig::parse(spec).map_err(|e| usage(spec_error(spec, &e)))?;
         let config = match seed {
@@ -193,8 +194,10 @@ mod tests {
         .is_ok());
         let err = NetLink::from_flags("delay 5ms jitterbug", None, &local, None).unwrap_err();
         assert!(err.to_string().contains("`jitterbug`"), "{err}");
-        let err = NetLink::from_flags(" ", None, &local, None).unwrap_err();
-        assert!(err.to_string().contains("give a profile"), "{err}");
+        for nothing in [" ", "|", " | "] {
+            let err = NetLink::from_flags(nothing, None, &local, None).unwrap_err();
+            assert!(err.to_string().contains("give a profile"), "{err}");
+        }
         let err = NetLink::from_flags("wna", None, &local, None).unwrap_err();
         assert!(err.to_string().contains("profile: lan, wan"), "{err}");
         for far in [
