@@ -191,3 +191,31 @@ async fn completion_time_covers_a_body_that_comes_later() {
     drop(conn);
     server.await.unwrap();
 }
+
+/// A request dropped by its timeout after its response head came still counts the head's
+/// bytes (header bytes read 0 while the wire's received bytes held them).
+#[tokio::test(flavor = "current_thread")]
+async fn a_head_that_came_counts_when_its_request_times_out() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut tcp, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 1024];
+        let _ = tcp.read(&mut buf).await;
+        let _ = tcp.write_all(&[HEAD, b"ab"].concat()).await;
+        // The body's other 8 bytes never come; the connection stays open.
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    });
+    let target = target("http", addr);
+    let (conn, _) = Http1::default()
+        .connect(&target, &options(1, None))
+        .await
+        .unwrap();
+    let request = get(&target, "/");
+    let send = conn.send(&request, std::time::Instant::now());
+    let timed_out = tokio::time::timeout(std::time::Duration::from_millis(300), send).await;
+    assert!(timed_out.is_err());
+    assert_eq!(conn.wire().header_received, HEAD.len() as u64);
+}

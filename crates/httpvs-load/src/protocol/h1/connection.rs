@@ -172,6 +172,7 @@ impl Http1Connection {
         let mut in_flight = InFlight {
             conn: self,
             ticket: None,
+            head_bytes: Cell::new(0),
         };
         let ticket = self.write_request(req).await?;
         in_flight.ticket = Some(ticket);
@@ -191,7 +192,8 @@ impl Http1Connection {
         };
         let is_head = req.method == http::Method::HEAD;
         let due = self.writes.responses_due(ticket);
-        let result = read_response(&mut side, is_head, start, ticket > 0, due).await;
+        let heads = &in_flight.head_bytes;
+        let result = read_response(&mut side, is_head, start, ticket > 0, due, heads).await;
         in_flight.ticket = None;
         match result {
             Ok((head, info)) => {
@@ -376,11 +378,15 @@ impl Http1Connection {
 struct InFlight<'a> {
     conn: &'a Http1Connection,
     ticket: Option<u64>,
+    /// Response head bytes read for it whose request is still waiting for its body: counted
+    /// if the request is dropped there (a `--timeout` after the head came lost them).
+    head_bytes: Cell<u64>,
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if let Some(ticket) = self.ticket {
+            self.conn.counter.add_header_received(self.head_bytes.get());
             self.conn.retire(CloseCause::Local);
             self.conn.end_reading_after(ticket);
         }
@@ -436,13 +442,15 @@ async fn fill(side: &mut ReadSide) -> io::Result<usize> {
 
 /// Reads one whole response. `reused`: earlier requests went out on this connection, so an
 /// end before any byte of this response means the server closed it first (retry, not failure).
-/// `due`: responses of its write batch still unread, it included.
+/// `due`: responses of its write batch still unread, it included. `heads`: the head bytes read
+/// so far, for a request dropped before the body is whole (the result carries them otherwise).
 async fn read_response(
     side: &mut ReadSide,
     is_head: bool,
     start: Instant,
     reused: bool,
     due: u64,
+    heads: &Cell<u64>,
 ) -> Result<(ResponseHead, ResponseInfo), ReadFailure> {
     // When the response's first bytes were seen: the time to first byte, and the time it was
     // complete if its body came with them (no clock read of its own after the last read).
@@ -457,6 +465,7 @@ async fn read_response(
             match parsed.map_err(|kind| after_interim(protocol_failure(kind), interim_bytes))? {
                 Some(head) if head.is_interim() => {
                     interim_bytes += head.head_len as u64;
+                    heads.set(interim_bytes);
                     side.buf.advance(head.head_len);
                     continue;
                 }
@@ -504,6 +513,7 @@ async fn read_response(
         }
         framing => {
             side.buf.advance(head.head_len);
+            heads.set(interim_bytes + head.head_len as u64);
             let read = match framing {
                 BodyFraming::Empty => Ok(0),
                 BodyFraming::Length(len) => read_sized_body(side, len).await,
