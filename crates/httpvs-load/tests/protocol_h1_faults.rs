@@ -219,3 +219,13 @@ async fn a_head_that_came_counts_when_its_request_times_out() {
     assert!(timed_out.is_err());
     assert_eq!(conn.wire().header_received, HEAD.len() as u64);
 }
+
+/// A field folded over two lines (obs-fold) is taken, as RFC 9112 §5.2 asks of a user agent
+/// and curl does: every such response failed as `protocol`.
+#[tokio::test(flavor = "current_thread")]
+async fn a_folded_field_is_taken() {
+    let reply = b"HTTP/1.1 200 OK\r\nX-A: a\r\n  continued\r\nContent-Length: 2\r\n\r\nok";
+    let (result, _) = one_exchange(reply, Ending::Fin).await;
+    let info = result.unwrap();
+    assert_eq!((info.status, info.body_bytes), (200, 2));
+}

@@ -17,7 +17,9 @@ mod write_batch;
 
 pub use connection::Http1Connection;
 pub use request_head::{ends_in_chunked, same_uri, serialize_head};
-pub use response::{ends_chunked, names_close, parse_head, BodyFraming, ChunkedBody, ResponseHead};
+pub use response::{
+    ends_chunked, names_close, parse_head, parser, BodyFraming, ChunkedBody, ResponseHead,
+};
 
 use super::tcp;
 use super::tls::{AlpnConfigs, ALPN_HTTP11};

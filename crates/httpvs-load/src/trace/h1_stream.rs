@@ -232,7 +232,9 @@ impl H1State {
         };
         let mut headers = [httparse::EMPTY_HEADER; MAX_FIELDS];
         let mut resp = httparse::Response::new(&mut headers);
-        resp.parse(buf).map_err(|_| ())?;
+        crate::protocol::h1::parser()
+            .parse_response(&mut resp, buf)
+            .map_err(|_| ())?;
         let start_line = format!(
             "HTTP/1.{} {} {}",
             resp.version.unwrap_or(1),

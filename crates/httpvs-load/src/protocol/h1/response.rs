@@ -92,13 +92,21 @@ pub fn parse_head_httparse(
 
 /// Parses a head with room for `headers.len()` fields; an error is httparse's, or `None` for
 /// a field whose value breaks HTTP (a bad Content-Length).
+/// How response heads are parsed: a field folded over lines (obs-fold) is taken, as RFC 9112
+/// §5.2 asks of a user agent and curl does (every such response failed as `protocol`).
+pub fn parser() -> httparse::ParserConfig {
+    let mut config = httparse::ParserConfig::default();
+    config.allow_obsolete_multiline_headers_in_responses(true);
+    config
+}
+
 fn parse_into<'b>(
     buf: &'b [u8],
     headers: &mut [httparse::Header<'b>],
     request_was_head: bool,
 ) -> Result<Option<ResponseHead>, Option<httparse::Error>> {
     let mut response = httparse::Response::new(headers);
-    let head_len = match response.parse(buf) {
+    let head_len = match parser().parse_response(&mut response, buf) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(e) => return Err(Some(e)),

@@ -72,7 +72,7 @@ async fn fetch_alt_svc(
 fn parse_head(buf: &[u8]) -> Result<Option<Option<u16>>, ErrorKind> {
     let mut fields = [httparse::EMPTY_HEADER; 64];
     let mut response = httparse::Response::new(&mut fields);
-    match response.parse(buf) {
+    match crate::protocol::h1::parser().parse_response(&mut response, buf) {
         Ok(httparse::Status::Partial) => Ok(None),
         Ok(httparse::Status::Complete(_)) => {
             let mut headers = http::HeaderMap::new();
