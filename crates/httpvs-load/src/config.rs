@@ -354,18 +354,18 @@ impl LoadConfig {
             if rate.is_nan() || rate <= 0.0 {
                 return bad(format!("--rate must be a positive number, not {rate}"));
             }
+            // 1e308 or 1e-300 in full is hundreds of digits.
+            let given = if (1e-6..1e15).contains(&rate) {
+                rate.to_string()
+            } else {
+                format!("{rate:e}")
+            };
             if rate < MIN_RATE {
                 return bad(format!(
-                    "--rate must be at least {MIN_RATE} (one request per 1000 s), not {rate}"
+                    "--rate must be at least {MIN_RATE} (one request per 1000 s), not {given}"
                 ));
             }
             if rate > MAX_RATE {
-                // 1e308 in full is 309 digits.
-                let given = if rate < 1e15 {
-                    rate.to_string()
-                } else {
-                    format!("{rate:e}")
-                };
                 return bad(format!(
                     "--rate must be at most 1000000000 (a thousand times what one core sends), not {given}"
                 ));
@@ -597,6 +597,8 @@ mod tests {
         // A huge rate is quoted short (1e308 printed its 309 digits).
         let huge = c.clone().rate(1e308).validate().unwrap_err().to_string();
         assert!(huge.ends_with("not 1e308"), "{huge}");
+        let tiny = c.clone().rate(1e-300).validate().unwrap_err().to_string();
+        assert!(tiny.ends_with("not 1e-300"), "{tiny}");
         // Infinity is too large, not "not positive" (it read so).
         let inf = c
             .clone()

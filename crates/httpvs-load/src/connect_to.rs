@@ -39,6 +39,7 @@ impl ConnectTo {
                 ))
             }
         };
+        let single = parts.len() == 1;
         let host = |h: Option<&str>| -> Result<Option<String>, String> {
             match h.map(unbracket) {
                 None | Some("") => Ok(None),
@@ -47,6 +48,9 @@ impl ConnectTo {
                 }
                 // `::1:8080` reads as curl's form for any host and port, to host `1` (which
                 // resolves to 0.0.0.1): a bare number is no host anyone means.
+                Some(h) if h.bytes().all(|b| b.is_ascii_digit()) && single => Err(bad(&format!(
+                    "{h:?} is not a host; a port alone is :{h} (the URL's host, this port)"
+                ))),
                 Some(h) if h.bytes().all(|b| b.is_ascii_digit()) => Err(bad(&format!(
                     "{h:?} is not a host; an IPv6 address goes in brackets, as [::1]:8080"
                 ))),
@@ -191,6 +195,8 @@ mod tests {
         }
         let e = ConnectTo::parse("::1:8080").unwrap_err();
         assert!(e.contains("goes in brackets, as [::1]:8080"), "{e}");
+        let e = ConnectTo::parse("8080").unwrap_err();
+        assert!(e.contains("a port alone is :8080"), "{e}");
         // curl's any-host form to a name or a bracketed address still reads.
         assert!(ConnectTo::parse("::127.0.0.1:8080").is_ok());
         assert!(ConnectTo::parse("::[::1]:8080").is_ok());

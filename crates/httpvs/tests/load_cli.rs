@@ -142,6 +142,7 @@ fn bad_input_is_one_line_and_exit_2() {
     for (header, says) in [
         (":path: /x", "pseudo-headers come from the URL"),
         ("Ünï: x", "a header name is ASCII"),
+        (": x", "no name before the colon"),
     ] {
         let err = one_line_error(&httpvs(&["http://127.0.0.1:1/", "-H", header]));
         assert!(err.contains(says), "{err}");

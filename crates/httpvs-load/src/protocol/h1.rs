@@ -18,7 +18,7 @@ mod write_batch;
 pub use connection::Http1Connection;
 pub use request_head::{ends_in_chunked, same_uri, serialize_head};
 pub use response::{
-    ends_chunked, names_close, parse_head, parser, BodyFraming, ChunkedBody, ResponseHead,
+    ends_chunked, names_close, parse_head, parser, unfold, BodyFraming, ChunkedBody, ResponseHead,
 };
 
 use super::tcp;

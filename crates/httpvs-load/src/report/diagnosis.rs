@@ -81,15 +81,24 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
         ));
     }
     let every = c.requests_sum_server_closed as f64 / closed as f64;
-    let (how, count) = if c.closed_goaway >= closed / 2 {
-        ("with GOAWAY", c.closed_goaway)
-    } else if c.closed_connection_close >= closed / 2 {
-        ("with Connection: close", c.closed_connection_close)
-    } else if c.closed_reset >= closed / 2 {
-        ("with resets", c.closed_reset)
-    } else {
-        ("with FIN", c.closed_fin)
-    };
+    // The most common way (the first of equals in this order).
+    let (how, count) = [
+        ("with GOAWAY", c.closed_goaway),
+        ("with Connection: close", c.closed_connection_close),
+        ("with resets", c.closed_reset),
+        ("with FIN", c.closed_fin),
+    ]
+    .into_iter()
+    .fold(
+        ("with FIN", 0),
+        |most, kind| {
+            if kind.1 > most.1 {
+                kind
+            } else {
+                most
+            }
+        },
+    );
     // The most common way, said as such when others came too ("1,004 times with FIN" read
     // beside 950 FINs and 54 resets).
     let how = if count < closed {
@@ -106,7 +115,7 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
     } else if c.closed_goaway_error >= closed / 2 && c.closed_goaway >= closed / 2 {
         // Not a limit: the server ended them with an error code (`trace` shows which).
         return Some(format!(
-            "the server closed connections {} times with GOAWAY, {} of them with an error code, not NO_ERROR: it is failing, not reaching a limit per connection (httpvs trace shows the code)",
+            "the server closed connections {} times {how}, {} of them with an error code, not NO_ERROR: it is failing, not reaching a limit per connection (httpvs trace shows the code)",
             group(closed),
             group(c.closed_goaway_error)
         ));
@@ -230,6 +239,13 @@ mod tests {
             d.starts_with("the server closed connections 1,004 times mostly with FIN,"),
             "{d}"
         );
+        // The largest count names it, not the first at half or more (1 GOAWAY of 3 read
+        // "mostly with GOAWAY").
+        let mut stats = closed_every(2, CloseCause::Fin, 100);
+        stats.connections.retire(CloseCause::Goaway, 100);
+        stats.connections.opened = 300;
+        let d = churn_diagnosis(&shaped(1, 1), &stats).unwrap();
+        assert!(d.contains("3 times mostly with FIN"), "{d}");
     }
 
     /// FINs between requests: in the open model an idle timeout shorter than the gaps; in the

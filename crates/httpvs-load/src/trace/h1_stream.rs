@@ -380,7 +380,7 @@ fn fields_of(headers: &[httparse::Header<'_>]) -> Vec<Field> {
         .map(|h| {
             (
                 h.name.to_string(),
-                String::from_utf8_lossy(h.value).into_owned(),
+                String::from_utf8_lossy(&crate::protocol::h1::unfold(h.value)).into_owned(),
             )
         })
         .collect()

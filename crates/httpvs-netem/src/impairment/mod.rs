@@ -75,7 +75,12 @@ impl Impairment {
     /// True when some packets may be dropped or damaged: a loss model that can lose one, or a
     /// chance of corruption (`loss 0%` loses nothing).
     pub fn loses(&self) -> bool {
-        let loss = match self.loss {
+        self.loss_possible() || self.corrupt.probability > 0.0
+    }
+
+    /// True when the loss model can drop a packet.
+    fn loss_possible(&self) -> bool {
+        match self.loss {
             None => false,
             Some(LossModel::Random(c)) => c.probability > 0.0,
             // Loss states are entered from good reception only.
@@ -86,8 +91,7 @@ impl Impairment {
                 one_minus_k,
                 ..
             }) => one_minus_k > 0.0 || (p > 0.0 && one_minus_h > 0.0),
-        };
-        loss || self.corrupt.probability > 0.0
+        }
     }
 
     /// True when packets wait: a fixed delay or jitter.
@@ -95,14 +99,33 @@ impl Impairment {
         !self.delay.is_zero() || !self.jitter.is_zero()
     }
 
-    /// True when packets pass untouched and at once.
+    /// True when packets pass untouched and at once (`loss 0%` or `duplicate 0%` included).
     pub fn is_clear(&self) -> bool {
         let clear = Impairment {
             limit: self.limit,
             seed: self.seed,
             ..Impairment::default()
         };
-        *self == clear
+        let never = |c: Chance| c.probability == 0.0;
+        let mut what = self.clone();
+        if !what.loss_possible() {
+            // Nothing to drop, so nothing to mark instead.
+            (what.loss, what.ecn) = (None, false);
+        }
+        if never(what.duplicate) {
+            what.duplicate = Chance::NEVER;
+        }
+        if never(what.corrupt) {
+            what.corrupt = Chance::NEVER;
+        }
+        if what.reorder.is_some_and(|r| never(r.chance)) {
+            what.reorder = None;
+        }
+        if what.jitter.is_zero() {
+            // Correlation and distribution shape a jitter there is none of.
+            (what.delay_correlation, what.distribution) = (0.0, Distribution::Uniform);
+        }
+        what == clear
     }
 }
 

@@ -119,12 +119,19 @@ fn list_text(cpus: &[usize]) -> String {
 pub(super) fn parse_header(h: &str) -> anyhow::Result<(http::HeaderName, http::HeaderValue)> {
     let bad = || usage(format!("invalid header {h:?}: use \"Name: value\""));
     // A pseudo-header's own colon comes first: `:path: /x` split as an empty name.
-    if h.starts_with(':') {
+    if h.strip_prefix(':')
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_alphabetic()))
+    {
         return Err(usage(format!(
             "invalid header {h:?}: pseudo-headers come from the URL and -X (:path, :authority, :method)"
         )));
     }
     let (name, value) = h.split_once(':').ok_or_else(bad)?;
+    if name.trim().is_empty() {
+        return Err(usage(format!(
+            "invalid header {h:?}: no name before the colon"
+        )));
+    }
     let name = http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
         // The form is right and the name is not: say what a name may hold.
         usage(format!(

@@ -186,7 +186,8 @@ fn peer_flag_hint(line: &str, subcommand: &str) -> Option<&'static str> {
 
 /// Folds clap's message into one line. A message ending in ':' names its subject on the
 /// indented lines that follow ("the following required arguments were not provided:\n  --x"),
-/// so those are kept; the usage block and tips after the first blank line are dropped.
+/// so those are kept, as is an enum flag's `[possible values: ...]`; the usage block is
+/// dropped, and a tip is given by [`clap_tip`] for the caller to place.
 fn clap_one_line(text: &str) -> String {
     let mut lines = text.lines().skip_while(|l| l.trim().is_empty());
     let first = lines.next().unwrap_or("invalid arguments");

@@ -90,16 +90,42 @@ pub fn parse_head_httparse(
     }
 }
 
-/// Parses a head with room for `headers.len()` fields; an error is httparse's, or `None` for
-/// a field whose value breaks HTTP (a bad Content-Length).
 /// How response heads are parsed: a field folded over lines (obs-fold) is taken, as RFC 9112
-/// §5.2 asks of a user agent and curl does (every such response failed as `protocol`).
+/// §5.2 asks of a user agent and curl does (every such response failed as `protocol`). Its
+/// value keeps the fold; [`unfold`] makes it one line where the value is used.
 pub fn parser() -> httparse::ParserConfig {
     let mut config = httparse::ParserConfig::default();
     config.allow_obsolete_multiline_headers_in_responses(true);
     config
 }
 
+/// A field value with each obs-fold (CRLF or LF, then spaces or tabs) replaced by one space, as
+/// RFC 9112 §5.2 asks before the value is read.
+pub fn unfold(value: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if !value.contains(&b'\n') {
+        return std::borrow::Cow::Borrowed(value);
+    }
+    let mut out = Vec::with_capacity(value.len());
+    let mut i = 0;
+    while i < value.len() {
+        match value[i] {
+            b'\r' | b'\n' => {
+                while i < value.len() && matches!(value[i], b'\r' | b'\n' | b' ' | b'\t') {
+                    i += 1;
+                }
+                out.push(b' ');
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Parses a head with room for `headers.len()` fields; an error is httparse's, or `None` for
+/// a field whose value breaks HTTP (a bad Content-Length).
 fn parse_into<'b>(
     buf: &'b [u8],
     headers: &mut [httparse::Header<'b>],
@@ -349,6 +375,12 @@ mod tests {
 
     fn head(raw: &str) -> ResponseHead {
         parse_head(raw.as_bytes(), false).unwrap().unwrap()
+    }
+
+    #[test]
+    fn folds_become_one_space() {
+        assert_eq!(&*unfold(b"a\r\n  b\n\tc"), b"a b c");
+        assert_eq!(&*unfold(b"plain"), b"plain");
     }
 
     #[test]

@@ -78,7 +78,8 @@ fn parse_head(buf: &[u8]) -> Result<Option<Option<u16>>, ErrorKind> {
             let mut headers = http::HeaderMap::new();
             for field in response.headers.iter() {
                 if field.name.eq_ignore_ascii_case("alt-svc") {
-                    if let Ok(value) = http::HeaderValue::from_bytes(field.value) {
+                    let value = crate::protocol::h1::unfold(field.value);
+                    if let Ok(value) = http::HeaderValue::from_bytes(&value) {
                         headers.append(http::header::ALT_SVC, value);
                     }
                 }
@@ -101,5 +102,8 @@ mod tests {
         let plain = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
         assert_eq!(parse_head(plain), Ok(Some(None)));
         assert_eq!(parse_head(b"garbage\r\n\r\n"), Err(ErrorKind::Protocol));
+        // Folded over two lines (obs-fold), it is read unfolded (it was dropped).
+        let folded = b"HTTP/1.1 200 OK\r\nAlt-Svc: h3=\":4433\";\r\n ma=60\r\n\r\n";
+        assert_eq!(parse_head(folded), Ok(Some(Some(4433))));
     }
 }

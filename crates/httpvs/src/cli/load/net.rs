@@ -46,6 +46,12 @@ impl NetLink {
             )));
         }
         let config = LinkConfig::parse(spec).map_err(|e| usage(spec_error(spec, &e)))?;
+        if config.up.is_clear() && config.down.is_clear() {
+            // `delay 0ms`, `none`: parsed, and still nothing to emulate.
+            return Err(usage(format!(
+                "--net {spec:?} changes no packet: give a profile (wan, 3g...: httpvs netem --profiles) or netem options like \"delay 20ms loss 1%\""
+            )));
+        }
         let config = match seed {
             // A direction's own `seed` wins over --net-seed: with both named, --net-seed was
             // dropped unseen while the report named it as what repeats the run.
@@ -194,7 +200,7 @@ mod tests {
         .is_ok());
         let err = NetLink::from_flags("delay 5ms jitterbug", None, &local, None).unwrap_err();
         assert!(err.to_string().contains("`jitterbug`"), "{err}");
-        for nothing in [" ", "|", " | "] {
+        for nothing in [" ", "|", " | ", "delay 0ms", "delay 0ms | loss 0%"] {
             let err = NetLink::from_flags(nothing, None, &local, None).unwrap_err();
             assert!(err.to_string().contains("give a profile"), "{err}");
         }
