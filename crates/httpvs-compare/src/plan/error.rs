@@ -118,7 +118,23 @@ fn plain_type_names(message: &str) -> String {
         ("expected f64", "expected a number"),
     ] {
         if let Some(rest) = out.strip_suffix(rust) {
-            out = format!("{rest}{plain}");
+            // A whole number past the type's top is too large, not "0 or more" (99999999999
+            // for a u32 read so, as if it were negative).
+            let top = match rust {
+                "expected u32" => Some(u64::from(u32::MAX)),
+                "expected usize" | "expected u64" => Some(u64::MAX),
+                _ => None,
+            };
+            let given = rest
+                .strip_prefix("invalid value: integer `")
+                .and_then(|r| r.split('`').next())
+                .and_then(|n| n.parse::<i128>().ok());
+            out = match (top, given) {
+                (Some(top), Some(n)) if n > i128::from(top) => {
+                    format!("{rest}too large (at most {top})")
+                }
+                _ => format!("{rest}{plain}"),
+            };
         }
     }
     // Untagged enums say only that nothing matched, by their Rust names.
@@ -155,16 +171,22 @@ fn field_at(text: &str, line: usize) -> String {
             .trim_matches('"')
             .to_string()
     };
+    // The name of an array-of-tables header (`[[ payloads ]]` is `payloads`, as TOML reads it).
+    let array_name = |l: &str| -> Option<String> {
+        let inner = l.trim().strip_prefix("[[")?.split("]]").next()?;
+        Some(inner.trim().to_string())
+    };
     let mut section = String::new();
     for (i, l) in lines.iter().enumerate().take(line).rev() {
         let l = l.trim();
-        if let Some(name) = l.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
-            let name = name.trim();
+        if let Some(name) = array_name(l) {
+            // Counted as TOML does, spaces inside the brackets or not (counted only as written
+            // `[[name]]`, a `[[ payloads ]]` read as index -1, 18446744073709551615).
             let index = lines[..=i]
                 .iter()
-                .filter(|x| x.trim().starts_with(&format!("[[{name}]]")))
+                .filter(|x| array_name(x).as_deref() == Some(name.as_str()))
                 .count()
-                - 1;
+                .saturating_sub(1);
             section = format!("{name}[{index}]");
             break;
         }
@@ -192,6 +214,10 @@ mod tests {
         assert_eq!(field_at(text, 1), "repeats");
         let text = "[server]\nthreads = \"x\"\n";
         assert_eq!(field_at(text, 2), "server.threads");
+        // Spaces inside the brackets are the same table (it read payloads[18446744073709551615]).
+        let text = "[[ payloads ]]\nname = \"a\"\n[[payloads]]\nsizee = 5\n";
+        assert_eq!(field_at(text, 2), "payloads[0].name");
+        assert_eq!(field_at(text, 4), "payloads[1].sizee");
     }
 
     /// A syntax error names its line and column, not the key on that line: a missing comma

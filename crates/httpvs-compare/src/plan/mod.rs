@@ -296,6 +296,25 @@ impl Plan {
                 ));
             }
         }
+        // Two spellings of one protocol (`h1` and `http1`) would fold into one key, the later
+        // silently dropping the earlier, as `protocols` refuses a protocol listed twice.
+        if let Some(shapes) = table.get("shapes").and_then(|s| s.as_table()) {
+            let mut seen: Vec<(Variant, &str)> = Vec::new();
+            for key in shapes.keys() {
+                let Ok(variant) = key.parse::<Variant>() else {
+                    continue;
+                };
+                if let Some((_, first)) = seen.iter().find(|(v, _)| *v == variant) {
+                    let e = PlanError::field(
+                        origin,
+                        &format!("shapes.{key}"),
+                        format!("names {variant} again (as shapes.{first}); give its shapes once"),
+                    );
+                    return Err(e.located(text));
+                }
+                seen.push((variant, key));
+            }
+        }
         let plan: Plan =
             toml::from_str(text).map_err(|e| PlanError::from_toml(origin, text, &e))?;
         plan.validate(origin).map_err(|e| e.located(text))?;
@@ -453,6 +472,21 @@ impl Plan {
             .find(|(_, c)| c.name.trim().is_empty())
         {
             return err(format!("conditions[{i}].name"), "is empty".into());
+        }
+        // `--conditions` splits on commas and trims: such a name could never be picked.
+        if let Some((i, c)) = self
+            .conditions
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.name.contains(',') || c.name.trim() != c.name)
+        {
+            return err(
+                format!("conditions[{i}].name"),
+                format!(
+                    "{:?} has a comma or spaces at its ends, which --conditions cannot name",
+                    c.name
+                ),
+            );
         }
         if !(1..=100).contains(&self.repeats) {
             return err("repeats".into(), "must be 1..=100".into());

@@ -236,3 +236,32 @@ fn missing_keys_are_named_together_without_a_line() {
          conditions, duration; plans/default.toml is an example)"
     );
 }
+
+/// Two spellings of one protocol in `[shapes]` are refused, as in `protocols`: the later key
+/// silently replaced the earlier (`h1 = "8"` then `http1 = "64"` ran h1 at 64 only).
+#[test]
+fn a_protocol_shaped_twice_under_two_names_is_refused() {
+    let e = error_of(&format!("{MINIMAL}[shapes]\nh1 = \"8\"\nhttp1 = \"64\"\n"));
+    assert!(
+        e.starts_with("p.toml:9: shapes.http1: names h1 again (as shapes.h1)"),
+        "{e}"
+    );
+}
+
+/// A condition name `--conditions` could never pick (a comma, spaces at its ends) is refused.
+#[test]
+fn a_condition_name_the_flag_cannot_pick_is_refused() {
+    for name in ["a,b", " c"] {
+        let text = MINIMAL.replace("name = \"clean\"", &format!("name = {name:?}"));
+        let e = error_of(&text);
+        assert!(e.contains("which --conditions cannot name"), "{e}");
+    }
+}
+
+/// A whole number too large for its field says so (it read "expected a whole number, 0 or
+/// more" of 99999999999).
+#[test]
+fn a_number_too_large_for_its_field_says_so() {
+    let e = error_of(&format!("{MINIMAL}[server]\nmax_streams = 99999999999\n"));
+    assert!(e.ends_with("too large (at most 4294967295)"), "{e}");
+}
