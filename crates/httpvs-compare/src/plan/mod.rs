@@ -307,7 +307,7 @@ impl Plan {
                 if let Some((_, first)) = seen.iter().find(|(v, _)| *v == variant) {
                     let e = PlanError::field(
                         origin,
-                        &format!("shapes.{key}"),
+                        format!("shapes.{key}"),
                         format!("names {variant} again (as shapes.{first}); give its shapes once"),
                     );
                     return Err(e.located(text));
