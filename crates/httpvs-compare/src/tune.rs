@@ -22,16 +22,6 @@ pub fn candidates(variant: Variant) -> Vec<Shape> {
         .collect()
 }
 
-/// The shape a trial ran at: the server's stream limit cuts the streams asked for. Ordered and
-/// kept by what ran: with a limit of 8, 8x64 (ran 8x8) counted as larger than 16x16 (ran
-/// 16x8), and the tuned 16x16 then ran, and was flagged, as 16x8.
-fn ran(asked: Shape, streams_capped: Option<u32>) -> Shape {
-    Shape {
-        connections: asked.connections,
-        streams: streams_capped.map_or(asked.streams, |cap| cap.min(asked.streams)),
-    }
-}
-
 /// The tried shape to keep: from the fewest requests in flight up, a shape replaces the one
 /// kept only when it beats it by more than 5%, so a near tie keeps the smaller shape. (The
 /// candidates run in their grid's order, where 8x64 comes before 16x16: taken in that order,
@@ -77,7 +67,9 @@ pub fn tune(
             };
             let cell = run_cell(&spec, 1, client_cpus, driver, stop)?;
             let row = cell.row();
-            tried.push((ran(shape, row.streams_capped), row.rps.median));
+            // Ordered and kept by what ran (`Shape::ran`): with a limit of 8, 8x64 (ran 8x8)
+            // counted as larger than 16x16 (ran 16x8), and the tuned 16x16 then ran as 16x8.
+            tried.push((shape.ran(row.streams_capped), row.rps.median));
         }
         let best = choose(&tried);
         choices.push(TuneChoice {
@@ -106,12 +98,12 @@ mod tests {
             connections,
             streams,
         };
-        assert_eq!(ran(s(8, 64), Some(8)), s(8, 8));
-        assert_eq!(ran(s(16, 16), None), s(16, 16));
+        assert_eq!(s(8, 64).ran(Some(8)), s(8, 8));
+        assert_eq!(s(16, 16).ran(None), s(16, 16));
         // 16x8 (128 in flight) within 5% of 8x8 (64): the smaller is kept.
         let tried = [
-            (ran(s(8, 64), Some(8)), 200.0),
-            (ran(s(16, 16), Some(8)), 205.0),
+            (s(8, 64).ran(Some(8)), 200.0),
+            (s(16, 16).ran(Some(8)), 205.0),
         ];
         assert_eq!(choose(&tried).0, s(8, 8));
     }

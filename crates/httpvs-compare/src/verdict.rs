@@ -73,8 +73,8 @@ pub fn label(row: &Row, rows: &[Row]) -> String {
 
 /// Requests a row kept in flight: connections x streams as run (a server's stream cap lowers it).
 pub fn in_flight(row: &Row) -> u64 {
-    let streams = row.streams_capped.unwrap_or(row.shape.streams);
-    u64::from(row.shape.connections) * u64::from(streams)
+    let ran = row.shape.ran(row.streams_capped);
+    u64::from(ran.connections) * u64::from(ran.streams)
 }
 
 /// The compared rows' in-flight counts when they differ, each row once (else empty).

@@ -4,6 +4,12 @@
 /// The client connection preface, which precedes the client's first frame.
 pub const CLIENT_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
+/// Empty CONTINUATION frames (not ending the block) one header block may carry before the
+/// reader ends the connection with ENHANCE_YOUR_CALM, on both ends. Bytes are bounded by a head
+/// limit; empty frames are not, and a stream of them would hold the connection (the flood of
+/// CVE-2024-27316, which nghttp2 caps at 8 frames of any size).
+pub const MAX_EMPTY_CONTINUATIONS: u32 = 16;
+
 /// Frame type codes (RFC 9113 §6).
 pub mod kind {
     /// DATA.

@@ -158,6 +158,15 @@ impl Shape {
     pub fn in_flight(&self) -> u32 {
         self.connections.saturating_mul(self.streams)
     }
+
+    /// The shape that ran, when the server's stream limit cut the streams asked for to
+    /// `streams_capped`.
+    pub fn ran(self, streams_capped: Option<u32>) -> Shape {
+        Shape {
+            connections: self.connections,
+            streams: streams_capped.map_or(self.streams, |cap| cap.min(self.streams)),
+        }
+    }
 }
 
 impl FromStr for Shape {

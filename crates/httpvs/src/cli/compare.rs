@@ -327,6 +327,8 @@ fn incomplete(results: &Results) -> Option<String> {
 
 /// Turns flags into the library's config; every bad value is one line and exit 2.
 fn config(args: &Args) -> anyhow::Result<CompareConfig> {
+    // The URL's scheme, once checked: which protocols can run on it.
+    let mut https = None;
     if let Some(url) = &args.url {
         // load's -H is not compare's: say what compare takes instead.
         let authority = url
@@ -338,7 +340,8 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
                 "user:password@ in the URL is not taken by compare: give a --plan whose payloads carry an Authorization header",
             ));
         }
-        httpvs_load::config::parse_url(url).map_err(|e| super::usage(e.to_string()))?;
+        let uri = httpvs_load::config::parse_url(url).map_err(|e| super::usage(e.to_string()))?;
+        https = Some(uri.scheme_str() == Some("https"));
     }
     let mut plan = match &args.plan {
         Some(path) => Plan::load(path).map_err(|e| super::usage(e.to_string()))?,
@@ -370,10 +373,7 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
         }
         // None of them can run on the URL's scheme: a usage error, said before any probe (it
         // was exit 1, "answered none of the protocols", of protocols never tried).
-        if let Some(url) = &args.url {
-            let https = url
-                .get(..8)
-                .is_some_and(|s| s.eq_ignore_ascii_case("https://"));
+        if let (Some(url), Some(https)) = (&args.url, https) {
             if plan.protocols.iter().all(|v| v.tls() != https) {
                 let (needs, others) = match https {
                     true => ("http://", "h1-tls, h2 or h3"),

@@ -15,6 +15,7 @@ use crate::protocol::hpack::Decoder;
 use crate::protocol::window::H2Windows;
 use crate::protocol::wire::WireCounter;
 use crate::protocol::{CloseCause, RetryReason, SendError};
+use httpvs_h2wire::frame::MAX_EMPTY_CONTINUATIONS;
 use std::sync::Arc;
 use std::task::Waker;
 use std::time::Instant;
@@ -60,15 +61,9 @@ pub struct ConnError(pub u32);
 struct PendingBlock {
     stream: u32,
     end_stream: bool,
-    /// Empty CONTINUATION frames so far (see [`MAX_EMPTY_CONTINUATIONS`]).
+    /// Empty CONTINUATION frames so far (see [`MAX_EMPTY_CONTINUATIONS`], the server's too).
     empties: u32,
 }
-
-/// Empty CONTINUATION frames one header block may carry before ENHANCE_YOUR_CALM, as the
-/// reference server allows. Bytes are bounded by the head limit; empty frames are not, and a
-/// stream of them would hold the connection until `--timeout` (the flood of CVE-2024-27316,
-/// which nghttp2 caps at 8 frames of any size).
-const MAX_EMPTY_CONTINUATIONS: u32 = 16;
 
 /// Everything one connection knows; shared by its driver and its request futures.
 #[derive(Debug)]

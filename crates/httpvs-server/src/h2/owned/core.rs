@@ -23,8 +23,6 @@ const MAX_WINDOW: i64 = (1 << 31) - 1;
 /// that is more) ends the connection (ENHANCE_YOUR_CALM): a request somewhat over the list size
 /// still gets its 431, and an unfinished block cannot hold a megabyte per connection.
 const MIN_MAX_BLOCK: usize = 64 * 1024;
-/// Empty CONTINUATION frames one header block may carry before ENHANCE_YOUR_CALM.
-const MAX_EMPTY_CONTINUATIONS: u32 = 16;
 /// Closed stream ids remembered to tell "closed" (STREAM_CLOSED) from "never opened".
 const CLOSED_MEMORY: usize = 64;
 const PREFACE: &[u8] = write::CLIENT_PREFACE;
@@ -498,7 +496,7 @@ impl ServerCore {
             // Empty CONTINUATIONs carry nothing but keep the connection busy (and count as
             // activity, so it never idles out): a few are odd, many are a flood.
             self.empty_continuations += 1;
-            if self.empty_continuations > MAX_EMPTY_CONTINUATIONS {
+            if self.empty_continuations > write::MAX_EMPTY_CONTINUATIONS {
                 return Err(self.flood());
             }
         }

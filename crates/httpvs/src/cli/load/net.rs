@@ -38,16 +38,15 @@ impl NetLink {
         url: &http::Uri,
         connect_to: Option<&ConnectTo>,
     ) -> anyhow::Result<NetLink> {
-        if spec.split('|').all(|side| side.trim().is_empty()) {
-            // A link that does nothing is a run without --net that costs a relay (`|` is two
-            // sides of nothing).
+        if spec.trim().is_empty() {
+            // A link that does nothing is a run without --net that costs a relay.
             return Err(usage(format!(
                 "--net {spec:?}: give a profile (wan, 3g...: httpvs netem --profiles) or netem options like \"delay 20ms loss 1%\""
             )));
         }
         let config = LinkConfig::parse(spec).map_err(|e| usage(spec_error(spec, &e)))?;
         if config.up.is_clear() && config.down.is_clear() {
-            // `delay 0ms`, `none`: parsed, and still nothing to emulate.
+            // `|`, `delay 0ms`, `loss 0%`: parsed, and still nothing to emulate.
             return Err(usage(format!(
                 "--net {spec:?} changes no packet: give a profile (wan, 3g...: httpvs netem --profiles) or netem options like \"delay 20ms loss 1%\""
             )));

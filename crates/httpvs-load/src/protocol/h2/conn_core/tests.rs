@@ -630,7 +630,10 @@ fn requests_wait_while_the_server_reads_nothing() {
 /// with ENHANCE_YOUR_CALM: they grow no buffer, so the head limit never caught them.
 #[test]
 fn empty_continuations_past_the_limit_are_a_flood() {
-    for (empties, ends) in [(super::MAX_EMPTY_CONTINUATIONS, true), (17, false)] {
+    for (empties, ends) in [
+        (httpvs_h2wire::frame::MAX_EMPTY_CONTINUATIONS, true),
+        (17, false),
+    ] {
         let mut core = ready_core();
         let Poll::Ready(Ok(slot)) = open(&mut core) else {
             panic!()
