@@ -189,14 +189,20 @@ fn an_h2_flood_ends_the_connection_instead_of_filling_memory() {
 /// An h2c server that answers each of up to 4 connections with one SETTINGS frame holding
 /// `id = value`, then reads until the client closes.
 fn one_setting_server(id: u16, value: u32) -> std::net::SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("addr");
     let mut settings = vec![0, 0, 6, 4, 0, 0, 0, 0, 0];
     settings.extend_from_slice(&id.to_be_bytes());
     settings.extend_from_slice(&value.to_be_bytes());
+    opening_server(settings)
+}
+
+/// An h2c server that answers each of up to 4 connections with `opening`, then reads until
+/// the client closes.
+fn opening_server(opening: Vec<u8>) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
     std::thread::spawn(move || {
         for mut tcp in listener.incoming().flatten().take(4) {
-            let _ = tcp.write_all(&settings);
+            let _ = tcp.write_all(&opening);
             let _ = tcp.set_read_timeout(Some(Duration::from_secs(5)));
             let mut buf = [0u8; 1024];
             while matches!(tcp.read(&mut buf), Ok(n) if n > 0) {}
@@ -221,7 +227,37 @@ fn a_bad_settings_value_is_named_not_taken_for_another_protocol() {
     let err = httpvs_load::run(&config, &mut Quiet).expect_err("no usable connection");
     let line = err.to_string();
     assert!(
-        line.contains("the server speaks HTTP/2, but its first frames broke the protocol (we answered GOAWAY PROTOCOL_ERROR)"),
+        line.contains(
+            "the server speaks HTTP/2, but its first frames broke the protocol (we answered \
+             GOAWAY PROTOCOL_ERROR to its 6-byte SETTINGS frame on stream 0)"
+        ),
+        "{line}"
+    );
+    assert!(!line.contains("without cleartext HTTP/2"), "{line}");
+}
+
+/// A server that opens with GOAWAY where its SETTINGS belong turned the connection away: the
+/// line names its code and debug data. It read "-p h2c to a server without cleartext HTTP/2?".
+#[test]
+fn a_goaway_in_place_of_settings_is_named_as_a_refusal() {
+    // GOAWAY(last 0, ENHANCE_YOUR_CALM, "calm down"), then an empty SETTINGS.
+    let mut opening = vec![0, 0, 17, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xb];
+    opening.extend_from_slice(b"calm down");
+    opening.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    let addr = opening_server(opening);
+    let config = LoadConfig::new(&format!("http://{addr}/"))
+        .unwrap()
+        .protocol(ProtocolChoice::Fixed(ProtocolKind::H2c))
+        .shape(1, 1)
+        .threads(1)
+        .requests(1);
+    let err = httpvs_load::run(&config, &mut Quiet).expect_err("no usable connection");
+    let line = err.to_string();
+    assert!(
+        line.contains(
+            "the server speaks HTTP/2, but it sent GOAWAY ENHANCE_YOUR_CALM (debug data \
+             \"calm down\") where its SETTINGS belonged"
+        ),
         "{line}"
     );
     assert!(!line.contains("without cleartext HTTP/2"), "{line}");

@@ -188,6 +188,33 @@ fn linger_shows_a_second_goaway() {
     assert_eq!(lasts, [2147483647, 1], "{events:?}");
 }
 
+/// The server's close is an event, and it ends --linger: after an idle-timeout GOAWAY (h2c)
+/// and on an idle h1 connection, which reads nothing between requests, the trace waited out
+/// the whole linger and never showed the close.
+#[test]
+fn the_servers_close_is_shown_and_ends_the_linger() {
+    let server = serve(Limits {
+        idle_timeout: Duration::from_millis(200),
+        ..Limits::default()
+    });
+    let url = format!("http://{}/", server.http_addr().expect("http"));
+    for proto in ["h2c", "h1"] {
+        let out = trace(&["-p", proto, "--linger", "20s", "--json", &url]);
+        assert!(out.status.success(), "{proto}: {out:?}");
+        let events = events(&out);
+        // The close is the last event on the wire: the linger stopped there, not 20 s later.
+        let closed = of_type(&events, "peer_closed", "recv");
+        assert_eq!(closed.len(), 1, "{proto}: {events:?}");
+        let t_closed = closed[0]["t_ms"].as_f64().expect("t_ms");
+        assert!(t_closed < 20_000.0, "{proto}: {events:?}");
+        let later: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["type"] != "summary" && e["t_ms"].as_f64() > Some(t_closed))
+            .collect();
+        assert!(later.is_empty(), "{proto}: {later:?}");
+    }
+}
+
 #[test]
 fn request_limit_shows_goaway_with_the_last_processed_stream() {
     let server = serve(Limits {

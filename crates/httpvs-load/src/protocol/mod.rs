@@ -358,6 +358,11 @@ pub trait Connection: 'static {
     fn goaway_error(&self) -> Option<u64> {
         None
     }
+    /// What the server did that broke the protocol, and what we answered, when it did (h2:
+    /// "we answered GOAWAY FRAME_SIZE_ERROR to its 7-byte PING frame on stream 0").
+    fn protocol_breach(&self) -> Option<String> {
+        None
+    }
     /// Why it closed, beyond its [`CloseCause`], when an h1 connection saw it between
     /// requests (`None` otherwise, and for other protocols).
     fn close_detail(&self) -> Option<CloseDetail> {

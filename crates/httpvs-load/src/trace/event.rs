@@ -119,6 +119,8 @@ pub enum EventKind {
         /// The error code, when the close carried one.
         code: Option<u64>,
     },
+    /// The server ended its side of a TCP connection (FIN, or TLS close_notify before it).
+    PeerClosed,
     /// A request completed, as the protocol code reported it to the engine.
     Response {
         /// Request number (1-based, in send order).

@@ -91,6 +91,40 @@ pub fn not_sent_after_goaway(id: &str) -> String {
     )
 }
 
+/// Marks as not sent the failed requests that never went on the wire, as the summary counts
+/// them (`failed`: the requests that went and failed): a request the connection's end caught
+/// before its head was written read "FAILED" beside "not_sent=1". Requests go out in number
+/// order, so the last ones are those never sent. Only when every request's outcome is among
+/// `events` (a long trace drops some from the middle).
+pub fn mark_not_sent(events: &mut [TraceEvent], requests: u32, failed: u32) {
+    let outcome = |e: &TraceEvent| {
+        matches!(
+            e.kind,
+            EventKind::Response { .. } | EventKind::RequestFailed { .. }
+        )
+    };
+    if events.iter().filter(|e| outcome(e)).count() != requests as usize {
+        return;
+    }
+    let mut unmarked: Vec<(u32, usize)> = events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match &e.kind {
+            EventKind::RequestFailed { request, error } if !error.starts_with(NOT_SENT) => {
+                Some((*request, i))
+            }
+            _ => None,
+        })
+        .collect();
+    let excess = unmarked.len().saturating_sub(failed as usize);
+    unmarked.sort_unstable();
+    for &(_, i) in unmarked.iter().rev().take(excess) {
+        if let EventKind::RequestFailed { error, .. } = &mut events[i].kind {
+            *error = format!("{NOT_SENT}{error}");
+        }
+    }
+}
+
 /// What a failure kind means, in words.
 fn meaning(kind: ErrorKind) -> &'static str {
     match kind {
@@ -183,6 +217,50 @@ pub fn h2_cause(events: &[TraceEvent]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn failed_at(request: u32, error: &str) -> TraceEvent {
+        TraceEvent {
+            at: std::time::Duration::from_millis(u64::from(request)),
+            dir: Direction::Local,
+            kind: EventKind::RequestFailed {
+                request,
+                error: error.into(),
+            },
+        }
+    }
+
+    #[test]
+    fn failures_the_summary_counts_as_never_sent_read_not_sent() {
+        // Three failed, one on the wire: requests 2 and 3 never left (their lines read FAILED
+        // beside the summary's not_sent=2).
+        let mut events = vec![
+            failed_at(3, "protocol: x"),
+            failed_at(1, "protocol: x"),
+            failed_at(2, "protocol: x"),
+        ];
+        mark_not_sent(&mut events, 3, 1);
+        let errors: Vec<&str> = events
+            .iter()
+            .map(|e| match &e.kind {
+                EventKind::RequestFailed { error, .. } => error.as_str(),
+                _ => "",
+            })
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                "not sent: protocol: x",
+                "protocol: x",
+                "not sent: protocol: x"
+            ]
+        );
+        // An outcome missing (a long trace's middle dropped): nothing is guessed.
+        let mut events = vec![failed_at(1, "protocol: x")];
+        mark_not_sent(&mut events, 2, 0);
+        assert!(
+            matches!(&events[0].kind, EventKind::RequestFailed { error, .. } if error == "protocol: x")
+        );
+    }
 
     #[test]
     fn a_failure_names_its_kind_meaning_and_cause_on_one_line() {

@@ -26,6 +26,8 @@ struct H1State {
     received: MessageReader,
     /// Methods of requests whose responses have not begun: HEAD responses have no body.
     methods: VecDeque<String>,
+    /// The server's close was shown.
+    peer_closed: bool,
 }
 
 /// Where one direction is: reading a head or skipping a body.
@@ -62,6 +64,7 @@ impl H1Wire {
                 sent: MessageReader::default(),
                 received: MessageReader::default(),
                 methods: VecDeque::new(),
+                peer_closed: false,
             })),
         }
     }
@@ -93,9 +96,17 @@ impl WireTap for H1Wire {
         self.lock().feed(Direction::Recv, bytes);
     }
 
-    /// A body delimited by the close ends here, before the response it completes is shown.
+    /// A body delimited by the close ends here, before the response it completes is shown;
+    /// then the close itself, once.
     fn closed(&mut self) {
         self.finish();
+        let mut state = self.lock();
+        if !state.peer_closed {
+            state.peer_closed = true;
+            state
+                .recorder
+                .record(Direction::Recv, EventKind::PeerClosed);
+        }
     }
 }
 

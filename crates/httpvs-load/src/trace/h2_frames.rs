@@ -14,6 +14,8 @@ pub struct H2Wire {
     sent: FrameTap,
     received: FrameTap,
     frames: FrameDecoder,
+    /// The server's close was seen (and shown).
+    ended: bool,
 }
 
 impl H2Wire {
@@ -28,6 +30,7 @@ impl H2Wire {
                 sent: BlockState::default(),
                 received: BlockState::default(),
             },
+            ended: false,
         }
     }
 }
@@ -39,6 +42,53 @@ impl WireTap for H2Wire {
 
     fn received(&mut self, bytes: &[u8]) {
         self.received.feed(bytes, &mut self.frames);
+    }
+
+    /// The server's FIN (or TLS close_notify): shown, with a frame it cut short.
+    fn closed(&mut self) {
+        if self.ended {
+            return;
+        }
+        self.note_cut_off();
+        self.ended = true;
+        let recorder = &self.frames.recorder;
+        recorder.record(Direction::Recv, EventKind::PeerClosed);
+    }
+}
+
+impl H2Wire {
+    /// A note for each direction that stopped inside a frame: that frame was never shown.
+    fn note_cut_off(&self) {
+        for (tap, way) in [(&self.sent, "sent"), (&self.received, "received")] {
+            let Some((header, came)) = tap.cut_off() else {
+                continue;
+            };
+            let text = match header {
+                Some(h) => format!(
+                    "the connection ended inside a {} frame {way} on stream {}: {came} of its \
+                     {} payload bytes came, so it is not shown",
+                    super::names::h2_frame(h.kind),
+                    h.stream_id,
+                    h.length
+                ),
+                None => format!(
+                    "the connection ended inside a frame header {way}: {came} of its 9 bytes came"
+                ),
+            };
+            self.frames
+                .recorder
+                .record(Direction::Local, EventKind::Note { text });
+        }
+    }
+}
+
+impl Drop for H2Wire {
+    /// A connection that ended without a FIN (a reset, our own close) may still have cut a
+    /// frame short.
+    fn drop(&mut self) {
+        if !self.ended {
+            self.note_cut_off();
+        }
     }
 }
 
@@ -73,16 +123,17 @@ fn event_dir(dir: frame_tap::Direction) -> Direction {
 }
 
 impl FrameObserver for FrameDecoder {
-    fn on_header(&mut self, dir: frame_tap::Direction, header: &FrameHeader) -> bool {
-        let wants_payload = header.kind != kind::DATA || self.show_body || header.has(flag::PADDED);
-        if !wants_payload {
-            let detail = H2Detail::Data {
-                data_len: u64::from(header.length),
-                text: None,
-            };
-            self.emit(dir, header, detail);
-        }
-        wants_payload
+    fn on_header(&mut self, _dir: frame_tap::Direction, header: &FrameHeader) -> bool {
+        header.kind != kind::DATA || self.show_body || header.has(flag::PADDED)
+    }
+
+    /// A DATA frame is shown once all of it came: one the connection cut short is not.
+    fn on_skipped(&mut self, dir: frame_tap::Direction, header: &FrameHeader) {
+        let detail = H2Detail::Data {
+            data_len: u64::from(header.length),
+            text: None,
+        };
+        self.emit(dir, header, detail);
     }
 
     fn on_payload(&mut self, dir: frame_tap::Direction, header: &FrameHeader, payload: &[u8]) {
@@ -94,6 +145,13 @@ impl FrameObserver for FrameDecoder {
             kind::PRIORITY => priority(payload).map_or(H2Detail::Malformed, H2Detail::Priority),
             kind::RST_STREAM => {
                 u32_at(payload, 0).map_or(H2Detail::Malformed, |code| H2Detail::RstStream { code })
+            }
+            // Whole 6-byte entries, none in an ACK (RFC 9113 §6.5).
+            kind::SETTINGS
+                if !payload.len().is_multiple_of(6)
+                    || header.has(flag::ACK) && !payload.is_empty() =>
+            {
+                H2Detail::Malformed
             }
             kind::SETTINGS => H2Detail::Settings(
                 payload
@@ -176,12 +234,18 @@ impl FrameDecoder {
                     promised_stream: None,
                 };
                 if header.kind == kind::HEADERS && header.has(flag::PRIORITY) {
-                    pending.priority = priority(rest);
-                    rest = rest.get(5..).unwrap_or_default();
+                    let Some(p) = priority(rest) else {
+                        return H2Detail::Malformed;
+                    };
+                    pending.priority = Some(p);
+                    rest = &rest[5..];
                 }
                 if header.kind == kind::PUSH_PROMISE {
-                    pending.promised_stream = u32_at(rest, 0).map(|id| id & 0x7fff_ffff);
-                    rest = rest.get(4..).unwrap_or_default();
+                    let Some(id) = u32_at(rest, 0) else {
+                        return H2Detail::Malformed;
+                    };
+                    pending.promised_stream = Some(id & 0x7fff_ffff);
+                    rest = &rest[4..];
                 }
                 pending.bytes.extend_from_slice(rest);
                 let len = rest.len();
@@ -307,5 +371,50 @@ mod tests {
                 debug: String::new()
             }
         );
+    }
+
+    #[test]
+    fn a_frame_cut_short_is_not_shown_at_its_announced_length_but_noted() {
+        let recorder = Recorder::start_now();
+        let mut wire = H2Wire::new(recorder.clone(), false);
+        // A DATA frame of 50 bytes of which 31 came, then the server's FIN.
+        let data = frame(kind::DATA, 0, 1, &[b'a'; 50]);
+        wire.received(&data[..9 + 31]);
+        wire.closed();
+        // A second FIN (a read after the end) shows nothing more.
+        wire.closed();
+        let events = recorder.events();
+        assert!(frames_of(&events).is_empty(), "{events:?}");
+        let kinds: Vec<&EventKind> = events.iter().map(|e| &e.kind).collect();
+        assert_eq!(kinds.len(), 2, "{kinds:?}");
+        let EventKind::Note { text } = kinds[0] else {
+            panic!("{kinds:?}");
+        };
+        assert!(
+            text.contains("inside a DATA frame received on stream 1: 31 of its 50 payload bytes"),
+            "{text}"
+        );
+        assert_eq!(kinds[1], &EventKind::PeerClosed);
+    }
+
+    #[test]
+    fn malformed_settings_and_priority_fields_are_marked() {
+        let recorder = Recorder::start_now();
+        let mut wire = H2Wire::new(recorder.clone(), false);
+        let mut bytes = frame(kind::SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100, 0]);
+        bytes.extend(frame(kind::SETTINGS, flag::ACK, 0, &[0, 3, 0, 0, 0, 100]));
+        // PRIORITY flag with 2 bytes: no room for its 5.
+        bytes.extend(frame(
+            kind::HEADERS,
+            flag::PRIORITY | flag::END_HEADERS,
+            1,
+            &[0x88, 0x88],
+        ));
+        wire.received(&bytes);
+        let details: Vec<H2Detail> = frames_of(&recorder.events())
+            .into_iter()
+            .map(|f| f.detail)
+            .collect();
+        assert_eq!(details, vec![H2Detail::Malformed; 3]);
     }
 }

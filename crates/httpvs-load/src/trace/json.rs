@@ -119,6 +119,7 @@ fn kind_json(kind: &EventKind) -> (String, Value) {
             json!({"request": request, "status": status, "header_bytes": header_bytes,
                    "body_bytes": body_bytes}),
         ),
+        EventKind::PeerClosed => ("peer_closed".into(), json!({})),
         EventKind::RequestFailed { request, error } => (
             "request_failed".into(),
             json!({"request": request, "error": error}),
@@ -149,11 +150,17 @@ fn h2_detail(detail: &H2Detail) -> Value {
             json!({"error_code": code, "error": names::h2_error(*code)})
         }
         H2Detail::Settings(values) => {
+            // By name, the value in force (a repeated setting's last, RFC 9113 §6.5.3); and
+            // every entry in wire order, repeats included, as the text shows them.
             let settings: Map<String, Value> = values
                 .iter()
                 .map(|(id, v)| (names::h2_setting(*id), json!(v)))
                 .collect();
-            json!({"settings": settings})
+            let entries: Vec<Value> = values
+                .iter()
+                .map(|(id, v)| json!({"id": id, "name": names::h2_setting(*id), "value": v}))
+                .collect();
+            json!({"settings": settings, "entries": entries})
         }
         H2Detail::Ping(data) => {
             json!({"opaque_data": data.iter().map(|b| format!("{b:02x}")).collect::<String>()})
@@ -194,4 +201,36 @@ pub fn summary_json(protocol: &str, s: &Summary, t_ms: f64) -> Value {
         "header_decoded_bytes": s.header_decoded,
         "header_savings_percent": s.header_savings_percent(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::event::{Direction, H2Detail, H2Frame};
+
+    #[test]
+    fn settings_keep_every_entry_in_wire_order_beside_the_values_in_force() {
+        let event = TraceEvent {
+            at: std::time::Duration::ZERO,
+            dir: Direction::Recv,
+            kind: EventKind::H2Frame(H2Frame {
+                frame_type: 0x4,
+                flags: 0,
+                stream: 0,
+                length: 18,
+                detail: H2Detail::Settings(vec![(3, 100), (3, 5), (1, 4096)]),
+            }),
+        };
+        let v = event_json(&event);
+        // A repeated setting's last value is the one in force (RFC 9113 §6.5.3).
+        assert_eq!(v["settings"]["SETTINGS_MAX_CONCURRENT_STREAMS"], 5);
+        let entries: Vec<(u64, u64)> = v["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .map(|e| (e["id"].as_u64().unwrap(), e["value"].as_u64().unwrap()))
+            .collect();
+        // It kept only 5 and 4096, by name: the text showed three entries, the JSON two.
+        assert_eq!(entries, [(3, 100), (3, 5), (1, 4096)]);
+    }
 }

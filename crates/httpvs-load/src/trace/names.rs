@@ -58,10 +58,11 @@ pub fn h2_setting(id: u16) -> String {
 }
 
 /// HTTP/2 error code name.
-pub fn h2_error(code: u32) -> String {
+pub fn h2_error(code: u32) -> &'static str {
     match crate::error::h2_code_name(u64::from(code)) {
-        "UNKNOWN" => format!("UNKNOWN_ERROR(0x{code:x})"),
-        name => name.to_string(),
+        // The text adds the code in hex after every name, as nghttp does.
+        "UNKNOWN" => "UNKNOWN_ERROR",
+        name => name,
     }
 }
 
@@ -94,6 +95,8 @@ mod tests {
         assert_eq!(h2_flags(kind::SETTINGS, 0x1), ["ACK"]);
         assert_eq!(h2_setting(3), "SETTINGS_MAX_CONCURRENT_STREAMS");
         assert_eq!(h2_error(7), "REFUSED_STREAM");
+        // The hex follows the name once, where the text puts it (it read twice).
+        assert_eq!(h2_error(0x1234), "UNKNOWN_ERROR");
         assert_eq!(h3_frame(1), "HEADERS");
         assert_eq!(h3_frame(0x21 + 0x1f * 3), "RESERVED(grease)");
     }

@@ -9,7 +9,7 @@ use super::event::{Direction, EventKind, TraceEvent};
 use super::summary::{summarize, Summary, Tally};
 use crate::protocol::{ProtocolKind, WireBytes};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -35,6 +35,8 @@ struct Inner {
     events: Mutex<Kept>,
     /// Body bytes given to `--body` text so far (up to [`BODY_SHOWN`]).
     body_shown: AtomicUsize,
+    /// A [`EventKind::PeerClosed`] was recorded: nothing more can come.
+    peer_closed: AtomicBool,
 }
 
 /// The events kept: the first ones, the latest ones, and how many were dropped between; and
@@ -70,6 +72,7 @@ impl Recorder {
                 start: Instant::now(),
                 events: Mutex::new(Kept::default()),
                 body_shown: AtomicUsize::new(0),
+                peer_closed: AtomicBool::new(false),
             }),
         }
     }
@@ -104,6 +107,11 @@ impl Recorder {
         }
     }
 
+    /// Whether the server has closed the connection (so `--linger` need not wait on).
+    pub fn peer_closed(&self) -> bool {
+        self.inner.peer_closed.load(Ordering::Relaxed)
+    }
+
     /// When the clock started.
     pub fn start(&self) -> Instant {
         self.inner.start
@@ -116,6 +124,9 @@ impl Recorder {
 
     /// Records an event at `at` after the start (phases known only once connect returns).
     pub fn record_at(&self, at: Duration, dir: Direction, kind: EventKind) {
+        if kind == EventKind::PeerClosed {
+            self.inner.peer_closed.store(true, Ordering::Relaxed);
+        }
         let event = TraceEvent { at, dir, kind };
         // A poisoned lock means a producer panicked; the list itself is still whole.
         self.inner

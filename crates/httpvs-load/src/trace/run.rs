@@ -225,8 +225,9 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
             session.exchange(&protocol).await
         }
     };
-    let events = recorder.events();
+    let mut events = recorder.events();
     let summary = recorder.summary(kind, config.requests, &events, outcome.wire);
+    failure::mark_not_sent(&mut events, config.requests, summary.failed);
     let interrupted = config.stop.load(Ordering::Relaxed);
     let failure = outcome.connect_failure.or_else(|| {
         let (n, why) = outcome.first_failure?;
@@ -359,12 +360,27 @@ impl Session<'_> {
                 crate::protocol::CloseCause::Open | crate::protocol::CloseCause::Goaway
             )
         };
-        while lingers(conn.close_cause()) && !linger.is_elapsed() {
+        // The server's FIN ends it too: after a GOAWAY the cause stays Goaway, and nothing can
+        // come after the close.
+        loop {
+            // An idle h1 connection reads nothing: asking whether it still takes requests
+            // peeks for the server's FIN (an idle timeout), which ends the wait.
+            let _ = conn.accepts_requests();
+            if !lingers(conn.close_cause()) || self.recorder.peer_closed() || linger.is_elapsed() {
+                break;
+            }
             tokio::select! {
                 () = &mut linger => break,
                 () = stopped(&self.config.stop) => break,
                 () = tokio::time::sleep(Duration::from_millis(5)) => {}
             }
+        }
+        if self.kind == ProtocolKind::H1
+            && conn.close_cause() == crate::protocol::CloseCause::Fin
+            && !self.recorder.peer_closed()
+        {
+            // Found by that peek, which the tap does not see.
+            self.recorder.record(Direction::Recv, EventKind::PeerClosed);
         }
         let wire = conn.wire();
         if let Some(q) = conn.quic_stats() {
@@ -453,7 +469,13 @@ impl Session<'_> {
                         }
                     }
                 }
-                failure::send_failure(e, failure::h2_cause(&events).as_deref())
+                // A breach we answered is why the connection ended; else the server's words.
+                let cause = match e {
+                    SendError::Failed(crate::ErrorKind::Protocol) => conn.protocol_breach(),
+                    _ => None,
+                };
+                let cause = cause.or_else(|| failure::h2_cause(&events));
+                failure::send_failure(e, cause.as_deref())
             });
         };
         // As h2 does: a request whose stream has not opened when the server's GOAWAY arrives

@@ -105,6 +105,7 @@ pub fn render_event(out: &mut String, event: &TraceEvent) {
             let code = code.map(|c| format!(" code=0x{c:x}")).unwrap_or_default();
             line(out, format!("QUIC connection closed{code}: {reason}"))
         }
+        EventKind::PeerClosed => line(out, format!("{dir} FIN: the server closed the connection")),
         EventKind::Response {
             request,
             status,

@@ -107,14 +107,18 @@ impl IoHalf {
     /// request. On TLS only a FIN counts: bytes may be TLS's own (a late session ticket), and a
     /// close_notify ahead of the FIN hides it (that send then fails and goes again, as before).
     /// Costs no syscall while nothing came since the last read drained the socket (tokio's
-    /// readiness is clear); when it is set, one peek. The trace's tapped transport is never
-    /// asked.
+    /// readiness is clear); when it is set, one peek. On the trace's tapped transport too
+    /// only a FIN counts (its `--linger` ends there): bytes are left for the tap to show.
     pub fn peer_spoke(&self) -> Spoke {
         let transport = self.0.borrow();
         let (tcp, plain) = match &*transport {
             Transport::Plain(tap) => (tap.get_ref(), true),
             Transport::Tls(tls) => (tls.get_ref().0.get_ref(), false),
-            Transport::Tapped(_) => return Spoke::Nothing,
+            Transport::Tapped(tapped) => match tapped.get_ref() {
+                Transport::Plain(tap) => (tap.get_ref(), false),
+                Transport::Tls(tls) => (tls.get_ref().0.get_ref(), false),
+                Transport::Tapped(_) => return Spoke::Nothing,
+            },
         };
         let mut first = [0u8; 12];
         match tcp.try_io(Interest::READABLE, || peek_now(tcp.as_raw_fd(), &mut first)) {

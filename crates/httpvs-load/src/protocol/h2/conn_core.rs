@@ -83,6 +83,11 @@ pub struct ConnCore {
     peer_sent_settings: bool,
     /// The error code of our GOAWAY, when the server broke the protocol.
     failed_with: Option<u32>,
+    /// The server's frame that broke it (`None` for a failure no one frame caused).
+    failed_on: Option<FrameHeader>,
+    /// A GOAWAY where the server's SETTINGS belonged, as (error code, debug data): it turned
+    /// the connection away.
+    preface_goaway: Option<Box<(u32, String)>>,
     /// MAX_CONCURRENT_STREAMS from the server's first SETTINGS.
     first_max_streams: Option<u32>,
     max_streams: usize,
@@ -133,6 +138,8 @@ impl ConnCore {
             settings_received: false,
             peer_sent_settings: false,
             failed_with: None,
+            failed_on: None,
+            preface_goaway: None,
             first_max_streams: None,
             max_streams: usize::MAX,
             peer_initial_window: 65_535,
@@ -218,6 +225,9 @@ impl ConnCore {
     /// Ends the connection for a protocol error of the server's, telling it with GOAWAY: we
     /// close it, so it counts as closed by us, not by the server.
     pub fn fail(&mut self, error: ConnError) {
+        if self.failed_with.is_none() {
+            self.failed_on = None;
+        }
         self.failed_with.get_or_insert(error.0);
         write::goaway(&mut self.out, 0, error.0);
         self.end(CloseCause::Local, Some(ErrorKind::Protocol));
@@ -233,17 +243,46 @@ impl ConnCore {
         Ok(())
     }
 
+    /// [`ConnCore::fail`] for `frame`, the server's frame that broke the protocol.
+    pub fn fail_on(&mut self, frame: &FrameHeader, error: ConnError) {
+        let first = self.failed_with.is_none();
+        self.fail(error);
+        if first {
+            self.failed_on = Some(*frame);
+        }
+    }
+
     /// Why a connection that never became usable failed, when the server spoke HTTP/2 but
-    /// broke it (a SETTINGS value out of range, a bad frame): for the first connection's error
-    /// line, which would otherwise guess the server does not speak h2c at all.
+    /// broke it (a SETTINGS value out of range, a bad frame) or turned it away with a GOAWAY:
+    /// for the first connection's error line, which would otherwise guess the server does not
+    /// speak h2c at all.
     pub fn broken_preface(&self) -> Option<String> {
-        let code = self.failed_with?;
-        self.peer_sent_settings.then(|| {
-            format!(
-                "{}its first frames broke the protocol (we answered GOAWAY {})",
-                crate::protocol::tcp::SPOKE_THEN_BROKE,
-                crate::error::h2_code_name(u64::from(code))
-            )
+        let spoke = crate::protocol::tcp::SPOKE_THEN_BROKE;
+        if let Some(goaway) = &self.preface_goaway {
+            let (code, debug) = &**goaway;
+            return Some(format!(
+                "{spoke}it sent GOAWAY {} (debug data {debug:?}) where its SETTINGS belonged: \
+                 it turned the connection away",
+                crate::error::h2_code_name(u64::from(*code))
+            ));
+        }
+        let answered = self.protocol_breach()?;
+        self.peer_sent_settings
+            .then(|| format!("{spoke}its first frames broke the protocol ({answered})"))
+    }
+
+    /// What we answered the server's broken frame with, and which frame it was: "we answered
+    /// GOAWAY FRAME_SIZE_ERROR to its 7-byte PING frame on stream 0".
+    pub fn protocol_breach(&self) -> Option<String> {
+        let code = crate::error::h2_code_name(u64::from(self.failed_with?));
+        Some(match &self.failed_on {
+            Some(f) => format!(
+                "we answered GOAWAY {code} to its {}-byte {} frame on stream {}",
+                f.length,
+                crate::trace::names::h2_frame(f.kind),
+                f.stream_id
+            ),
+            None => format!("we answered GOAWAY {code}"),
         })
     }
 
@@ -313,7 +352,17 @@ impl ConnCore {
             }
         }
         if !self.settings_received && h.kind != kind::SETTINGS {
-            // The server's preface is a SETTINGS frame (RFC 9113 §3.4).
+            // The server's preface is a SETTINGS frame (RFC 9113 §3.4). A GOAWAY instead is a
+            // refusal worth naming (an overloaded server's ENHANCE_YOUR_CALM).
+            if h.kind == kind::GOAWAY && h.stream_id == 0 && payload.len() >= 8 {
+                let code = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
+                let debug: String = String::from_utf8_lossy(&payload[8..])
+                    .chars()
+                    .take(200)
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .collect();
+                self.preface_goaway = Some(Box::new((code, debug)));
+            }
             return Err(ConnError(code::PROTOCOL_ERROR));
         }
         if h.kind == kind::SETTINGS {

@@ -132,6 +132,10 @@ impl crate::protocol::Connection for Http2Connection {
         lock(&self.core).goaway_error()
     }
 
+    fn protocol_breach(&self) -> Option<String> {
+        lock(&self.core).protocol_breach()
+    }
+
     fn wire(&self) -> WireBytes {
         self.counter.snapshot()
     }

@@ -170,7 +170,7 @@ impl Driver {
             let header = FrameHeader::parse(&head);
             let len = header.length as usize;
             if len > MAX_FRAME {
-                core.fail(ConnError(code::FRAME_SIZE_ERROR));
+                core.fail_on(&header, ConnError(code::FRAME_SIZE_ERROR));
                 return bytes.len();
             }
             let end = pos + 9 + len;
@@ -178,7 +178,7 @@ impl Driver {
                 break;
             }
             if let Err(error) = core.on_frame(&header, &bytes[pos + 9..end], now) {
-                core.fail(error);
+                core.fail_on(&header, error);
                 return bytes.len();
             }
             pos = end;

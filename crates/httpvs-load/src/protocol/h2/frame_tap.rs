@@ -28,6 +28,10 @@ pub trait FrameObserver {
     fn on_payload(&mut self, dir: Direction, header: &FrameHeader, payload: &[u8]) {
         let _ = (dir, header, payload);
     }
+    /// The last byte of a frame whose header did not ask for its payload went by.
+    fn on_skipped(&mut self, dir: Direction, header: &FrameHeader) {
+        let _ = (dir, header);
+    }
 }
 
 /// Follows one direction of an HTTP/2 byte stream.
@@ -94,6 +98,16 @@ impl FrameTap {
         }
     }
 
+    /// Where the stream stopped, if inside a frame: the header (`None` when it stopped
+    /// inside the 9 header bytes) and how many of its bytes came.
+    pub fn cut_off(&self) -> Option<(Option<FrameHeader>, usize)> {
+        match self.current {
+            Some(header) => Some((Some(header), header.length as usize - self.payload_left)),
+            None if self.head_len > 0 => Some((None, self.head_len)),
+            None => None,
+        }
+    }
+
     fn start_frame<O: FrameObserver>(&mut self, observer: &mut O) {
         let header = FrameHeader::parse(&self.head);
         self.head_len = 0;
@@ -111,6 +125,8 @@ impl FrameTap {
             self.payload.clear();
             // A one-off large payload (a big HEADERS block) should not pin its buffer.
             self.payload.shrink_to(1024);
+        } else {
+            observer.on_skipped(self.dir, &header);
         }
         self.collect = false;
         self.current = None;

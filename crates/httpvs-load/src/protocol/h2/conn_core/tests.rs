@@ -657,3 +657,21 @@ fn empty_continuations_past_the_limit_are_a_flood() {
         }
     }
 }
+
+/// A breach names what we answered and the frame that broke the protocol; the first breach
+/// is the one named. A trace's failed request read only "the server's bytes broke the
+/// protocol".
+#[test]
+fn a_breach_names_our_answer_and_the_servers_frame() {
+    let mut core = ready_core();
+    assert_eq!(core.protocol_breach(), None);
+    let (ping, payload) = frame(kind::PING, 0, 0, &[0; 7]);
+    let error = feed(&mut core, (ping, payload)).expect_err("a 7-byte PING");
+    core.fail_on(&ping, error);
+    let (later, _) = frame(kind::DATA, 0, 1, &[0; 3]);
+    core.fail_on(&later, ConnError(super::code::PROTOCOL_ERROR));
+    assert_eq!(
+        core.protocol_breach().as_deref(),
+        Some("we answered GOAWAY FRAME_SIZE_ERROR to its 7-byte PING frame on stream 0")
+    );
+}
