@@ -218,11 +218,14 @@ fn parse_bool(text: &str) -> Result<bool, String> {
     }
 }
 
-/// Headers that would change message framing or connection handling, so a query may not set them.
-const FORBIDDEN_HEADERS: [&str; 7] = [
+/// Headers that would change message framing or connection handling, so a query may not set
+/// them; the connection-specific ones (RFC 9113 §8.2.2, RFC 9114 §4.2) would also make every
+/// h2 and h3 response malformed (`proxy-connection` did: nghttp and curl refused it).
+const FORBIDDEN_HEADERS: [&str; 8] = [
     "content-length",
     "transfer-encoding",
     "connection",
+    "proxy-connection",
     "keep-alive",
     "upgrade",
     "te",

@@ -127,6 +127,11 @@ fn h1_builder(limits: &Limits) -> hyper::server::conn::http1::Builder {
     b.timer(TokioTimer::new())
         .header_read_timeout(limits.idle_timeout)
         .keep_alive(true)
+        // A client may shut its writing side once its request is out and wait for the answer
+        // (`shutdown(SHUT_WR)`, as `nc -N` does): nginx answers it, and hyper by default drops
+        // the connection at that FIN, so a request still being handled (`?delay=`) was never
+        // answered. A client gone whole fails the write instead, as any peer that vanishes.
+        .half_close(true)
         // pipeline_flush would batch the answers to pipelined requests into one write, but hyper
         // then drops every answer still buffered when keep-alive ends mid-pipeline (`close=1`,
         // --max-requests-per-conn), so answers to pipelined requests are flushed one by one.

@@ -154,3 +154,25 @@ fn empty_lines_before_a_request_line_are_skipped() {
         }
     }
 }
+
+/// A client that shuts its writing side after its request (`shutdown(SHUT_WR)`) still gets
+/// the answer, as from nginx: the server dropped the connection at that FIN, before a delayed
+/// answer (every one of them) and before 11-17% of immediate ones.
+#[test]
+fn a_request_followed_by_a_half_close_is_answered() {
+    let server = support::server(Limits::default());
+    for path in ["/?delay=1ms", "/"] {
+        for _ in 0..20 {
+            let mut conn = TcpStream::connect(server.http_addr().unwrap()).unwrap();
+            conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n");
+            conn.write_all(request.as_bytes()).unwrap();
+            conn.shutdown(std::net::Shutdown::Write).unwrap();
+            let mut out = Vec::new();
+            let _ = conn.read_to_end(&mut out);
+            let text = String::from_utf8_lossy(&out);
+            assert!(text.starts_with("HTTP/1.1 200"), "{path}: {text:?}");
+        }
+    }
+}
+

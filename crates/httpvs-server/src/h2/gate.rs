@@ -21,6 +21,13 @@ const END_HEADERS: u8 = 0x4;
 const ACK: u8 = 0x1;
 /// Held-back bytes beyond this close the connection: a client may not park unbounded data here.
 const MAX_HELD: usize = 1 << 20;
+/// The largest frame the server takes: SETTINGS_MAX_FRAME_SIZE's initial value (RFC 9113
+/// §6.5.2), which the hyper engine leaves as it is.
+const MAX_FRAME: usize = 16_384;
+/// The payload of the PING the h2 crate's graceful shutdown sends (`h2::frame::Ping::SHUTDOWN`,
+/// not public): only its ACK ends the hold. Were it ever to change, the hold would simply never
+/// end, and the frames held (of streams past the GOAWAY, which h2 would not serve) stay unread.
+const SHUTDOWN_PING: [u8; 8] = [0x0b, 0x7b, 0xa2, 0xf0, 0x8b, 0x9b, 0xfe, 0x54];
 
 /// Set once N client streams have been let through; the connection then starts its GOAWAY.
 #[derive(Debug, Default)]
@@ -116,6 +123,17 @@ impl FrameGate {
         self.pending.extend_from_slice(data);
         while self.pending.len() >= FRAME_HEADER_LEN && self.phase != Phase::Open {
             let head = parse_head(&self.pending);
+            if head.len > MAX_FRAME {
+                // A frame too large for the server: h2 answers its header with GOAWAY
+                // FRAME_SIZE_ERROR, so it goes straight through (held here, it waited for 16
+                // MiB, and the client for an answer). Frames held are dropped unread: the
+                // connection ends at this one, and they were past the limit.
+                self.deferred.clear();
+                self.deferred_headers = false;
+                self.release_after = None;
+                self.phase = Phase::Open;
+                break;
+            }
             let total = FRAME_HEADER_LEN + head.len;
             if self.pending.len() < total {
                 break;
@@ -164,7 +182,10 @@ impl FrameGate {
                     self.ready.extend_from_slice(frame);
                 } else {
                     self.ready.extend_from_slice(frame);
-                    if head.kind == PING && head.flags & ACK != 0 {
+                    let ping_ack = head.kind == PING && head.flags & ACK != 0;
+                    // A client's unasked ACK (or one to another PING) let streams past the
+                    // limit through: 8 answered under a limit of 3.
+                    if ping_ack && frame[FRAME_HEADER_LEN..] == SHUTDOWN_PING {
                         // h2 sends its final GOAWAY when it reads this ACK; release the rest after.
                         self.release_after = Some(self.ready.len());
                         self.phase = Phase::Open;
@@ -298,10 +319,30 @@ mod tests {
         let first = drain(&mut gate);
         let expected: Vec<u8> = [&input[..PREFACE_LEN], &h1, &h3, &settings].concat();
         assert_eq!(first, expected, "stream 5 is held back");
-        let ack = frame(PING, ACK, 0, &[0; 8]);
+        // An ACK the server never asked for is let through, and holds nothing back.
+        let unasked = frame(PING, ACK, 0, &[0; 8]);
+        gate.push(&unasked).unwrap();
+        assert_eq!(drain(&mut gate), unasked);
+        assert_eq!(drain(&mut gate), b"", "stream 5 is still held");
+        let ack = frame(PING, ACK, 0, &SHUTDOWN_PING);
         gate.push(&ack).unwrap();
         assert_eq!(drain(&mut gate), ack, "the ACK comes alone");
         assert_eq!(drain(&mut gate), h5, "then what was held");
+    }
+
+    #[test]
+    fn a_frame_too_large_goes_straight_through() {
+        let mut gate = FrameGate::new(1);
+        let mut input = vec![b'P'; PREFACE_LEN];
+        input.extend(frame(HEADERS, END_HEADERS | 1, 1, b"a"));
+        let held = frame(HEADERS, END_HEADERS | 1, 3, b"b");
+        input.extend_from_slice(&held);
+        gate.push(&input).unwrap();
+        drain(&mut gate);
+        // A header claiming 16 MiB: h2 must see it now to refuse it.
+        let huge = [0xff, 0xff, 0xff, 0x0, 0x0, 0, 0, 0, 1, b'x'];
+        gate.push(&huge).unwrap();
+        assert_eq!(drain(&mut gate), huge, "not held, and stream 3 dropped");
     }
 
     #[test]

@@ -100,6 +100,7 @@ fn malformed_values_name_the_parameter() {
         ("close=maybe", "close"),
         ("header=novalue", "header"),
         ("header=content-length:5", "header"),
+        ("header=proxy-connection:x", "header"),
         ("header=bad name:v", "header"),
         ("size=", "size"),
     ];

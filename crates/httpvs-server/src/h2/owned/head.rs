@@ -20,7 +20,7 @@ pub struct RequestHead {
     bytes: Vec<u8>,
     /// (name end, value end) offsets into `bytes`, one per regular field.
     spans: Vec<(usize, usize)>,
-    /// Names plus values of regular fields (what the 431 limit counts).
+    /// Names plus values of every field, pseudo-headers included (what the 431 limit counts).
     pub header_bytes: usize,
     /// The declared content-length.
     pub content_length: Option<u64>,
@@ -116,6 +116,11 @@ impl RequestHead {
             if trailer || self.regular_seen || self.seen & bit != 0 || bad_value {
                 self.malformed = true;
             }
+            // Pseudo-headers count toward the 431 limit as the header list's other fields do
+            // (RFC 9113 §6.5.2), and as the hyper engine counts them: a 50 KB `:path` was
+            // served. They are kept whatever their size (the block's own bound holds them), so
+            // the request gets its 431 rather than a reset.
+            self.header_bytes += name.len() + value.len();
             // A repeated pseudo-header is malformed already; only the first is kept.
             if self.seen & bit == 0 {
                 slot.extend_from_slice(value);
@@ -226,7 +231,8 @@ mod tests {
             fields,
             [(&b"accept"[..], &b"*/*"[..]), (&b"x-a"[..], &b"1"[..])]
         );
-        assert_eq!(h.header_bytes, 13);
+        // Pseudo-headers count too (27 of the 40), as the hyper engine counts them.
+        assert_eq!(h.header_bytes, 40);
     }
 
     #[test]
