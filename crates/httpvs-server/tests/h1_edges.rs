@@ -175,4 +175,3 @@ fn a_request_followed_by_a_half_close_is_answered() {
         }
     }
 }
-

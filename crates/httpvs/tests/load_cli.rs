@@ -721,6 +721,27 @@ fn http_to_a_tls_port_is_explained() {
     );
 }
 
+/// A server whose heads are HTTP but whose chunked bodies are broken spoke HTTP: the note that
+/// guesses a TLS port or a non-HTTP server (it came when every request failed) stays away.
+#[test]
+fn broken_bodies_after_real_heads_are_not_taken_for_another_protocol() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten().take(20) {
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+        }
+    });
+    let url = format!("http://{addr}/");
+    let out = httpvs(&[&url, "-n", "3", "-c", "1", "-t", "1", "-p", "h1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("0 succeeded + 3 failed"), "{text}");
+    assert!(!text.contains("TLS port"), "{text}");
+}
+
 /// HTTP/1.1 compresses no header: decoded is what came on the wire, also when a response that
 /// arrived just after the end is cut off (its head was on the wire; the savings read -0.01%).
 #[test]

@@ -571,10 +571,14 @@ const LOCAL_PORTS_NOTE: &str = "local_ports: a new connection could not get a lo
 fn not_http_note(r: &Report) -> Option<&'static str> {
     let cleartext = r.target.url.starts_with("http://");
     let answered_none = r.requests.succeeded == 0 && r.requests.failed > 0;
+    // A response head that came (its bytes counted) was HTTP: what broke came after it (a
+    // chunked body's framing), and the note's guesses would mislead.
+    let no_head = r.wire.header_received == 0;
     let hung_up = |kind: &str| matches!(kind, "protocol" | "connection_closed" | "reset");
     (cleartext
         && r.protocol.negotiated == "h1"
         && answered_none
+        && no_head
         && r.errors.iter().all(|e| hung_up(&e.kind)))
     .then_some(
         "no request got an HTTP answer: the server sent something else or hung up (http:// to \
