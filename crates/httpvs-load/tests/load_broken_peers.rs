@@ -211,13 +211,8 @@ fn opening_server(opening: Vec<u8>) -> std::net::SocketAddr {
     addr
 }
 
-/// A server whose SETTINGS carries a value out of range (MAX_FRAME_SIZE 1) speaks HTTP/2 but
-/// breaks it: the first connection's error says so, where it used to guess the server had no
-/// cleartext HTTP/2 at all.
-#[test]
-fn a_bad_settings_value_is_named_not_taken_for_another_protocol() {
-    // MAX_FRAME_SIZE (5) = 1, below the 16,384 minimum.
-    let addr = one_setting_server(5, 1);
+/// The one line of a one-request h2c run whose first connection to `addr` never became usable.
+fn first_connection_error(addr: std::net::SocketAddr) -> String {
     let config = LoadConfig::new(&format!("http://{addr}/"))
         .unwrap()
         .protocol(ProtocolChoice::Fixed(ProtocolKind::H2c))
@@ -226,6 +221,16 @@ fn a_bad_settings_value_is_named_not_taken_for_another_protocol() {
         .requests(1);
     let err = httpvs_load::run(&config, &mut Quiet).expect_err("no usable connection");
     let line = err.to_string();
+    line
+}
+
+/// A server whose SETTINGS carries a value out of range (MAX_FRAME_SIZE 1) speaks HTTP/2 but
+/// breaks it: the first connection's error says so, where it used to guess the server had no
+/// cleartext HTTP/2 at all.
+#[test]
+fn a_bad_settings_value_is_named_not_taken_for_another_protocol() {
+    // MAX_FRAME_SIZE (5) = 1, below the 16,384 minimum.
+    let line = first_connection_error(one_setting_server(5, 1));
     assert!(
         line.contains(
             "the server speaks HTTP/2, but its first frames broke the protocol (we answered \
@@ -244,15 +249,7 @@ fn a_goaway_in_place_of_settings_is_named_as_a_refusal() {
     let mut opening = vec![0, 0, 17, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xb];
     opening.extend_from_slice(b"calm down");
     opening.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
-    let addr = opening_server(opening);
-    let config = LoadConfig::new(&format!("http://{addr}/"))
-        .unwrap()
-        .protocol(ProtocolChoice::Fixed(ProtocolKind::H2c))
-        .shape(1, 1)
-        .threads(1)
-        .requests(1);
-    let err = httpvs_load::run(&config, &mut Quiet).expect_err("no usable connection");
-    let line = err.to_string();
+    let line = first_connection_error(opening_server(opening));
     assert!(
         line.contains(
             "the server speaks HTTP/2, but it sent GOAWAY ENHANCE_YOUR_CALM (debug data \
