@@ -220,8 +220,7 @@ fn first_connection_error(addr: std::net::SocketAddr) -> String {
         .threads(1)
         .requests(1);
     let err = httpvs_load::run(&config, &mut Quiet).expect_err("no usable connection");
-    let line = err.to_string();
-    line
+    err.to_string()
 }
 
 /// A server whose SETTINGS carries a value out of range (MAX_FRAME_SIZE 1) speaks HTTP/2 but
