@@ -66,6 +66,25 @@ async fn a_tls_fin_without_close_notify_inside_a_body_truncates_it() {
     );
 }
 
+/// Over TLS, a FIN with no close_notify ends a body the close delimits, as it does for curl:
+/// every such response failed as connection_closed.
+#[tokio::test(flavor = "current_thread")]
+async fn a_tls_fin_without_close_notify_ends_a_body_delimited_by_the_close() {
+    let reply = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nthe whole body";
+    let addr = protocol_support::tls_scripted_server(&[b"http/1.1"], Some(reply)).await;
+    let target = target("https", addr);
+    let mut opts = options(1, None);
+    opts.tls = Some(
+        httpvs_load::protocol::tls::client_config(true, None, &[b"http/1.1".as_slice()]).unwrap(),
+    );
+    let (conn, _) = Http1::default().connect(&target, &opts).await.unwrap();
+    let info = conn
+        .send(&get(&target, "/"), std::time::Instant::now())
+        .await
+        .expect("answered");
+    assert_eq!((info.status, info.body_bytes), (200, 14));
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn eof_inside_a_chunked_body_truncates_it() {
     let reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel";

@@ -578,6 +578,10 @@ async fn read_body_until_close(side: &mut ReadSide) -> Result<u64, ReadFailure> 
         side.body_wait();
         match fill(side).await {
             Ok(0) => return Ok(total),
+            // Over TLS a FIN without close_notify is rustls's UnexpectedEof: for a body the
+            // close delimits, that FIN is its end, as curl and browsers take it (every such
+            // response failed as connection_closed).
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(total),
             Ok(_) => {}
             Err(e) => return Err(io_failure(&e)),
         }
