@@ -260,7 +260,9 @@ impl Http3 {
             done = handshake => match done {
                 Ok(Ok(conn)) => Ok((conn, None)),
                 Ok(Err(e)) => {
-                    *self.last_failure.borrow_mut() = Some(e.to_string());
+                    // In words, as over TCP: a certificate's dates as days, not UNIX seconds.
+                    let said = crate::protocol::tls::plain_words(&e.to_string());
+                    *self.last_failure.borrow_mut() = Some(said);
                     Err(classify::handshake_failure(&e))
                 }
                 Err(_elapsed) => Err(ErrorKind::ConnectTimeout),
