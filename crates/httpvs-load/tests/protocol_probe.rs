@@ -48,6 +48,34 @@ async fn http11_only_servers_resolve_to_h1_and_refuse_h2() {
     );
 }
 
+/// A server that picks h2 by ALPN and hangs up after the handshake: the note says the TLS
+/// handshake succeeded, where the first connection's line guessed "https:// to a cleartext
+/// port, or http:// to a TLS one?".
+#[tokio::test(flavor = "current_thread")]
+async fn a_hang_up_after_a_tls_handshake_is_not_taken_for_a_cleartext_port() {
+    let target = target("https", tls_server_with_alpn(&[b"h2"]).await);
+    let h2 = Http2::default().connect(&target, &insecure_options()).await;
+    let kind = h2.err().expect("no SETTINGS came");
+    assert!(
+        matches!(kind, ErrorKind::ConnectionClosed | ErrorKind::Reset),
+        "{kind:?}"
+    );
+    let note = httpvs_load::protocol::tcp::take_connect_note().unwrap_or_default();
+    assert!(
+        note.starts_with("the TLS handshake succeeded (ALPN h2), then the server"),
+        "{note}"
+    );
+    let line = httpvs_load::LoadError::first_connection(
+        target.addr,
+        kind,
+        std::time::Duration::from_secs(1),
+    )
+    .with_detail(Some(note))
+    .to_string();
+    assert!(line.contains("before its HTTP/2 SETTINGS"), "{line}");
+    assert!(!line.contains("cleartext port"), "{line}");
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn servers_ignoring_alpn_resolve_to_h1() {
     let addr = tls_server_with_alpn(&[]).await;

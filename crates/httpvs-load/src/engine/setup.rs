@@ -161,9 +161,18 @@ pub(crate) fn names_ip(host: &str) -> bool {
 pub(crate) fn sni_hint(no_sni: bool, detail: &str) -> &'static str {
     // The peer refused, not we: QUIC reports our own refusal of its certificate as a failed
     // cryptographic handshake too, with rustls's words after it.
+    // Alerts that name another cause (a TLS version, a client certificate) are not about it.
+    let other_cause = [
+        "ProtocolVersion",
+        "CertificateRequired",
+        "InsufficientSecurity",
+    ]
+    .iter()
+    .any(|alert| detail.contains(alert));
     let refused = (detail.contains("alert") || detail.contains("cryptographic handshake failed"))
         && !detail.contains("invalid peer certificate")
-        && !detail.contains(NO_ALPN_ALERT);
+        && !detail.contains(NO_ALPN_ALERT)
+        && !other_cause;
     if no_sni && refused {
         "; the URL names an IP address, so the handshake carried no server name (SNI): a server \
          that picks its certificate by name refuses it; put the name in the URL and the address \
@@ -227,16 +236,12 @@ impl LoadError {
                     detail,
                 }
             }
-            // Only a protocol error's detail says more than the hint: the server spoke
-            // the protocol but broke it (other kinds' notes name the step they waited at).
-            (
-                LoadError::FirstConnection {
-                    addr,
-                    kind: kind @ ErrorKind::Protocol,
-                    ..
-                },
-                Some(d),
-            ) if d.starts_with(crate::protocol::tcp::SPOKE_THEN_BROKE) => {
+            // Only a detail that rules the usual cause out says more than the hint: the server
+            // spoke the protocol but broke it, or hung up after a TLS handshake that succeeded
+            // (other kinds' notes name the step they waited at).
+            (LoadError::FirstConnection { addr, kind, .. }, Some(d))
+                if crate::protocol::tcp::rules_out_the_usual_cause(kind, &d) =>
+            {
                 LoadError::FirstConnection {
                     addr,
                     kind,
@@ -484,5 +489,29 @@ mod tests {
     fn unknown_hosts_are_dns_errors() {
         let e = resolve_target(&"http://no-such-host.invalid/".parse().unwrap(), None).unwrap_err();
         assert!(matches!(e, LoadError::Dns { .. }), "{e}");
+    }
+
+    /// An alert that names its own cause gets no hint about the server name: a TLS 1.1-only
+    /// server's ProtocolVersion read as if it wanted SNI.
+    #[test]
+    fn the_sni_hint_stays_off_alerts_with_another_cause() {
+        let hint = |detail: &str| sni_hint(true, detail);
+        assert!(!hint(": received fatal alert: UnrecognisedName").is_empty());
+        assert!(!hint(": received fatal alert: HandshakeFailure").is_empty());
+        for other in [
+            "ProtocolVersion",
+            "CertificateRequired",
+            "InsufficientSecurity",
+        ] {
+            assert_eq!(
+                hint(&format!(": received fatal alert: {other}")),
+                "",
+                "{other}"
+            );
+        }
+        assert_eq!(
+            sni_hint(false, ": received fatal alert: UnrecognisedName"),
+            ""
+        );
     }
 }

@@ -142,6 +142,17 @@ impl Protocol for Http2 {
             Some((Err(kind), _)) => {
                 if let Some(why) = driver::lock(&core).broken_preface() {
                     tcp::note_connect_failure(why);
+                } else if options.tls.is_some()
+                    && matches!(kind, ErrorKind::ConnectionClosed | ErrorKind::Reset)
+                {
+                    let how = match kind {
+                        ErrorKind::Reset => "reset the connection",
+                        _ => "closed the connection",
+                    };
+                    tcp::note_connect_failure(format!(
+                        "{}the server {how} before its HTTP/2 SETTINGS",
+                        tcp::AFTER_TLS
+                    ));
                 }
                 return Err(kind);
             }

@@ -91,6 +91,20 @@ pub(crate) fn note_connect_step(waiting_for: Option<&'static str>) {
 /// usual guess that the server speaks another protocol.
 pub(crate) const SPOKE_THEN_BROKE: &str = "the server speaks HTTP/2, but ";
 
+/// How a connect note begins when the server hung up after a TLS handshake that succeeded:
+/// not a cleartext port, as a hang-up's usual hint guesses.
+pub(crate) const AFTER_TLS: &str = "the TLS handshake succeeded (ALPN h2), then ";
+
+/// Whether a failed first connection's note `detail` tells more than the usual hint for
+/// `kind`: the server spoke HTTP/2 but broke it, or hung up after its TLS handshake.
+pub(crate) fn rules_out_the_usual_cause(kind: ErrorKind, detail: &str) -> bool {
+    match kind {
+        ErrorKind::Protocol => detail.starts_with(SPOKE_THEN_BROKE),
+        ErrorKind::ConnectionClosed | ErrorKind::Reset => detail.starts_with(AFTER_TLS),
+        _ => false,
+    }
+}
+
 /// Notes why this thread's connection attempt failed, in words found at the time.
 pub(crate) fn note_connect_failure(why: String) {
     CONNECT_NOTE.with(|last| *last.borrow_mut() = Some(why));

@@ -49,7 +49,7 @@ pub fn connect_failure(
             meaning(kind),
             // The usual cause, unless the connection showed the server speaks the protocol.
             match cause {
-                Some(c) if c.starts_with(crate::protocol::tcp::SPOKE_THEN_BROKE) => "",
+                Some(c) if crate::protocol::tcp::rules_out_the_usual_cause(kind, c) => "",
                 _ => first_connection_hint(kind),
             }
         ),
