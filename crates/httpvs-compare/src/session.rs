@@ -32,6 +32,8 @@ pub struct CompareConfig {
     pub insecure: bool,
     /// Trust this CA for a user's server.
     pub cacert: Option<PathBuf>,
+    /// The client certificate to show a user's server that asks for one (`--cert`, `--key`).
+    pub client_identity: Option<Arc<httpvs_load::protocol::tls::ClientIdentity>>,
     /// Connect to this host and port instead of the URL's (a user's server).
     pub connect_to: Option<httpvs_load::connect_to::ConnectTo>,
 }
@@ -287,6 +289,7 @@ impl Target {
             tls: TlsOptions {
                 insecure: false,
                 cacert: Some(ca_file.path()),
+                client_identity: None,
             },
             connect_to: None,
         };
@@ -308,6 +311,7 @@ impl Target {
         let tls = TlsOptions {
             insecure: config.insecure,
             cacert: config.cacert.clone(),
+            client_identity: config.client_identity.clone(),
         };
         let endpoints = probe::endpoints(&uri, tls, config.connect_to.clone());
         let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();

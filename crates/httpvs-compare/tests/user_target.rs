@@ -35,6 +35,7 @@ fn config(url: String, insecure: bool) -> CompareConfig {
         tune: false,
         insecure,
         cacert: None,
+        client_identity: None,
         connect_to: None,
     }
 }

@@ -63,6 +63,8 @@ pub struct TlsOptions {
     pub insecure: bool,
     /// `--cacert`: trust this PEM bundle (in addition to nothing else).
     pub cacert: Option<PathBuf>,
+    /// `--cert`, `--key`: the certificate to show a server that asks for one (mutual TLS).
+    pub client_identity: Option<std::sync::Arc<crate::protocol::tls::ClientIdentity>>,
 }
 
 /// Everything one run needs, checked by [`LoadConfig::validate`].

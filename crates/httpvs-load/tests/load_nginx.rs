@@ -47,6 +47,7 @@ fn h1_h2c_and_h2_against_nginx_succeed() {
     let tls = TlsOptions {
         insecure: false,
         cacert: Some(n.cert_path()),
+        client_identity: None,
     };
     let h2 = LoadConfig::new(&format!("https://127.0.0.1:{}/", n.tls_addr().port()))
         .unwrap()

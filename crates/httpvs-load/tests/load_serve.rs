@@ -119,6 +119,7 @@ fn h1_over_tls_with_cacert_succeeds() {
         .tls(TlsOptions {
             insecure: false,
             cacert: Some(ca.clone()),
+            client_identity: None,
         });
     let r = run(&c);
     let _ = std::fs::remove_file(ca);
@@ -144,6 +145,7 @@ fn resumed_tls_handshakes_are_counted() {
         .tls(TlsOptions {
             insecure: true,
             cacert: None,
+            client_identity: None,
         });
     c.keepalive = false;
     let r = run(&c);
@@ -171,6 +173,7 @@ fn five_trusting(
         .tls(TlsOptions {
             insecure: false,
             cacert: Some(cacert.to_path_buf()),
+            client_identity: None,
         });
     httpvs_load::run(&c, &mut Quiet)
 }
@@ -303,6 +306,7 @@ fn h3_against_serve_succeeds() {
         .tls(TlsOptions {
             insecure: true,
             cacert: None,
+            client_identity: None,
         });
     let r = run(&c);
     assert_eq!(r.requests.succeeded, 1000, "{:?}", r.errors);
@@ -353,6 +357,7 @@ fn an_early_answer_to_a_body_cut_off_mid_write_is_read() {
             .tls(TlsOptions {
                 insecure: true,
                 cacert: None,
+                client_identity: None,
             });
         c.method = http::Method::POST;
         c.body = bytes::Bytes::from(vec![b'x'; 16 << 20]);
@@ -535,6 +540,7 @@ fn an_h3_count_run_against_a_server_gone_fails_its_rest_promptly() {
         .tls(TlsOptions {
             insecure: true,
             cacert: None,
+            client_identity: None,
         });
     let killer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(300));
@@ -607,6 +613,7 @@ fn h2c_and_h2_against_serve_succeed() {
         .tls(TlsOptions {
             insecure: false,
             cacert: Some(ca.clone()),
+            client_identity: None,
         });
     let r = run(&c);
     let _ = std::fs::remove_file(ca);

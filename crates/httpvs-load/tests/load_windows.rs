@@ -63,6 +63,7 @@ fn trusting(ca: PathBuf) -> TlsOptions {
     TlsOptions {
         insecure: false,
         cacert: Some(ca),
+        client_identity: None,
     }
 }
 
@@ -119,6 +120,7 @@ fn h3_with_a_16k_stream_window_fetches_1mib_responses() {
     let insecure = TlsOptions {
         insecure: true,
         cacert: None,
+        client_identity: None,
     };
     let c = config(&url, ProtocolKind::H3, 8, windows(Some(SIXTEEN_K), None)).tls(insecure);
     let r = run(&c, MIB, "h3");

@@ -123,6 +123,7 @@ async fn a_refused_alpn_says_so_and_not_the_certificate() {
             .tls(httpvs_load::TlsOptions {
                 insecure,
                 cacert: None,
+                client_identity: None,
             });
         tokio::task::spawn_blocking(move || {
             httpvs_load::run(&config, &mut httpvs_load::stats::Quiet)

@@ -97,6 +97,7 @@ fn closed_open_and_quic_reports_validate() {
         .tls(TlsOptions {
             insecure: true,
             cacert: None,
+            client_identity: None,
         });
     let r = httpvs_load::run(&quic, &mut Quiet).unwrap();
     assert!(r.quic.is_some());

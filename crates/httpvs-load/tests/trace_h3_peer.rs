@@ -134,6 +134,7 @@ fn config(addr: SocketAddr, requests: u32, body: &'static str) -> TraceConfig {
         tls: TlsOptions {
             insecure: true,
             cacert: None,
+            client_identity: None,
         },
         connect_timeout: Duration::from_secs(5),
         timeout: Duration::from_secs(5),

@@ -110,6 +110,11 @@ impl ServerCert {
         Ok(cert)
     }
 
+    /// The chain and its key (for a client certificate read the same way: `load --cert`).
+    pub fn into_parts(self) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
+        (self.chain, self.key)
+    }
+
     /// The PEM clients should trust (the generated cert, or the loaded chain file).
     pub fn ca_pem(&self) -> &str {
         &self.ca_pem

@@ -8,7 +8,7 @@ use crate::protocol::h1::Http1;
 use crate::protocol::h2::Http2;
 use crate::protocol::h3::{discover_h3_port, H3Options, Http3};
 use crate::protocol::probe::probe_alpn;
-use crate::protocol::tls::{client_config, ALPN_H2, ALPN_H3, ALPN_HTTP11};
+use crate::protocol::tls::{client_config_for, ALPN_H2, ALPN_H3, ALPN_HTTP11};
 use crate::protocol::window::ReceiveWindows;
 use crate::protocol::{ConnectOptions, ProtocolKind, Target};
 use crate::report::Report;
@@ -162,8 +162,7 @@ fn alpn_for(kind: ProtocolKind) -> &'static [&'static [u8]] {
 }
 
 fn tls_config(config: &LoadConfig, alpn: &[&[u8]]) -> Result<Arc<rustls::ClientConfig>, LoadError> {
-    client_config(config.tls.insecure, config.tls.cacert.as_deref(), alpn)
-        .map_err(|e| LoadError::TlsConfig(e.to_string()))
+    client_config_for(&config.tls, alpn).map_err(|e| LoadError::TlsConfig(e.to_string()))
 }
 
 /// `-p auto` over TLS: one handshake offering h2 and http/1.1; the server's choice decides.

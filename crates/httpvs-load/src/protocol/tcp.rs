@@ -64,6 +64,10 @@ thread_local! {
     static CONNECT_NOTE: std::cell::RefCell<Option<String>> =
         const { std::cell::RefCell::new(None) };
 
+    /// What rustls said of this thread's last TLS failure on an open connection.
+    static LAST_TLS_ERROR: std::cell::RefCell<Option<String>> =
+        const { std::cell::RefCell::new(None) };
+
     /// This thread's last connection attempt over TCP, once TCP connected: how long that took
     /// and its byte counter. A trace shows them for a connection whose later step (TLS, the
     /// h2 preface) failed, where only the attempt's error was left.
@@ -84,6 +88,12 @@ pub fn take_connect_note() -> Option<String> {
 /// Notes the step this thread's connection attempt now waits for (`None` once it is ready).
 pub(crate) fn note_connect_step(waiting_for: Option<&'static str>) {
     CONNECT_NOTE.with(|last| *last.borrow_mut() = waiting_for.map(str::to_owned));
+}
+
+/// Takes what rustls said of this thread's last TLS failure on an open connection (an alert
+/// after the handshake), for `httpvs trace`'s line.
+pub fn take_tls_error() -> Option<String> {
+    LAST_TLS_ERROR.with(|last| last.borrow_mut().take())
 }
 
 /// How a connect note begins when the server spoke the protocol asked for but broke it (h2's
@@ -331,6 +341,11 @@ pub fn handshake_error_kind(e: &io::Error) -> ErrorKind {
 /// Classifies an I/O error on an open connection.
 pub fn io_error_kind(e: &io::Error) -> ErrorKind {
     if is_tls_error(e) {
+        // The words are kept for the trace's line (an alert after the handshake: a client
+        // certificate wanted); failures only, so no cost to a request that succeeds.
+        LAST_TLS_ERROR.with(|last| {
+            *last.borrow_mut() = Some(crate::protocol::tls::plain_words(&e.to_string()))
+        });
         return ErrorKind::Tls;
     }
     match e.kind() {

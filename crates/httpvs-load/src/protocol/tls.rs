@@ -43,6 +43,49 @@ pub enum TlsConfigError {
     /// The ring provider refused the protocol versions (should not happen).
     #[error("TLS setup failed: {0}")]
     Setup(rustls::Error),
+    /// rustls refused the client certificate and key (`--cert`, `--key`).
+    #[error("the client certificate (--cert, --key) is not usable: {0}")]
+    ClientCert(rustls::Error),
+}
+
+/// A client certificate chain and its private key (`--cert`, `--key`): sent to a server that
+/// asks for one (mutual TLS), over TCP and QUIC alike.
+pub struct ClientIdentity {
+    /// The chain, leaf first.
+    pub chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+    /// The leaf's private key.
+    pub key: rustls::pki_types::PrivateKeyDer<'static>,
+}
+
+impl Clone for ClientIdentity {
+    fn clone(&self) -> ClientIdentity {
+        ClientIdentity {
+            chain: self.chain.clone(),
+            key: self.key.clone_key(),
+        }
+    }
+}
+
+impl PartialEq for ClientIdentity {
+    fn eq(&self, other: &ClientIdentity) -> bool {
+        self.chain == other.chain && self.key.secret_der() == other.key.secret_der()
+    }
+}
+
+impl std::fmt::Debug for ClientIdentity {
+    /// The chain's length only: a key does not belong in a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ClientIdentity({} certificates, key)", self.chain.len())
+    }
+}
+
+/// The client TLS config for `tls` (`-k`, `--cacert`, `--cert`/`--key`), offering `alpn`.
+pub fn client_config_for(
+    tls: &crate::config::TlsOptions,
+    alpn: &[&[u8]],
+) -> Result<Arc<ClientConfig>, TlsConfigError> {
+    let identity = tls.client_identity.as_deref();
+    configure(tls.insecure, tls.cacert.as_deref(), identity, alpn)
 }
 
 /// The crypto provider httpvs uses everywhere (ring).
@@ -61,15 +104,34 @@ pub fn client_config(
     cacert: Option<&Path>,
     alpn: &[&[u8]],
 ) -> Result<Arc<ClientConfig>, TlsConfigError> {
+    configure(insecure, cacert, None, alpn)
+}
+
+fn configure(
+    insecure: bool,
+    cacert: Option<&Path>,
+    identity: Option<&ClientIdentity>,
+    alpn: &[&[u8]],
+) -> Result<Arc<ClientConfig>, TlsConfigError> {
+    let client_auth =
+        |builder: rustls::ConfigBuilder<ClientConfig, rustls::client::WantsClientCert>| {
+            match identity {
+                Some(id) => builder
+                    .with_client_auth_cert(id.chain.clone(), id.key.clone_key())
+                    .map_err(TlsConfigError::ClientCert),
+                None => Ok(builder.with_no_client_auth()),
+            }
+        };
     let provider = provider();
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(TlsConfigError::Setup)?;
     let mut config = if insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate { provider }))
-            .with_no_client_auth()
+        client_auth(
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate { provider })),
+        )?
     } else {
         match cacert {
             Some(path) => {
@@ -83,14 +145,13 @@ pub fn client_config(
                     path: path.to_path_buf(),
                     reason: e.to_string(),
                 })?;
-                builder
-                    .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(TrustedFile { inner, pinned }))
-                    .with_no_client_auth()
+                client_auth(
+                    builder
+                        .dangerous()
+                        .with_custom_certificate_verifier(Arc::new(TrustedFile { inner, pinned })),
+                )?
             }
-            None => builder
-                .with_root_certificates(system_roots())
-                .with_no_client_auth(),
+            None => client_auth(builder.with_root_certificates(system_roots()))?,
         }
     };
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();

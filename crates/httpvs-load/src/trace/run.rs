@@ -15,7 +15,7 @@ use crate::protocol::h1::Http1;
 use crate::protocol::h2::Http2;
 use crate::protocol::h3::{H3Options, Http3};
 use crate::protocol::probe::probe_alpn;
-use crate::protocol::tls::{client_config, ALPN_H2, ALPN_H3, ALPN_HTTP11};
+use crate::protocol::tls::{client_config_for, ALPN_H2, ALPN_H3, ALPN_HTTP11};
 use crate::protocol::window::ReceiveWindows;
 use crate::protocol::wire::PlaintextTaps;
 use crate::protocol::{
@@ -88,7 +88,7 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
     let https = target.scheme.eq_ignore_ascii_case("https");
     let keylog = Arc::new(TlsVersionLog::default());
     let tls_for = |alpn: &[&[u8]]| -> Result<_, LoadError> {
-        let base = client_config(config.tls.insecure, config.tls.cacert.as_deref(), alpn)
+        let base = client_config_for(&config.tls, alpn)
             .map_err(|e| LoadError::TlsConfig(e.to_string()))?;
         let mut with_log = rustls::ClientConfig::clone(&base);
         with_log.key_log = keylog.clone();
@@ -472,6 +472,9 @@ impl Session<'_> {
                 // A breach we answered is why the connection ended; else the server's words.
                 let cause = match e {
                     SendError::Failed(crate::ErrorKind::Protocol) => conn.protocol_breach(),
+                    SendError::Failed(crate::ErrorKind::Tls) => {
+                        crate::protocol::tcp::take_tls_error()
+                    }
                     _ => None,
                 };
                 let cause = cause.or_else(|| failure::h2_cause(&events));

@@ -456,6 +456,31 @@ pub(super) fn basic_authorization(
     Ok((http::header::AUTHORIZATION, value))
 }
 
+/// `--cert` and `--key`, the client certificate shown to a server that asks for one (mutual
+/// TLS): both or neither, read and checked as a pair the way `serve --cert` reads its own (the
+/// file at fault named, an encrypted key said to be one), so a bad pair is one line before any
+/// connection.
+pub(super) fn client_identity(
+    cert: Option<&std::path::Path>,
+    key: Option<&std::path::Path>,
+) -> anyhow::Result<Option<Arc<httpvs_load::protocol::tls::ClientIdentity>>> {
+    let (cert, key) = match (cert, key) {
+        (None, None) => return Ok(None),
+        (Some(_), None) => return Err(usage("--cert needs --key, the certificate's private key")),
+        (None, Some(_)) => return Err(usage("--key needs --cert, the certificate it belongs to")),
+        (Some(cert), Some(key)) => (cert, key),
+    };
+    let (cert_pem, key_pem) =
+        httpvs_server::cert::read_pem_files(cert, key).map_err(|e| usage(e.to_string()))?;
+    let pair = httpvs_server::cert::ServerCert::from_pem(&cert_pem, &key_pem, cert, key)
+        .map_err(|e| usage(e.to_string()))?;
+    let (chain, key) = pair.into_parts();
+    Ok(Some(Arc::new(httpvs_load::protocol::tls::ClientIdentity {
+        chain,
+        key,
+    })))
+}
+
 /// `--cacert` names a regular file (its PEM is read later): a usage error says what it is not.
 pub(super) fn check_cacert(path: &std::path::Path) -> anyhow::Result<()> {
     let why = match std::fs::metadata(path) {

@@ -76,7 +76,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE", conflicts_with_all = [
         "url", "plan", "quick", "shape", "tune", "baseline", "protocols", "conditions",
         "repeats", "duration", "warmup", "server_cpus", "client_cpus", "no_pin", "insecure",
-        "cacert", "connect_to",
+        "cacert", "cert", "key", "connect_to",
     ])]
     from: Option<PathBuf>,
     /// Accept any certificate from your server (https URLs).
@@ -85,6 +85,13 @@ pub struct Args {
     /// Trust this CA (PEM) for your server.
     #[arg(long, value_name = "FILE")]
     cacert: Option<PathBuf>,
+    /// Client certificate chain (PEM) to show your server if it asks for one (mutual TLS), with
+    /// --key.
+    #[arg(long, value_name = "FILE", requires = "url")]
+    cert: Option<PathBuf>,
+    /// The private key (PEM, unencrypted) of --cert.
+    #[arg(long, value_name = "FILE", requires = "url")]
+    key: Option<PathBuf>,
     /// With a URL: connect to HOST[:PORT] instead of its host and port (as load's), keeping
     /// the URL's name for Host, :authority and TLS
     #[arg(long, value_name = "HOST[:PORT]", requires = "url")]
@@ -171,6 +178,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ("--from", args.from.as_deref()),
         ("--plan", args.plan.as_deref()),
         ("--cacert", args.cacert.as_deref()),
+        ("--cert", args.cert.as_deref()),
+        ("--key", args.key.as_deref()),
     ];
     if let Some(path) = args.json.as_deref().filter(|_| !json_to_stdout) {
         super::common::refuse_input("--json", path, &inputs)?;
@@ -485,6 +494,7 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
         tune: args.tune,
         insecure: args.insecure,
         cacert: args.cacert.clone(),
+        client_identity: super::common::client_identity(args.cert.as_deref(), args.key.as_deref())?,
         connect_to: args
             .connect_to
             .as_deref()

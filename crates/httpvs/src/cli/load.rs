@@ -6,8 +6,8 @@
 mod net;
 
 use super::common::{
-    basic_authorization, check_cacert, check_content_length, check_writable, cpu_list,
-    duration_flag, file_id, interrupt_flag, parse_header, refuse_input, request_body,
+    basic_authorization, check_cacert, check_content_length, check_writable, client_identity,
+    cpu_list, duration_flag, file_id, interrupt_flag, parse_header, refuse_input, request_body,
     take_userinfo, typed_spelling, WindowFlags,
 };
 use super::usage;
@@ -115,6 +115,12 @@ pub struct Args {
     /// Trust the CA certificates in this PEM file.
     #[arg(long, value_name = "FILE")]
     cacert: Option<PathBuf>,
+    /// Client certificate chain (PEM) to show a server that asks for one (mutual TLS), with --key.
+    #[arg(long, value_name = "FILE")]
+    cert: Option<PathBuf>,
+    /// The private key (PEM, unencrypted) of --cert.
+    #[arg(long, value_name = "FILE")]
+    key: Option<PathBuf>,
     /// h3: send requests as 0-RTT early data when a session ticket allows (replayable: idempotent only).
     #[arg(long = "0rtt")]
     zero_rtt: bool,
@@ -225,6 +231,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         ("--input-file", args.input_file.as_deref()),
         ("--data-file", args.data_file.as_deref()),
         ("--cacert", args.cacert.as_deref()),
+        ("--cert", args.cert.as_deref()),
+        ("--key", args.key.as_deref()),
     ];
     // `--hgrm -` prints the spectrum after the report, on stdout.
     let hgrm_file = args
@@ -567,6 +575,7 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
     config.tls = TlsOptions {
         insecure: args.insecure,
         cacert: args.cacert.clone(),
+        client_identity: client_identity(args.cert.as_deref(), args.key.as_deref())?,
     };
     config.rate = args.rate;
     config.zero_rtt = args.zero_rtt;

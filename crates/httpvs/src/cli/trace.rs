@@ -5,8 +5,8 @@
 //! in the trace, then one line and exit 1.
 
 use super::common::{
-    basic_authorization, check_cacert, check_content_length, duration_flag, parse_header,
-    request_body, take_userinfo, WindowFlags,
+    basic_authorization, check_cacert, check_content_length, client_identity, duration_flag,
+    parse_header, request_body, take_userinfo, WindowFlags,
 };
 use super::usage;
 use httpvs_load::config::{parse_url, TlsOptions};
@@ -53,6 +53,12 @@ pub struct Args {
     /// Trust the CA certificates in this PEM file.
     #[arg(long, value_name = "FILE")]
     cacert: Option<PathBuf>,
+    /// Client certificate chain (PEM) to show a server that asks for one (mutual TLS), with --key.
+    #[arg(long, value_name = "FILE")]
+    cert: Option<PathBuf>,
+    /// The private key (PEM, unencrypted) of --cert.
+    #[arg(long, value_name = "FILE")]
+    key: Option<PathBuf>,
     /// Print bodies (as text) instead of only their lengths.
     #[arg(long)]
     body: bool,
@@ -190,6 +196,7 @@ fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
         tls: TlsOptions {
             insecure: args.insecure,
             cacert: args.cacert.clone(),
+            client_identity: client_identity(args.cert.as_deref(), args.key.as_deref())?,
         },
         connect_timeout: match duration_flag("--connect-timeout", &args.connect_timeout)? {
             // As `load` has it: a bound of 0 would fail every connection unseen.
