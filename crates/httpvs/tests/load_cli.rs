@@ -121,6 +121,23 @@ fn bad_input_is_one_line_and_exit_2() {
         &["http://127.0.0.1:1/", "--timeout", "soon"],
         &["http://127.0.0.1:1/", "--connect-timeout", "0"],
         &["https://127.0.0.1:1/", "--cacert", "/no/such/ca.pem"],
+        // A client certificate needs its key, and both must read as a pair.
+        &["https://127.0.0.1:1/", "--cert", "/etc/hostname"],
+        &["https://127.0.0.1:1/", "--key", "/etc/hostname"],
+        &[
+            "https://127.0.0.1:1/",
+            "--cert",
+            "/etc/hostname",
+            "--key",
+            "/etc/hostname",
+        ],
+        &[
+            "https://127.0.0.1:1/",
+            "--cert",
+            "/no/such.pem",
+            "--key",
+            "/no/such.key",
+        ],
         &["http://127.0.0.1:1/", "--rate", "-5"],
         &["http://127.0.0.1:1/", "--rate", "fast"],
         &["http://127.0.0.1:1/", "--rate", "1e-19", "-n", "2"],
