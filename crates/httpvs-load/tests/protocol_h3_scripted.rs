@@ -479,3 +479,76 @@ async fn a_body_unlike_its_content_length_fails_its_request() {
         assert_eq!(result, want, "content-length {}", length as char);
     }
 }
+
+/// One GET on `engine` (the owned client or the reference one `httpvs trace` runs) against a
+/// peer answering `answer`: the status and body length, or the failure.
+async fn one_request_on(
+    engine: httpvs_load::protocol::h3::H3Engine,
+    answer: Answer,
+) -> Result<(u16, u64), SendError> {
+    let (addr, cert) = scripted_peer(answer, Vec::new());
+    let (target, options) = client_to(addr, cert, 4);
+    let run = async {
+        let h3 = Http3::new(&target, H3Options::default())
+            .expect("endpoint")
+            .with_engine(engine);
+        let (conn, _) = h3.connect(&target, &options).await.expect("connects");
+        conn.send(&get(addr), std::time::Instant::now())
+            .await
+            .map(|r| (r.status, r.body_bytes))
+    };
+    tokio::time::timeout(TEST_TIMEOUT, run)
+        .await
+        .expect("bounded")
+}
+
+/// What the owned client reads, the reference client (the h3 crate, which `trace` runs) reads
+/// too: a 100 before the 200 (it reported 100), a body after an empty DATA frame (it read 0
+/// bytes), and a body unlike its content-length (it took it).
+#[tokio::test]
+async fn both_clients_read_interim_heads_empty_data_and_lengths_alike() {
+    use httpvs_load::protocol::h3::H3Engine;
+    // :status 100 (static index 63: the 6-bit prefix full, then 0), then the 200.
+    let mut interim = vec![0x01, 0x04, 0, 0, 0xff, 0x00];
+    interim.extend(ok_response());
+    // The head announcing 2 bytes, an empty DATA frame, then DATA "ok".
+    let mut empty_first = vec![0x01, 0x06, 0, 0, 0xc0 | 25, 0x54, 0x01, b'2', 0x00, 0x00];
+    empty_first.extend_from_slice(&[0x00, 0x02, b'o', b'k']);
+    let cases = [
+        (interim, Ok((200, 2))),
+        (empty_first, Ok((200, 2))),
+        (
+            response_announcing(b'5', b"ok"),
+            Err(SendError::Failed(ErrorKind::TruncatedBody)),
+        ),
+        (
+            response_announcing(b'1', b"ok"),
+            Err(SendError::Failed(ErrorKind::Protocol)),
+        ),
+    ];
+    for engine in [H3Engine::Owned, H3Engine::Reference] {
+        for (answer, want) in &cases {
+            let got = one_request_on(engine, bytes(answer.clone())).await;
+            assert_eq!(&got, want, "{engine:?}: {answer:?}");
+        }
+    }
+}
+
+/// A HEADERS frame announced past a field section's limit ends the connection with
+/// H3_EXCESSIVE_LOAD on both clients: the h3 crate held such a frame whole, growing as fast
+/// as the server sent (400 MB in a 25 s trace).
+#[tokio::test]
+async fn a_frame_too_large_to_hold_is_excessive_load_on_both_clients() {
+    use httpvs_load::protocol::h3::H3Engine;
+    // HEADERS announcing 2^29 bytes (a 4-byte varint), then some of them.
+    let mut huge = vec![0x01, 0xa0, 0, 0, 0];
+    huge.extend_from_slice(&[0u8; 4096]);
+    for engine in [H3Engine::Owned, H3Engine::Reference] {
+        let got = one_request_on(engine, bytes(huge.clone())).await;
+        assert_eq!(
+            got,
+            Err(SendError::Failed(ErrorKind::H3(0x107))),
+            "{engine:?}"
+        );
+    }
+}

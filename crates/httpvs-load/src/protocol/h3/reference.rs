@@ -64,7 +64,10 @@ impl ReferenceConnection {
         }
         let tap = Arc::new(TapCounters::observed(observer));
         let shared = Arc::new(Shared::default());
+        // The owned client's limit on a response's field section: with none, a HEADERS frame
+        // of 100,000 fields decoded into more than an http::HeaderMap holds, and it panicked.
         let (mut driver, sender) = h3::client::builder()
+            .max_field_section_size(super::qpack::MAX_FIELD_SECTION as u64)
             .build::<_, _, Bytes>(TappedConnection::new(quic.clone(), tap.clone()))
             .await
             .map_err(|e| classify::h3_connection_failure(&e, quic.close_reason().as_ref()))?;
@@ -97,6 +100,10 @@ impl ReferenceConnection {
 
     /// Turns a request stream failure into a retry or a classified failure.
     fn failure(&self, err: &h3::error::StreamError, stream_id: Option<u64>) -> SendError {
+        if self.tap.closed_for_excessive_load() {
+            // Our own close, for a frame too large to hold: not the server closing.
+            return SendError::Failed(ErrorKind::H3(super::response::H3_EXCESSIVE_LOAD));
+        }
         let reason = self.quic.close_reason();
         let failure = classify::stream_failure(err, reason.as_ref());
         let beyond_goaway = match (self.tap.goaway_id(), stream_id) {
@@ -169,20 +176,50 @@ impl ReferenceConnection {
         start: Instant,
     ) -> Result<ResponseInfo, SendError> {
         let id = Some(stream.id().into_inner());
-        let response = stream
+        let mut response = stream
             .recv_response()
             .await
             .map_err(|e| self.failure(&e, id))?;
         let ttfb = start.elapsed();
+        // Interim (1xx) heads come before the final one, as the owned client reads them: the
+        // trace reported a 100 or a 103 as the answer.
+        while response.status().is_informational() {
+            response = stream
+                .recv_response()
+                .await
+                .map_err(|e| self.failure(&e, id))?;
+        }
         let header_bytes = response
             .headers()
             .iter()
             .map(|(name, value)| (name.as_str().len() + value.len()) as u64)
             .sum::<u64>()
             + STATUS_FIELD_BYTES;
+        let length = content_length(response.headers())?;
         let mut body_bytes = 0u64;
-        while let Some(chunk) = stream.recv_data().await.map_err(|e| self.failure(&e, id))? {
+        let stream_id = stream.id().into_inner();
+        loop {
+            let Some(chunk) = stream.recv_data().await.map_err(|e| self.failure(&e, id))? else {
+                // h3 says "no more" at trailers, and at an empty DATA frame too, after which
+                // it hands out no more of the body (a 2-byte body after a 0-byte frame read
+                // as 0 bytes): read on to the FIN, letting the timers run between, and take
+                // the body's length from the DATA frames the tap saw.
+                match self.tap.take_fin(stream_id) {
+                    Some(data) => {
+                        body_bytes = body_bytes.max(data);
+                        break;
+                    }
+                    None => tokio::task::yield_now().await,
+                }
+                continue;
+            };
             body_bytes += chunk.remaining() as u64;
+        }
+        // As the owned client judges a body against its content-length.
+        match length {
+            Some(n) if body_bytes < n => return Err(SendError::Failed(ErrorKind::TruncatedBody)),
+            Some(n) if body_bytes > n => return Err(SendError::Failed(ErrorKind::Protocol)),
+            _ => {}
         }
         Ok(ResponseInfo {
             status: response.status().as_u16(),
@@ -193,6 +230,24 @@ impl ReferenceConnection {
             done_at: None,
         })
     }
+}
+
+/// The response's content-length, if it gives one; values that are not one number, or differ,
+/// make the response malformed (RFC 9114 §4.1.2), as the owned client has it.
+fn content_length(headers: &http::HeaderMap) -> Result<Option<u64>, SendError> {
+    let mut length = None;
+    for value in headers.get_all(http::header::CONTENT_LENGTH) {
+        let n = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or(SendError::Failed(ErrorKind::Protocol))?;
+        if length.is_some_and(|l| l != n) {
+            return Err(SendError::Failed(ErrorKind::Protocol));
+        }
+        length = Some(n);
+    }
+    Ok(length)
 }
 
 impl Connection for ReferenceConnection {

@@ -5,7 +5,9 @@
 //! feeds what they carry to [`FrameScanner`]s, recording into a shared [`TapCounters`]:
 //! request HEADERS sent, response HEADERS received, and the server's GOAWAY id.
 
-use super::frames::{read_frame_header, FrameEvent, FrameScanner, FRAME_HEADERS};
+use super::frames::{read_frame_header, FrameEvent, FrameScanner, FRAME_DATA, FRAME_HEADERS};
+use super::qpack::MAX_FIELD_SECTION;
+use super::response::H3_EXCESSIVE_LOAD;
 use bytes::{Buf, Bytes};
 use h3::error::Code;
 use h3::quic::{self, ConnectionErrorIncoming, StreamErrorIncoming, StreamId, WriteBuf};
@@ -35,7 +37,18 @@ pub struct TapCounters {
     goaway: AtomicU64,
     /// `httpvs trace` only.
     pub observer: Option<Arc<dyn H3TapObserver>>,
+    /// The QUIC connection, to close when the server announces a frame too large to hold.
+    quic: std::sync::OnceLock<quinn::Connection>,
+    /// The tap closed the connection for such a frame (H3_EXCESSIVE_LOAD).
+    excessive: std::sync::atomic::AtomicBool,
+    /// Request streams whose FIN was read, with the DATA payload bytes they carried, not yet
+    /// taken by [`TapCounters::take_fin`] (at most [`FINS_KEPT`], the oldest dropped: a stream
+    /// id is never reused).
+    fins: std::sync::Mutex<std::collections::VecDeque<(u64, u64)>>,
 }
+
+/// Request-stream FINs kept for [`TapCounters::take_fin`].
+const FINS_KEPT: usize = 1024;
 
 impl Default for TapCounters {
     fn default() -> Self {
@@ -44,6 +57,9 @@ impl Default for TapCounters {
             header_received: AtomicU64::new(0),
             goaway: AtomicU64::new(u64::MAX),
             observer: None,
+            quic: std::sync::OnceLock::new(),
+            excessive: std::sync::atomic::AtomicBool::new(false),
+            fins: std::sync::Mutex::new(std::collections::VecDeque::new()),
         }
     }
 }
@@ -67,23 +83,60 @@ impl TapCounters {
         }
     }
 
-    /// Shows a received chunk of `stream` to the observer, if any (`None`: its FIN).
+    /// Shows a received chunk of `stream` to the observer, if any (`None`: its FIN). Returns
+    /// the payload bytes the DATA frames that began in it announce.
     fn observe_received(
         &self,
         stream: StreamId,
         chunk: Option<&Bytes>,
         scanner: &mut FrameScanner,
-    ) {
+    ) -> u64 {
         let id = stream.into_inner();
+        let mut data = 0;
+        let mut count = |e: FrameEvent| {
+            if let FrameEvent::Frame {
+                ty: FRAME_DATA,
+                len,
+            } = e
+            {
+                data += len;
+            }
+        };
         match (chunk, &self.observer) {
             (Some(bytes), Some(observer)) => scanner.feed(bytes, |e| {
+                count(e);
                 self.record(e, &self.header_received);
                 observer.frame(id, false, e);
             }),
-            (Some(bytes), None) => scanner.feed(bytes, |e| self.record(e, &self.header_received)),
+            (Some(bytes), None) => scanner.feed(bytes, |e| {
+                count(e);
+                self.record(e, &self.header_received)
+            }),
             (None, Some(observer)) => observer.stream_finished(id, false),
             (None, None) => {}
         }
+        data
+    }
+
+    /// Whether the tap closed the connection for a frame too large to hold.
+    pub fn closed_for_excessive_load(&self) -> bool {
+        self.excessive.load(Ordering::Acquire)
+    }
+
+    /// Once `stream`'s FIN has been read, the DATA payload bytes it carried (taken: asked
+    /// again, `None`).
+    pub fn take_fin(&self, stream: u64) -> Option<u64> {
+        let mut fins = self.fins.lock().unwrap_or_else(|p| p.into_inner());
+        let at = fins.iter().position(|&(id, _)| id == stream)?;
+        fins.remove(at).map(|(_, data)| data)
+    }
+
+    fn fin_read(&self, stream: u64, data: u64) {
+        let mut fins = self.fins.lock().unwrap_or_else(|p| p.into_inner());
+        if fins.len() == FINS_KEPT {
+            fins.pop_front();
+        }
+        fins.push_back((stream, data));
     }
 
     /// The stream id in the server's GOAWAY, once one arrived.
@@ -96,6 +149,17 @@ impl TapCounters {
 
     fn record(&self, event: FrameEvent, headers: &AtomicU64) {
         match event {
+            // h3 holds a frame whole before it reads it, except DATA: one announced past a
+            // field section's limit (a HEADERS of 2^62 bytes, an endless reserved frame or
+            // SETTINGS) grew memory as fast as the server sent, 400 MB in a 25 s trace. The
+            // connection ends as the owned client ends it (RFC 9114 §4.2.2, §7.2.4).
+            FrameEvent::Frame { ty, len } if ty != FRAME_DATA && len > MAX_FIELD_SECTION as u64 => {
+                if let Some(quic) = self.quic.get() {
+                    self.excessive.store(true, Ordering::Release);
+                    let code = quinn::VarInt::from_u64(H3_EXCESSIVE_LOAD).unwrap_or_default();
+                    quic.close(code, b"a frame too large to hold");
+                }
+            }
             FrameEvent::Frame { ty, len } if ty == FRAME_HEADERS => {
                 headers.fetch_add(len, Ordering::Relaxed);
             }
@@ -117,6 +181,7 @@ pub struct TappedConnection {
 impl TappedConnection {
     /// Wraps a QUIC connection, recording into `counters`.
     pub fn new(conn: quinn::Connection, counters: Arc<TapCounters>) -> Self {
+        let _ = counters.quic.set(conn.clone());
         TappedConnection {
             inner: h3_quinn::Connection::new(conn),
             counters,
@@ -241,7 +306,8 @@ impl<S: quic::RecvStream<Buf = Bytes>> quic::RecvStream for TappedRecv<S> {
     ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
         let chunk = std::task::ready!(self.inner.poll_data(cx))?;
         let id = self.inner.recv_id();
-        self.counters
+        let _ = self
+            .counters
             .observe_received(id, chunk.as_ref(), &mut self.scanner);
         Poll::Ready(Ok(chunk))
     }
@@ -260,6 +326,8 @@ pub struct TappedBidi {
     inner: h3_quinn::BidiStream<Bytes>,
     scanner: FrameScanner,
     counters: Arc<TapCounters>,
+    /// DATA payload bytes the response's frames announced so far.
+    data_received: u64,
 }
 
 impl TappedBidi {
@@ -271,6 +339,7 @@ impl TappedBidi {
             inner,
             scanner: FrameScanner::request_stream(),
             counters,
+            data_received: 0,
         }
     }
 }
@@ -284,8 +353,12 @@ impl quic::RecvStream for TappedBidi {
     ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
         let chunk = std::task::ready!(self.inner.poll_data(cx))?;
         let id = self.inner.recv_id();
-        self.counters
+        self.data_received += self
+            .counters
             .observe_received(id, chunk.as_ref(), &mut self.scanner);
+        if chunk.is_none() {
+            self.counters.fin_read(id.into_inner(), self.data_received);
+        }
         Poll::Ready(Ok(chunk))
     }
 
