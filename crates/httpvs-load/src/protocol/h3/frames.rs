@@ -77,6 +77,9 @@ enum State {
 pub struct FrameScanner {
     state: State,
     varint: PartialVarint,
+    /// A GOAWAY's id counts on the control stream only: on a request stream the frame is an
+    /// error of its own (H3_FRAME_UNEXPECTED), and its id no GOAWAY of the server's.
+    control: bool,
 }
 
 impl FrameScanner {
@@ -85,6 +88,7 @@ impl FrameScanner {
         FrameScanner {
             state: State::FrameType,
             varint: PartialVarint::default(),
+            control: false,
         }
     }
 
@@ -93,6 +97,7 @@ impl FrameScanner {
         FrameScanner {
             state: State::StreamType,
             varint: PartialVarint::default(),
+            control: true,
         }
     }
 
@@ -142,7 +147,7 @@ impl FrameScanner {
                 on_event(FrameEvent::Frame { ty, len: value });
                 match (ty, value) {
                     (_, 0) => State::FrameType,
-                    (FRAME_GOAWAY, len) => State::GoawayId { remaining: len },
+                    (FRAME_GOAWAY, len) if self.control => State::GoawayId { remaining: len },
                     (_, len) => State::Skip { remaining: len },
                 }
             }
@@ -213,6 +218,30 @@ mod tests {
                 "chunk size {chunk}"
             );
         }
+    }
+
+    /// A GOAWAY on a request stream is not the server's GOAWAY: the trace took its id, and
+    /// the request failed as "not processed" instead of H3_FRAME_UNEXPECTED.
+    #[test]
+    fn a_goaway_on_a_request_stream_reports_no_id() {
+        let mut scanner = FrameScanner::request_stream();
+        let mut events = Vec::new();
+        scanner.feed(&[FRAME_GOAWAY as u8, 0x01, 0x04, 0x00, 0x00], |e| {
+            events.push(e)
+        });
+        assert_eq!(
+            events,
+            [
+                FrameEvent::Frame {
+                    ty: FRAME_GOAWAY,
+                    len: 1
+                },
+                FrameEvent::Frame {
+                    ty: FRAME_DATA,
+                    len: 0
+                }
+            ]
+        );
     }
 
     #[test]
