@@ -159,7 +159,10 @@ impl hyper::service::Service<Request<Incoming>> for H1Service {
             body_empty,
         };
         match respond::decide(&view, &self.ctx.limits, &self.ctx.counters) {
-            Decision::Now(answer) => {
+            Decision::Now(mut answer) => {
+                // A body left unread (431, a 413 by its content-length) ends the connection
+                // (hyper does not reuse it): the answer says so.
+                answer.close |= !body_empty;
                 H1Future::Ready(Some(finish(answer, last, parts.version, &self.ctx)))
             }
             Decision::Later(pending) => {
@@ -198,7 +201,11 @@ async fn answer_later(
             };
             if let Ok(data) = frame.into_data() {
                 if collector.push(data).is_err() {
-                    return respond::body_too_large(&ctx.limits, &ctx.counters);
+                    // The rest of the body is left unread, which ends the connection: the 413
+                    // says so (it came without `Connection: close`, then the close).
+                    let mut answer = respond::body_too_large(&ctx.limits, &ctx.counters);
+                    answer.close = true;
+                    return answer;
                 }
             }
         }

@@ -175,3 +175,26 @@ fn a_request_followed_by_a_half_close_is_answered() {
         }
     }
 }
+
+/// A body over the limit gets 413 with `Connection: close`, since the rest of it is left
+/// unread and the connection ends: the 413 to a chunked body came without it, then the close.
+#[test]
+fn a_body_over_the_limit_gets_413_with_a_close() {
+    let server = support::server(Limits {
+        max_body_bytes: 1024,
+        ..Limits::default()
+    });
+    let chunk = "x".repeat(4096);
+    let chunked = format!(
+        "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1000\r\n{chunk}\r\n0\r\n\r\n"
+    );
+    let sized = format!("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\n\r\n{chunk}");
+    for (name, request) in [("chunked", chunked), ("sized", sized)] {
+        let text = exchange(&server, &request);
+        assert!(text.starts_with("HTTP/1.1 413"), "{name}: {text}");
+        assert!(
+            text.to_ascii_lowercase().contains("connection: close"),
+            "{name}: {text}"
+        );
+    }
+}
