@@ -156,6 +156,16 @@ impl DecodedSection {
     }
 }
 
+/// Whether a literal field name may appear in an HTTP/3 response: no uppercase letter, and
+/// not a connection-specific field (RFC 9114 §4.2).
+fn is_lawful_name(name: &[u8]) -> bool {
+    !name.iter().any(u8::is_ascii_uppercase)
+        && !matches!(
+            name,
+            b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade"
+        )
+}
+
 /// A three-digit status code.
 fn parse_status(value: &[u8]) -> Option<u16> {
     match value {
@@ -232,6 +242,10 @@ pub fn decode_field_section(
             // Literal with literal name: H bit 0x08, 3-bit length prefix.
             let name = get_string(block, &mut at, 3, name_scratch)?;
             let value = get_string(block, &mut at, 7, value_scratch)?;
+            // Only a literal name can break the name rules (the static table's are sound): an
+            // uppercase letter, or a connection-specific field, makes the message malformed
+            // (RFC 9114 §4.2), as the h2 client judges them (it took `Content-Type`).
+            section.malformed |= !is_lawful_name(name);
             section.field(name, value, &mut seen_regular);
         } else {
             // Post-base forms (0001xxxx, 0000xxxx) always refer to the dynamic table.
@@ -316,6 +330,28 @@ mod tests {
         put_int(&mut late, 0b0101_0000, 4, 24);
         put_string(&mut late, 0, 7, b"20");
         assert!(decode(&late).expect("ok").malformed, "two-digit status");
+    }
+
+    /// A literal name with an uppercase letter, or a connection-specific one, makes the
+    /// section malformed; lowercase names pass.
+    #[test]
+    fn literal_names_that_break_http3_rules_are_malformed() {
+        let section = |name: &[u8]| {
+            let mut block = vec![0, 0];
+            put_int(&mut block, 0xc0, 6, 25); // :status 200
+            put_string(&mut block, 0x20, 3, name);
+            put_string(&mut block, 0, 7, b"v");
+            decode(&block).expect("decodes").malformed
+        };
+        assert!(!section(b"x-trace"));
+        for bad in [
+            &b"X-Trace"[..],
+            b"connection",
+            b"transfer-encoding",
+            b"upgrade",
+        ] {
+            assert!(section(bad), "{}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]
