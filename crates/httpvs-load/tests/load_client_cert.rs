@@ -72,7 +72,8 @@ fn mtls_server(pki: &Pki) -> std::net::SocketAddr {
         .with_client_cert_verifier(verifier)
         .with_single_cert(vec![pki.server.0.clone()], pki.server.1.clone_key())
         .unwrap();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // h2 offered too, for a refusal to reach h2's wait for SETTINGS (it serves HTTP/1.1 only).
+    config.alpn_protocols = vec![b"http/1.1".to_vec(), b"h2".to_vec()];
     let config = Arc::new(config);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -109,9 +110,18 @@ fn run(
     ca: &std::path::Path,
     identity: Option<ClientIdentity>,
 ) -> Result<httpvs_load::Report, httpvs_load::LoadError> {
+    run_on(ProtocolKind::H1, url, ca, identity)
+}
+
+fn run_on(
+    kind: ProtocolKind,
+    url: &str,
+    ca: &std::path::Path,
+    identity: Option<ClientIdentity>,
+) -> Result<httpvs_load::Report, httpvs_load::LoadError> {
     let config = LoadConfig::new(url)
         .unwrap()
-        .protocol(ProtocolChoice::Fixed(ProtocolKind::H1))
+        .protocol(ProtocolChoice::Fixed(kind))
         .shape(1, 1)
         .threads(1)
         .requests(5)
@@ -136,7 +146,16 @@ fn a_server_that_requires_a_client_certificate_answers_one_that_shows_it() {
     // Without one the server refuses (TLS 1.3: by an alert after the handshake): nothing
     // succeeds, and it is a TLS failure, not the server's bytes.
     let refused = run(&url, &ca, None);
+    // On h2 the refusal comes while the first connection waits for SETTINGS: its line gives
+    // the alert and what to do, where it read "the server's HTTP/2 SETTINGS did not come" with
+    // advice about the server's certificate.
+    let h2 = run_on(ProtocolKind::H2, &url, &ca, None)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
+    assert!(h2.contains("CertificateRequired"), "{h2}");
+    assert!(h2.contains("give it one with --cert and --key"), "{h2}");
     match refused {
         Ok(r) => {
             assert_eq!(r.requests.succeeded, 0, "{r:?}");

@@ -85,18 +85,20 @@ impl ServerCert {
                 cert_path.display()
             )));
         }
+        // rustls takes no passphrase. A PKCS#8 one read "no PRIVATE KEY block", an OpenSSL
+        // legacy one (`Proc-Type: 4,ENCRYPTED` in a BEGIN RSA/EC PRIVATE KEY block)
+        // "InvalidCharacter(45)": both are said as what they are.
+        let text = String::from_utf8_lossy(key_pem);
+        if text.contains("-----BEGIN ENCRYPTED") || text.contains("Proc-Type: 4,ENCRYPTED") {
+            return Err(ServeError::Cert(format!(
+                "{}: the private key is encrypted; decrypt it first (openssl pkey -in {0} -out key.pem)",
+                key_path.display()
+            )));
+        }
         let key = rustls_pemfile::private_key(&mut &key_pem[..])
             .map_err(|e| ServeError::Cert(format!("{}: {e}", key_path.display())))?
             .ok_or_else(|| {
-                let encrypted = String::from_utf8_lossy(key_pem).contains("-----BEGIN ENCRYPTED");
-                ServeError::Cert(match encrypted {
-                    // rustls takes no passphrase; it read "no PRIVATE KEY block".
-                    true => format!(
-                        "{}: the private key is encrypted; decrypt it first (openssl pkey -in {0} -out key.pem)",
-                        key_path.display()
-                    ),
-                    false => format!("{}: no PRIVATE KEY block", key_path.display()),
-                })
+                ServeError::Cert(format!("{}: no PRIVATE KEY block", key_path.display()))
             })?;
         let cert = ServerCert {
             chain,
@@ -228,6 +230,24 @@ mod tests {
             "{}",
             err(&cert_a, encrypted)
         );
+    }
+
+    /// An OpenSSL legacy encrypted key (a Proc-Type header in an RSA or EC key block) is said
+    /// to be encrypted, as a PKCS#8 one is; it read "InvalidCharacter(45)".
+    #[test]
+    fn a_legacy_encrypted_key_is_said_to_be_encrypted() {
+        let legacy = b"-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00\n\nAAAA\n-----END RSA PRIVATE KEY-----\n";
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let err = ServerCert::from_pem(
+            cert.cert.pem().as_bytes(),
+            legacy,
+            Path::new("c.pem"),
+            Path::new("k.pem"),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(err.contains("k.pem: the private key is encrypted"), "{err}");
     }
 
     #[test]

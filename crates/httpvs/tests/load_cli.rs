@@ -738,6 +738,25 @@ fn http_to_a_tls_port_is_explained() {
     );
 }
 
+/// A client certificate that cannot be read says why, as serve's --cert does (it read only
+/// "cannot read --cert FILE").
+#[test]
+fn an_unreadable_client_certificate_says_why() {
+    let out = httpvs(&[
+        "https://127.0.0.1:1/",
+        "--cert",
+        "/no/such/client.pem",
+        "--key",
+        "/no/such/client.key",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let line = one_line_error(&out);
+    assert!(
+        line.contains("cannot read --cert /no/such/client.pem: No such file or directory"),
+        "{line}"
+    );
+}
+
 /// A server whose heads are HTTP but whose chunked bodies are broken spoke HTTP: the note that
 /// guesses a TLS port or a non-HTTP server (it came when every request failed) stays away.
 #[test]

@@ -112,6 +112,17 @@ const NO_ALPN_ALERT: &str = "NoApplicationProtocol";
 /// What to try after a failed handshake: with `-k` the certificate is not the cause (`trace`
 /// says it too). A certificate for another name is not fixed by `--cacert`, which the line
 /// suggested even to a run that gave it.
+/// The alerts a server sends about the client's certificate (RFC 8446 §6.2), received: about
+/// `--cert`, never about the server's own certificate, which this client judges itself.
+const CLIENT_CERT_ALERTS: [&str; 6] = [
+    "BadCertificate",
+    "UnsupportedCertificate",
+    "CertificateRevoked",
+    "CertificateExpired",
+    "CertificateUnknown",
+    "UnknownCA",
+];
+
 pub(crate) fn tls_hint(insecure: bool, detail: &str) -> &'static str {
     if detail.contains(", not h2,") {
         // The handshake worked; the server chose another protocol, and the detail says so.
@@ -124,6 +135,16 @@ pub(crate) fn tls_hint(insecure: bool, detail: &str) -> &'static str {
     } else if detail.contains("ProtocolVersion") {
         "; the server takes none of the TLS versions this client offers (1.2 and 1.3): it \
          speaks only an older one"
+    } else if detail.contains("alert: CertificateRequired") {
+        "; the server wants a client certificate: give it one with --cert and --key"
+    } else if CLIENT_CERT_ALERTS
+        .iter()
+        .any(|alert| detail.contains(&format!("alert: {alert}")))
+    {
+        // Alerts the server sends about the certificate it got: ours. --cacert and -k, about
+        // the server's, cannot help (the line said they could).
+        "; the server refused the client certificate (--cert): it does not trust its CA, it \
+         is outside its dates, or it is not one for a client"
     } else if detail.contains("alert: HandshakeFailure") {
         "; the server refused the handshake: most often it shares no cipher suite or key \
          exchange group with this client (rustls offers TLS 1.2 and 1.3 AEAD suites only; a \
@@ -513,5 +534,21 @@ mod tests {
             sni_hint(false, ": received fatal alert: UnrecognisedName"),
             ""
         );
+    }
+
+    /// Alerts about the client's certificate point at --cert and --key, never at --cacert or
+    /// -k (about the server's certificate: the line said they would help).
+    #[test]
+    fn alerts_about_our_certificate_point_at_cert_and_key() {
+        let wanted = tls_hint(false, ": received fatal alert: CertificateRequired");
+        assert!(wanted.contains("--cert and --key"), "{wanted}");
+        for alert in CLIENT_CERT_ALERTS {
+            let hint = tls_hint(false, &format!(": received fatal alert: {alert}"));
+            assert!(
+                hint.contains("refused the client certificate"),
+                "{alert}: {hint}"
+            );
+            assert!(!hint.contains("--cacert"), "{alert}: {hint}");
+        }
     }
 }

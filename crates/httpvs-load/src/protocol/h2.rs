@@ -142,6 +142,10 @@ impl Protocol for Http2 {
             Some((Err(kind), _)) => {
                 if let Some(why) = driver::lock(&core).broken_preface() {
                     tcp::note_connect_failure(why);
+                } else if let Some(why) = tcp::take_tls_error().filter(|_| kind == ErrorKind::Tls) {
+                    // An alert after the handshake (a client certificate wanted, or refused):
+                    // what rustls said, not the step waited at.
+                    tcp::note_connect_failure(why);
                 } else if options.tls.is_some()
                     && matches!(kind, ErrorKind::ConnectionClosed | ErrorKind::Reset)
                 {

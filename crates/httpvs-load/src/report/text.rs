@@ -563,8 +563,8 @@ fn statuses_and_errors(out: &mut String, r: &Report) {
 /// Why requests fail as `tls` in a run whose handshakes completed (some of them at least).
 const TLS_AFTER_HANDSHAKE_NOTE: &str = "tls: a failed handshake, or a TLS alert from the server \
      after one. Under TLS 1.3 a server that wants a client certificate refuses only after the \
-     handshake has completed: give it one with --cert and --key. `httpvs trace URL` shows what \
-     the server said.";
+     handshake has completed: give it one with --cert and --key (one it trusts, if it refused \
+     the one given). `httpvs trace URL` shows what the server said.";
 
 /// Why connects failed as `local_ports`, and what frees ports.
 const LOCAL_PORTS_NOTE: &str = "local_ports: a new connection could not get a local address \

@@ -470,10 +470,11 @@ pub(super) fn client_identity(
         (None, Some(_)) => return Err(usage("--key needs --cert, the certificate it belongs to")),
         (Some(cert), Some(key)) => (cert, key),
     };
-    let (cert_pem, key_pem) =
-        httpvs_server::cert::read_pem_files(cert, key).map_err(|e| usage(e.to_string()))?;
-    let pair = httpvs_server::cert::ServerCert::from_pem(&cert_pem, &key_pem, cert, key)
-        .map_err(|e| usage(e.to_string()))?;
+    // With its cause, as serve says it: "cannot read --cert x.pem: No such file or directory".
+    let said = |e: httpvs_server::ServeError| usage(format!("{:#}", anyhow::Error::new(e)));
+    let (cert_pem, key_pem) = httpvs_server::cert::read_pem_files(cert, key).map_err(said)?;
+    let pair =
+        httpvs_server::cert::ServerCert::from_pem(&cert_pem, &key_pem, cert, key).map_err(said)?;
     let (chain, key) = pair.into_parts();
     Ok(Some(Arc::new(httpvs_load::protocol::tls::ClientIdentity {
         chain,
