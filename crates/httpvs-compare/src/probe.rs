@@ -96,8 +96,11 @@ fn trial(
             .iter()
             .map(|e| format!("{} failed as {}", e.count, e.kind))
             .collect();
+        // A TLS refusal after a completed handshake: most often a client certificate wanted.
+        let note = httpvs_load::report::text::tls_after_handshake_note(&report)
+            .map_or(String::new(), |n| format!("; {n}"));
         return Err(format!(
-            "{tried}: neither of 2 trial requests got a response ({})",
+            "{tried}: neither of 2 trial requests got a response ({}){note}",
             why.join(", ")
         ));
     }

@@ -554,13 +554,19 @@ fn statuses_and_errors(out: &mut String, r: &Report) {
         if r.errors.iter().any(|e| e.kind == "local_ports") {
             let _ = writeln!(out, "  note: {LOCAL_PORTS_NOTE}");
         }
-        if r.errors.iter().any(|e| e.kind == "tls") && r.phases.handshake.count > 0 {
-            let _ = writeln!(out, "  note: {TLS_AFTER_HANDSHAKE_NOTE}");
+        if let Some(note) = tls_after_handshake_note(r) {
+            let _ = writeln!(out, "  note: {note}");
         }
     }
 }
 
-/// Why requests fail as `tls` in a run whose handshakes completed (some of them at least).
+/// Why requests failed as `tls` in a run whose handshakes completed (some of them at least):
+/// for the report's errors, and compare's probe of a user's server.
+pub fn tls_after_handshake_note(r: &Report) -> Option<&'static str> {
+    let tls = r.errors.iter().any(|e| e.kind == "tls");
+    (tls && r.phases.handshake.count > 0).then_some(TLS_AFTER_HANDSHAKE_NOTE)
+}
+
 const TLS_AFTER_HANDSHAKE_NOTE: &str = "tls: a failed handshake, or a TLS alert from the server \
      after one. Under TLS 1.3 a server that wants a client certificate refuses only after the \
      handshake has completed: give it one with --cert and --key (one it trusts, if it refused \
