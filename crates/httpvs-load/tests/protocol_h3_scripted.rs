@@ -532,6 +532,22 @@ async fn both_clients_read_interim_heads_empty_data_and_lengths_alike() {
             assert_eq!(&got, want, "{engine:?}: {answer:?}");
         }
     }
+    // A DATA frame announcing 5 bytes of which 2 come before the FIN, a byte at a time: the
+    // frame is cut short (H3_FRAME_ERROR); the reference client read it as 5 bytes, whole.
+    let mut cut = vec![0x01, 0x06, 0, 0, 0xc0 | 25, 0x54, 0x01, b'5'];
+    cut.extend_from_slice(&[0x00, 0x05, b'o', b'k']);
+    for engine in [H3Engine::Owned, H3Engine::Reference] {
+        let answer = Answer::Bytes {
+            bytes: cut.clone(),
+            trickle: true,
+        };
+        let got = one_request_on(engine, answer).await;
+        assert_eq!(
+            got,
+            Err(SendError::Failed(ErrorKind::H3(0x106))),
+            "{engine:?}"
+        );
+    }
 }
 
 /// A HEADERS frame announced past a field section's limit ends the connection with

@@ -160,9 +160,11 @@ impl hyper::service::Service<Request<Incoming>> for H1Service {
         };
         match respond::decide(&view, &self.ctx.limits, &self.ctx.counters) {
             Decision::Now(mut answer) => {
-                // A body left unread (431, a 413 by its content-length) ends the connection
-                // (hyper does not reuse it): the answer says so.
-                answer.close |= !body_empty;
+                // A body refused by its content-length is left unread, which ends the
+                // connection: the 413 says so. (hyper drains a small body left by another
+                // answer, a 431 or a 400, and keeps the connection.)
+                answer.close |=
+                    !body_empty && answer.response.status() == StatusCode::PAYLOAD_TOO_LARGE;
                 H1Future::Ready(Some(finish(answer, last, parts.version, &self.ctx)))
             }
             Decision::Later(pending) => {

@@ -130,7 +130,8 @@ fn h1_builder(limits: &Limits) -> hyper::server::conn::http1::Builder {
         // A client may shut its writing side once its request is out and wait for the answer
         // (`shutdown(SHUT_WR)`, as `nc -N` does): nginx answers it, and hyper by default drops
         // the connection at that FIN, so a request still being handled (`?delay=`) was never
-        // answered. A client gone whole fails the write instead, as any peer that vanishes.
+        // answered. A client gone whole fails the write instead, as any peer that vanishes; the
+        // cost: a request whose client left during `?delay=` holds its task until the delay ends.
         .half_close(true)
         // pipeline_flush would batch the answers to pipelined requests into one write, but hyper
         // then drops every answer still buffered when keep-alive ends mid-pipeline (`close=1`,

@@ -66,8 +66,8 @@ enum State {
     FrameLength { ty: u64 },
     /// Reading a GOAWAY payload (one varint), `remaining` bytes of payload left.
     GoawayId { remaining: u64 },
-    /// Skipping `remaining` payload bytes.
-    Skip { remaining: u64 },
+    /// Skipping `remaining` payload bytes (of a DATA frame when `data`).
+    Skip { remaining: u64, data: bool },
     /// Not a stream we scan (QPACK encoder/decoder, push, unknown): ignore everything.
     Ignore,
 }
@@ -80,6 +80,8 @@ pub struct FrameScanner {
     /// A GOAWAY's id counts on the control stream only: on a request stream the frame is an
     /// error of its own (H3_FRAME_UNEXPECTED), and its id no GOAWAY of the server's.
     control: bool,
+    /// DATA payload bytes that went by (not announced: came).
+    data_bytes: u64,
 }
 
 impl FrameScanner {
@@ -89,6 +91,7 @@ impl FrameScanner {
             state: State::FrameType,
             varint: PartialVarint::default(),
             control: false,
+            data_bytes: 0,
         }
     }
 
@@ -98,7 +101,19 @@ impl FrameScanner {
             state: State::StreamType,
             varint: PartialVarint::default(),
             control: true,
+            data_bytes: 0,
         }
+    }
+
+    /// The DATA payload bytes that went by so far (of frames whole or not).
+    pub fn data_bytes(&self) -> u64 {
+        self.data_bytes
+    }
+
+    /// Whether the bytes so far stop inside a frame (its header or its payload): a stream
+    /// ending there cut that frame short (H3_FRAME_ERROR, RFC 9114 §7.1).
+    pub fn inside_a_frame(&self) -> bool {
+        !matches!(self.state, State::FrameType) || self.varint.is_partial()
     }
 
     /// Whether this is the peer's control stream (its type byte has been read).
@@ -111,14 +126,18 @@ impl FrameScanner {
         while !input.is_empty() {
             match self.state {
                 State::Ignore => return,
-                State::Skip { remaining } => {
+                State::Skip { remaining, data } => {
                     let step = remaining.min(input.len() as u64);
                     input = &input[step as usize..];
+                    if data {
+                        self.data_bytes += step;
+                    }
                     self.state = if step == remaining {
                         State::FrameType
                     } else {
                         State::Skip {
                             remaining: remaining - step,
+                            data,
                         }
                     };
                 }
@@ -148,7 +167,10 @@ impl FrameScanner {
                 match (ty, value) {
                     (_, 0) => State::FrameType,
                     (FRAME_GOAWAY, len) if self.control => State::GoawayId { remaining: len },
-                    (_, len) => State::Skip { remaining: len },
+                    (ty, len) => State::Skip {
+                        remaining: len,
+                        data: ty == FRAME_DATA,
+                    },
                 }
             }
             State::GoawayId { remaining } => {
@@ -158,7 +180,10 @@ impl FrameScanner {
                 if left == 0 {
                     State::FrameType
                 } else {
-                    State::Skip { remaining: left }
+                    State::Skip {
+                        remaining: left,
+                        data: false,
+                    }
                 }
             }
             other => other,

@@ -6,6 +6,7 @@
 
 use super::classify::{self, StreamFailure, H3_NO_ERROR};
 use super::connection::{close_cause_of, quic_stats_of, wire_of};
+use super::response::{H3_FRAME_ERROR, H3_MESSAGE_ERROR};
 use super::tap::{H3TapObserver, TapCounters, TappedConnection, TappedOpener};
 use crate::error::ErrorKind;
 use crate::protocol::{
@@ -180,15 +181,19 @@ impl ReferenceConnection {
             .recv_response()
             .await
             .map_err(|e| self.failure(&e, id))?;
-        let ttfb = start.elapsed();
         // Interim (1xx) heads come before the final one, as the owned client reads them: the
-        // trace reported a 100 or a 103 as the answer.
+        // trace reported a 100 or a 103 as the answer. 101 has no place in HTTP/3 (§4.4).
         while response.status().is_informational() {
+            if response.status() == http::StatusCode::SWITCHING_PROTOCOLS {
+                return Err(SendError::Failed(ErrorKind::H3(H3_MESSAGE_ERROR)));
+            }
             response = stream
                 .recv_response()
                 .await
                 .map_err(|e| self.failure(&e, id))?;
         }
+        // The first byte of the final head, as the owned client times it.
+        let ttfb = start.elapsed();
         let header_bytes = response
             .headers()
             .iter()
@@ -203,10 +208,14 @@ impl ReferenceConnection {
                 // h3 says "no more" at trailers, and at an empty DATA frame too, after which
                 // it hands out no more of the body (a 2-byte body after a 0-byte frame read
                 // as 0 bytes): read on to the FIN, letting the timers run between, and take
-                // the body's length from the DATA frames the tap saw.
+                // the body's length from the DATA bytes the tap saw come.
                 match self.tap.take_fin(stream_id) {
-                    Some(data) => {
-                        body_bytes = body_bytes.max(data);
+                    // A FIN inside a frame cut it short, which h3 passes over in silence.
+                    Some(end) if end.cut => {
+                        return Err(SendError::Failed(ErrorKind::H3(H3_FRAME_ERROR)));
+                    }
+                    Some(end) => {
+                        body_bytes = body_bytes.max(end.data_bytes);
                         break;
                     }
                     None => tokio::task::yield_now().await,
