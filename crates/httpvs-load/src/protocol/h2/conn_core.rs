@@ -225,9 +225,6 @@ impl ConnCore {
     /// Ends the connection for a protocol error of the server's, telling it with GOAWAY: we
     /// close it, so it counts as closed by us, not by the server.
     pub fn fail(&mut self, error: ConnError) {
-        if self.failed_with.is_none() {
-            self.failed_on = None;
-        }
         self.failed_with.get_or_insert(error.0);
         write::goaway(&mut self.out, 0, error.0);
         self.end(CloseCause::Local, Some(ErrorKind::Protocol));
