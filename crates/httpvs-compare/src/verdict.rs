@@ -815,12 +815,14 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
     const LOST: &str = "the missing ones' requests never started: a handshake lost on the link \
                         waits 1 s or more to retry";
     match unfit(row) {
-        Some(why) if lost_handshakes(row) => {
-            out.push(format!("{name}: too thin to rank: {why} ({LOST})"));
-        }
+        // In unfit's order: a row that failed everything (a server gone: every connect
+        // refused) is that, not a link that lost handshakes, whatever it opened.
         Some(why) if mostly_not_2xx(row).is_some() || failed_all(row) => {
             out.push(format!("{name}: not ranked: {why}"));
             return out;
+        }
+        Some(why) if lost_handshakes(row) => {
+            out.push(format!("{name}: too thin to rank: {why} ({LOST})"));
         }
         Some(why) => out.push(format!("{name}: too thin to rank: {why}")),
         None if missing_connections(row) > 0 => out.push(format!(

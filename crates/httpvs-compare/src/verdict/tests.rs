@@ -977,3 +977,24 @@ fn h3_bytes_beside_tcp_on_a_lossy_link_are_flagged() {
     rows[1].bytes_per_request = 290.0;
     assert_eq!(lossy_bytes_note(&rows, LOSSY), None);
 }
+
+/// A row whose server refused every connection failed everything: it is not ranked for that,
+/// not "too thin" for handshakes the link lost (it read so, with the link's 1 s retry).
+#[test]
+fn a_row_that_failed_everything_is_not_blamed_on_lost_handshakes() {
+    let mut r = row(Variant::H1, [0.0, 0.0, 0.0]);
+    r.succeeded = 0;
+    r.fewest_succeeded = 0;
+    r.errors = 47;
+    r.started = 111;
+    r.connections = 0.0;
+    r.fewest_connections = 0;
+    let a = anomalies(&r, &[r.clone()], 1, 3);
+    assert_eq!(a.len(), 1, "{a:?}");
+    assert!(
+        a[0].starts_with("h1: not ranked: failed all 47 requests"),
+        "{}",
+        a[0]
+    );
+    assert!(!a[0].contains("handshake"), "{}", a[0]);
+}
