@@ -220,6 +220,8 @@ pub struct Row {
     pub non_2xx: u64,
     /// The most frequent status among them.
     pub non_2xx_top: Option<u16>,
+    /// The error kind that failed the most requests over the repeats, if any failed.
+    pub errors_top: Option<String>,
     /// The fewest streams per connection a repeat ran, when the server capped the shape's `-m`.
     pub streams_capped: Option<u32>,
     /// Packets the emulated link's queue dropped (over its limit), both directions, all repeats.
@@ -295,6 +297,16 @@ impl CellResult {
                     .into_iter()
                     .max_by_key(|(_, n)| *n)
                     .map(|(code, _)| code)
+            },
+            errors_top: {
+                let mut by_kind = std::collections::BTreeMap::<&str, u64>::new();
+                for (kind, n) in runs().flat_map(|m| &m.errors) {
+                    *by_kind.entry(kind.as_str()).or_default() += n;
+                }
+                by_kind
+                    .into_iter()
+                    .max_by_key(|(_, n)| *n)
+                    .map(|(kind, _)| kind.to_string())
             },
             link_queue_drops: self.link_sum("queue_drops"),
             link_late: self.link_sum("late"),

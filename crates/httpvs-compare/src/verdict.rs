@@ -871,8 +871,23 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
     }
     if row.errors > 0 {
         let total = row.errors + row.succeeded;
+        let mostly = row
+            .errors_top
+            .as_deref()
+            .map_or(String::new(), |kind| format!(", mostly {kind}"));
+        // Connections refused mid-cell: the server went away (or hit its connection limit),
+        // and the row's figures are partly its absence (a server killed mid-cell was ranked
+        // with no word of it).
+        let gone = match row.errors_top.as_deref() {
+            Some("refused") => {
+                ": the server refused new connections during this cell (it \
+                 stopped, or hit a connection limit), so its figures are partly that, not the \
+                 protocol"
+            }
+            _ => "",
+        };
         out.push(format!(
-            "{name}: {} errors ({} of requests)",
+            "{name}: {} errors ({} of requests{mostly}){gone}",
             count(row.errors),
             share_text(row.errors, total)
         ));

@@ -42,6 +42,7 @@ fn row(variant: Variant, rps: [f64; 3]) -> Row {
         fewest_succeeded: 333,
         non_2xx: 0,
         non_2xx_top: None,
+        errors_top: None,
         streams_capped: None,
         link_queue_drops: 0,
         link_late: 0,
@@ -997,4 +998,30 @@ fn a_row_that_failed_everything_is_not_blamed_on_lost_handshakes() {
         a[0]
     );
     assert!(!a[0].contains("handshake"), "{}", a[0]);
+}
+
+/// A row with connections refused mid-cell says the server went away: a server killed during
+/// the h2 cell was ranked "0.23x" with no word of it.
+#[test]
+fn errors_name_their_main_kind_and_refusals_a_server_gone() {
+    let mut r = row(Variant::H2, [100.0, 100.0, 100.0]);
+    r.errors = 192;
+    r.errors_top = Some("refused".into());
+    let a = anomalies(&r, &[r.clone()], 1, 3);
+    let line = a
+        .iter()
+        .find(|l| l.contains("errors"))
+        .expect("an errors line");
+    assert!(line.contains("mostly refused"), "{line}");
+    assert!(
+        line.contains("refused new connections during this cell"),
+        "{line}"
+    );
+    r.errors_top = Some("request_timeout".into());
+    let a = anomalies(&r, &[r.clone()], 1, 3);
+    let line = a
+        .iter()
+        .find(|l| l.contains("errors"))
+        .expect("an errors line");
+    assert!(line.ends_with("mostly request_timeout)"), "{line}");
 }
