@@ -694,10 +694,13 @@ fn ranked_verdict(
                 format_ratio(r)
             ));
             let note = base.and_then(|b| in_flight_note(worst, b, link.delayed));
-            line.push_str(&parenthesised(&[
-                explain_slow(worst, base, link.lossy),
-                note,
-            ]));
+            // As for the fastest row: a ratio the in-flight ratio accounts for needs no other
+            // reason (h2 at 0.49x h1-tls read "head-of-line blocking" beside "about their
+            // in-flight ratio (0.50x)").
+            let explained =
+                base.is_some_and(|b| in_flight_explains(worst, b, link.delayed).is_some());
+            let reason = explain_slow(worst, base, link.lossy).filter(|_| !explained);
+            line.push_str(&parenthesised(&[reason, note]));
             compared.push(worst);
             compared.extend(base);
         }

@@ -944,6 +944,27 @@ fn a_win_the_in_flight_ratio_explains_gets_no_loss_reason() {
     );
 }
 
+/// The same for the slowest row: h2 at 4x8 against h1-tls at 64 connections, 0.49x on a
+/// lossy link, read "head-of-line blocking" beside "about their in-flight ratio (0.50x)".
+#[test]
+fn a_loss_the_in_flight_ratio_explains_gets_no_other_reason() {
+    let mut h1 = row(Variant::H1Tls, [1000.0; 3]);
+    (h1.shape.connections, h1.fewest_connections) = (64, 64);
+    let mut h2 = row(Variant::H2, [490.0; 3]);
+    (h2.shape.connections, h2.shape.streams) = (4, 8);
+    (h2.p50_ms, h2.p99_ms) = (h1.p50_ms * 2.0, h1.p99_ms * 2.0);
+    let mut h3 = row(Variant::H3, [1000.0; 3]);
+    (h3.shape.connections, h3.shape.streams) = (4, 16);
+    let v = verdict(&[h1, h2, h3], Variant::H1Tls, LOSSY);
+    assert!(v.line.contains("slowest h2 0.49x h1-tls"), "{}", v.line);
+    assert!(
+        v.line.contains("about their in-flight ratio (0.50x)"),
+        "{}",
+        v.line
+    );
+    assert!(!v.line.contains("head-of-line"), "{}", v.line);
+}
+
 /// The link's traits come from what its netem strings set, not the words in them.
 #[test]
 fn link_traits_follow_the_impairment_not_its_words() {
