@@ -26,6 +26,9 @@ mod guard;
 type H3Conn = Connection<guard::Guarded, Bytes>;
 type H3Stream = RequestStream<guard::GuardedBidi<Bytes>, Bytes>;
 
+/// The connection-level receive window (QUIC flow control) the server grants a client.
+const CONNECTION_RECEIVE_WINDOW: u32 = 16 << 20;
+
 /// QUIC transport settings from the limits.
 pub fn transport(limits: &crate::config::Limits) -> quinn::TransportConfig {
     let mut t = quinn::TransportConfig::default();
@@ -41,6 +44,11 @@ pub fn transport(limits: &crate::config::Limits) -> quinn::TransportConfig {
     // acknowledges the pings); `idle` below ends live ones with nothing in progress.
     t.max_idle_timeout(Some(idle));
     t.keep_alive_interval(Some(every / 3));
+    // What one connection's client may have sent and the server not yet read, all streams
+    // together: quinn's default is unbounded, so each stream could park its own window (1.25
+    // MB): 128 endless bodies held 200 MB a connection, and the QPACK streams the h3 crate
+    // never reads held 2.6 MB each. 16 MiB still carries a gigabit over 100 ms.
+    t.receive_window(quinn::VarInt::from_u32(CONNECTION_RECEIVE_WINDOW));
     t.congestion_controller_factory(congestion_like_kernel_tcp());
     loss_detection_like_kernel_tcp(&mut t);
     t
@@ -332,7 +340,16 @@ async fn answer(
                     cancel(&mut stream);
                     return;
                 };
-                let Ok(Some(mut chunk)) = next else { break };
+                let mut chunk = match next {
+                    Ok(Some(chunk)) => chunk,
+                    Ok(None) => break,
+                    // The client reset its request: nothing to answer (it read as a body
+                    // complete, and a `?delay=` then held the stream to its end).
+                    Err(_) => {
+                        cancel(&mut stream);
+                        return;
+                    }
+                };
                 let bytes = chunk.copy_to_bytes(chunk.remaining());
                 if collector.keeps() && !share.take(bytes.len() as u64) {
                     too_large = true;
@@ -427,4 +444,17 @@ async fn stalled_after<F: std::future::Future>(timeout: Duration, step: F) -> Op
 fn cancel(stream: &mut H3Stream) {
     stream.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
     stream.stop_sending(h3::error::Code::H3_REQUEST_CANCELLED);
+}
+
+#[cfg(test)]
+mod tests {
+    /// A client may park at most the connection's receive window unread, all streams together
+    /// (quinn's default is unbounded: 128 endless bodies held 200 MB a connection).
+    #[test]
+    fn a_connections_unread_bytes_are_bounded() {
+        let t = super::transport(&crate::config::Limits::default());
+        let shown = format!("{t:?}");
+        let want = format!("receive_window: {}", super::CONNECTION_RECEIVE_WINDOW);
+        assert!(shown.contains(&want), "{shown}");
+    }
 }

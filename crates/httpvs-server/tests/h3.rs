@@ -486,3 +486,27 @@ async fn h3_headers_over_the_limit_get_431() {
     let response = stream.recv_response().await.unwrap();
     assert_eq!(response.status(), 431);
 }
+
+/// A request the client resets mid-body ends there, its stream freed for the next request
+/// (the reset is no longer read as the body's end, which went on to the `?delay=`).
+#[tokio::test]
+async fn a_request_reset_mid_body_frees_its_stream() {
+    let server = support::server(Limits {
+        max_streams: 1,
+        ..Limits::default()
+    });
+    let mut client = connect(&server).await;
+    let uri = format!("https://localhost:{}/?delay=600s", client.port);
+    let request = http::Request::post(uri)
+        .header("content-length", "10")
+        .body(())
+        .unwrap();
+    let mut stream = client.send.clone().send_request(request).await.unwrap();
+    stream.send_data(Bytes::from_static(b"abc")).await.unwrap();
+    stream.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
+    let next = tokio::time::timeout(Duration::from_secs(10), get(&mut client, "/")).await;
+    assert!(
+        matches!(next, Ok(Ok((200, _)))),
+        "the one stream is free again: {next:?}"
+    );
+}
