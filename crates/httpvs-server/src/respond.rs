@@ -256,7 +256,11 @@ impl BodyCollector {
             return Err(BodyTooLarge);
         }
         if self.keep && !chunk.is_empty() {
-            self.chunks.push(chunk);
+            // A copy, not the chunk: a chunk is a slice of the transport's receive buffer
+            // (quinn's, a whole batch of datagrams; hyper's read buffer), which it keeps alive
+            // whole. The echo budget counts bytes, and 4 h3 connections holding their 64 MiB
+            // each held 1 GB.
+            self.chunks.push(Bytes::copy_from_slice(&chunk));
         }
         Ok(())
     }
@@ -292,6 +296,20 @@ impl BodyCollector {
 mod tests {
     use super::*;
     use crate::body::FIXED_BODY;
+
+    /// A kept chunk is a copy of its bytes, not a slice that keeps the transport's whole
+    /// receive buffer alive (4 h3 connections holding 64 MiB of echo each held 1 GB).
+    #[test]
+    fn an_echo_keeps_copies_not_the_transports_buffers() {
+        let buffer = Bytes::from(vec![7u8; 64 * 1024]);
+        let slice = buffer.slice(100..110);
+        let mut collector = BodyCollector::new(1 << 20, true);
+        collector.push(slice.clone()).unwrap();
+        let kept = collector.finish().unwrap();
+        assert_eq!(kept, slice);
+        let within = buffer.as_ptr_range().contains(&kept.as_ptr());
+        assert!(!within, "the kept bytes point into the receive buffer");
+    }
 
     #[test]
     fn fixed_length_header_matches_the_body() {
