@@ -45,11 +45,11 @@ async fn eof_inside_a_sized_body_truncates_it() {
     assert_eq!(cause, CloseCause::Fin);
 }
 
-/// Over TLS, a FIN with no close_notify inside a sized body (a server that crashed) truncates
-/// it as a plain FIN does (rustls's UnexpectedEof read as connection_closed).
-#[tokio::test(flavor = "current_thread")]
-async fn a_tls_fin_without_close_notify_inside_a_body_truncates_it() {
-    let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc";
+/// One GET over TLS to a server that answers `reply` and then drops the TCP connection without
+/// close_notify.
+async fn tls_exchange(
+    reply: &'static [u8],
+) -> Result<httpvs_load::protocol::ResponseInfo, SendError> {
     let addr = protocol_support::tls_scripted_server(&[b"http/1.1"], Some(reply)).await;
     let target = target("https", addr);
     let mut opts = options(1, None);
@@ -57,9 +57,16 @@ async fn a_tls_fin_without_close_notify_inside_a_body_truncates_it() {
         httpvs_load::protocol::tls::client_config(true, None, &[b"http/1.1".as_slice()]).unwrap(),
     );
     let (conn, _) = Http1::default().connect(&target, &opts).await.unwrap();
-    let result = conn
-        .send(&get(&target, "/"), std::time::Instant::now())
-        .await;
+    conn.send(&get(&target, "/"), std::time::Instant::now())
+        .await
+}
+
+/// Over TLS, a FIN with no close_notify inside a sized body (a server that crashed) truncates
+/// it as a plain FIN does (rustls's UnexpectedEof read as connection_closed).
+#[tokio::test(flavor = "current_thread")]
+async fn a_tls_fin_without_close_notify_inside_a_body_truncates_it() {
+    let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc";
+    let result = tls_exchange(reply).await;
     assert_eq!(
         result.err(),
         Some(SendError::Failed(ErrorKind::TruncatedBody))
@@ -71,17 +78,7 @@ async fn a_tls_fin_without_close_notify_inside_a_body_truncates_it() {
 #[tokio::test(flavor = "current_thread")]
 async fn a_tls_fin_without_close_notify_ends_a_body_delimited_by_the_close() {
     let reply = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nthe whole body";
-    let addr = protocol_support::tls_scripted_server(&[b"http/1.1"], Some(reply)).await;
-    let target = target("https", addr);
-    let mut opts = options(1, None);
-    opts.tls = Some(
-        httpvs_load::protocol::tls::client_config(true, None, &[b"http/1.1".as_slice()]).unwrap(),
-    );
-    let (conn, _) = Http1::default().connect(&target, &opts).await.unwrap();
-    let info = conn
-        .send(&get(&target, "/"), std::time::Instant::now())
-        .await
-        .expect("answered");
+    let info = tls_exchange(reply).await.expect("answered");
     assert_eq!((info.status, info.body_bytes), (200, 14));
 }
 

@@ -90,13 +90,7 @@ async fn a_stalled_h3_request_does_not_hold_its_connection() {
     // A body that stops: 3 of its 10 bytes.
     let server = support::server(limits());
     let client = connect(&server).await;
-    let uri = format!("https://localhost:{}/echo", client.port);
-    let request = http::Request::post(uri)
-        .header("content-length", "10")
-        .body(())
-        .unwrap();
-    let mut stream = client.send.clone().send_request(request).await.unwrap();
-    stream.send_data(Bytes::from_static(b"abc")).await.unwrap();
+    let mut stream = body_begun(&client, "/echo").await;
     assert!(
         stream.recv_response().await.is_err(),
         "cancelled, not answered"
@@ -117,6 +111,21 @@ async fn a_stalled_h3_request_does_not_hold_its_connection() {
     let _ = stream.recv_response().await.unwrap();
     assert_eq!(idle_closes(&server).await, 1, "an answer never read");
     assert_eq!(PANICS.load(std::sync::atomic::Ordering::Relaxed), 0);
+}
+
+/// A POST of `target` whose body announces 10 bytes and sends 3 of them.
+async fn body_begun(
+    client: &Client,
+    target: &str,
+) -> h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes> {
+    let uri = format!("https://localhost:{}{target}", client.port);
+    let request = http::Request::post(uri)
+        .header("content-length", "10")
+        .body(())
+        .unwrap();
+    let mut stream = client.send.clone().send_request(request).await.unwrap();
+    stream.send_data(Bytes::from_static(b"abc")).await.unwrap();
+    stream
 }
 
 /// GETs `target`; returns status and body, or the error text.
@@ -496,13 +505,7 @@ async fn a_request_reset_mid_body_frees_its_stream() {
         ..Limits::default()
     });
     let mut client = connect(&server).await;
-    let uri = format!("https://localhost:{}/?delay=600s", client.port);
-    let request = http::Request::post(uri)
-        .header("content-length", "10")
-        .body(())
-        .unwrap();
-    let mut stream = client.send.clone().send_request(request).await.unwrap();
-    stream.send_data(Bytes::from_static(b"abc")).await.unwrap();
+    let mut stream = body_begun(&client, "/?delay=600s").await;
     stream.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
     let next = tokio::time::timeout(Duration::from_secs(10), get(&mut client, "/")).await;
     assert!(
