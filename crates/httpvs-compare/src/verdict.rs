@@ -748,9 +748,12 @@ fn explain_fast(row: &Row, base: &Row, lossy: bool) -> Option<String> {
 
 /// `12x`, `4.03x`, `0.62x`, `0.003x`: two decimals under 10, so a 1.05x tie and a 1.03x win
 /// do not read `1.1x` and `1.0x`; a ratio below 0.01 keeps one significant digit (it read
-/// `0.00x`, as if the row had not run), and one below 0.001 reads `<0.001x`.
+/// `0.00x`, as if the row had not run), one below 0.001 reads `<0.001x`, and none at all `0x`.
 pub fn format_ratio(r: f64) -> String {
-    if r >= 10.0 {
+    if r == 0.0 {
+        // A row that completed nothing: none, not "less than a thousandth".
+        "0x".to_string()
+    } else if r >= 10.0 {
         format!("{r:.0}x")
     } else if r >= 0.01 {
         format!("{r:.2}x")
@@ -911,8 +914,14 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
             n => format!(" over its {n} repeats"),
         };
         out.push(format!(
-            "{name}: {} requests retried on a new connection{over} (GOAWAY, Connection: close or REFUSED_STREAM)",
-            count(row.retried)
+            "{name}: {} {} retried on a new connection{over} (GOAWAY, Connection: close, \
+             REFUSED_STREAM, or a connection the server closed before its answer)",
+            count(row.retried),
+            if row.retried == 1 {
+                "request"
+            } else {
+                "requests"
+            }
         ));
     }
     let ended_or_cut = row.succeeded + row.errors + row.cut_off;

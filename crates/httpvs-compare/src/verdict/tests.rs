@@ -698,6 +698,8 @@ fn a_thin_row_names_the_warm_up_requests_still_in_flight() {
 fn tiny_ratios_keep_a_digit() {
     assert_eq!(format_ratio(290.0 / 140_420.0), "0.002x");
     assert_eq!(format_ratio(0.0004), "<0.001x");
+    // A row of 0 req/s read "<0.001x", as if it had completed something.
+    assert_eq!(format_ratio(0.0), "0x");
     assert_eq!(format_ratio(0.62), "0.62x");
     assert_eq!(format_ratio(3.21), "3.21x");
     // A 5% tie and a 3% win keep their second decimal.
