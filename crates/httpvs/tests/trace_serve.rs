@@ -198,8 +198,14 @@ fn the_servers_close_is_shown_and_ends_the_linger() {
         ..Limits::default()
     });
     let url = format!("http://{}/", server.http_addr().expect("http"));
-    for proto in ["h2c", "h1"] {
-        let out = trace(&["-p", proto, "--linger", "20s", "--json", &url]);
+    // And after an h1 `Connection: close` (one request per connection), whose FIN it missed.
+    let closing = serve(Limits {
+        max_requests_per_conn: Some(1),
+        ..Limits::default()
+    });
+    let closing_url = format!("http://{}/", closing.http_addr().expect("http"));
+    for (proto, url) in [("h2c", &url), ("h1", &url), ("h1", &closing_url)] {
+        let out = trace(&["-p", proto, "--linger", "20s", "--json", url]);
         assert!(out.status.success(), "{proto}: {out:?}");
         let events = events(&out);
         // The close is the last event on the wire: the linger stopped there, not 20 s later.

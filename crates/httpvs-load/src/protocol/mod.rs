@@ -358,6 +358,12 @@ pub trait Connection: 'static {
     fn goaway_error(&self) -> Option<u64> {
         None
     }
+    /// Whether the server has closed the connection, looked at now (h1 over the trace's tapped
+    /// transport: a peek for its FIN, which an idle connection does not read). `httpvs trace`
+    /// only; `false` where nothing can tell.
+    fn peer_finished(&self) -> bool {
+        false
+    }
     /// What the server did that broke the protocol, and what we answered, when it did (h2:
     /// "we answered GOAWAY FRAME_SIZE_ERROR to its 7-byte PING frame on stream 0").
     fn protocol_breach(&self) -> Option<String> {

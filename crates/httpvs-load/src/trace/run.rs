@@ -354,10 +354,12 @@ impl Session<'_> {
         // real last stream after a PING), only the connection's end or --linger does.
         let linger = tokio::time::sleep(self.config.linger);
         tokio::pin!(linger);
+        // An h1 `Connection: close`, like a GOAWAY, is followed by the server's close: watched.
         let lingers = |cause| {
+            use crate::protocol::CloseCause;
             matches!(
                 cause,
-                crate::protocol::CloseCause::Open | crate::protocol::CloseCause::Goaway
+                CloseCause::Open | CloseCause::Goaway | CloseCause::ConnectionClose
             )
         };
         // The server's FIN ends it too: after a GOAWAY the cause stays Goaway, and nothing can
@@ -366,7 +368,14 @@ impl Session<'_> {
             // An idle h1 connection reads nothing: asking whether it still takes requests
             // peeks for the server's FIN (an idle timeout), which ends the wait.
             let _ = conn.accepts_requests();
-            if !lingers(conn.close_cause()) || self.recorder.peer_closed() || linger.is_elapsed() {
+            // After `Connection: close` the h1 connection takes no request, so that peek
+            // stops; the server's FIN that follows is looked for all the same.
+            let finished = conn.peer_finished();
+            if !lingers(conn.close_cause())
+                || finished
+                || self.recorder.peer_closed()
+                || linger.is_elapsed()
+            {
                 break;
             }
             tokio::select! {
@@ -375,10 +384,9 @@ impl Session<'_> {
                 () = tokio::time::sleep(Duration::from_millis(5)) => {}
             }
         }
-        if self.kind == ProtocolKind::H1
-            && conn.close_cause() == crate::protocol::CloseCause::Fin
-            && !self.recorder.peer_closed()
-        {
+        let fin_seen =
+            conn.close_cause() == crate::protocol::CloseCause::Fin || conn.peer_finished();
+        if self.kind == ProtocolKind::H1 && fin_seen && !self.recorder.peer_closed() {
             // Found by that peek, which the tap does not see.
             self.recorder.record(Direction::Recv, EventKind::PeerClosed);
         }

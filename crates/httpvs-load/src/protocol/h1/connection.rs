@@ -681,6 +681,15 @@ impl crate::protocol::Connection for Http1Connection {
         self.detail.get()
     }
 
+    fn peer_finished(&self) -> bool {
+        // While a response is due the reader sees the close itself; idle, or retired (no
+        // response due any more), only a peek does.
+        let idle = self.cause.get() != CloseCause::Open
+            || self.next_turn.get() == self.writes.queued_through();
+        let spoke = self.reader.borrow().as_ref().map(|r| r.io.peer_spoke());
+        idle && spoke == Some(Spoke::Closed)
+    }
+
     fn close_cause(&self) -> CloseCause {
         self.cause.get()
     }
