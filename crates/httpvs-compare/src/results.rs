@@ -412,6 +412,18 @@ impl Results {
         tables
     }
 
+    /// "2 of 8 cells did not run (see their rows)", when some did not (a server gone
+    /// mid-matrix): the text's last line and the HTML's banner.
+    pub fn not_run_line(&self) -> Option<String> {
+        let failed = self.cells.iter().filter(|c| c.failure.is_some()).count();
+        (failed > 0).then(|| {
+            format!(
+                "{failed} of {} cells did not run (see their rows)",
+                self.cells.len()
+            )
+        })
+    }
+
     /// The line that says a run was interrupted and what it holds, when it was.
     pub fn interruption_line(&self) -> Option<String> {
         if !self.interrupted {

@@ -90,7 +90,11 @@ fn header(out: &mut String, results: &Results) {
         results.plan.warmup,
         s.elapsed_seconds
     );
-    if let Some(line) = results.interruption_line() {
+    // The text's last line says so; the report said nothing of cells that did not run.
+    for line in [results.interruption_line(), results.not_run_line()]
+        .into_iter()
+        .flatten()
+    {
         let _ = write!(out, "<p class=\"banner\">{}</p>", escape(&line));
     }
     for list in [&s.skipped_protocols, &s.skipped_conditions] {

@@ -312,6 +312,25 @@ mod tests {
         assert!(html.contains("<p class=\"banner\">interrupted"), "{html}");
     }
 
+    /// Cells that did not run (a server gone mid-matrix) are a banner of the HTML report too,
+    /// as the text's last line: the report said nothing of them.
+    #[test]
+    fn cells_that_did_not_run_are_a_banner() {
+        let mut results = sample::results();
+        assert_eq!(results.not_run_line(), None);
+        results.cells[0].failure = Some("connection refused".into());
+        let line = format!(
+            "1 of {} cells did not run (see their rows)",
+            results.cells.len()
+        );
+        assert_eq!(results.not_run_line().as_deref(), Some(line.as_str()));
+        let html = html::render(&results);
+        assert!(
+            html.contains(&format!("<p class=\"banner\">{line}</p>")),
+            "{html}"
+        );
+    }
+
     /// An interrupt that left a table one row names no fastest: it had nothing to be faster
     /// than (it read "h1 fastest; incomplete: interrupted after 1 of 3 rows").
     #[test]

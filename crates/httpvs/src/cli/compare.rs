@@ -322,12 +322,8 @@ fn aimed_plan(config: &CompareConfig) -> Option<Plan> {
 
 /// Why a finished matrix did not measure what it was asked to, if so (exit 1).
 fn incomplete(results: &Results) -> Option<String> {
-    let failed = results.cells.iter().filter(|c| c.failure.is_some()).count();
-    if failed > 0 {
-        return Some(format!(
-            "{failed} of {} cells did not run (see their rows); exit 1",
-            results.cells.len()
-        ));
+    if let Some(line) = results.not_run_line() {
+        return Some(format!("{line}; exit 1"));
     }
     let records = render::verdict_records(results);
     (!records.is_empty() && records.iter().all(|r| r.verdict.fastest.is_none()))
