@@ -204,8 +204,17 @@ fn the_servers_close_is_shown_and_ends_the_linger() {
         ..Limits::default()
     });
     let closing_url = format!("http://{}/", closing.http_addr().expect("http"));
-    for (proto, url) in [("h2c", &url), ("h1", &url), ("h1", &closing_url)] {
-        let out = trace(&["-p", proto, "--linger", "20s", "--json", url]);
+    // And over TLS, where the server's FIN comes without close_notify (rustls's UnexpectedEof,
+    // which the tap took for no close at all).
+    let tls_url = format!("https://{}/", server.https_addr().expect("https"));
+    let cases = [
+        ("h2c", &url),
+        ("h1", &url),
+        ("h1", &closing_url),
+        ("h2", &tls_url),
+    ];
+    for (proto, url) in cases {
+        let out = trace(&["-p", proto, "-k", "--linger", "20s", "--json", url]);
         assert!(out.status.success(), "{proto}: {out:?}");
         let events = events(&out);
         // The close is the last event on the wire: the linger stopped there, not 20 s later.

@@ -189,6 +189,7 @@ pub(crate) fn sni_hint(no_sni: bool, detail: &str) -> &'static str {
         "InsufficientSecurity",
     ]
     .iter()
+    .chain(&CLIENT_CERT_ALERTS)
     .any(|alert| detail.contains(alert));
     let refused = (detail.contains("alert") || detail.contains("cryptographic handshake failed"))
         && !detail.contains("invalid peer certificate")
@@ -519,11 +520,13 @@ mod tests {
         let hint = |detail: &str| sni_hint(true, detail);
         assert!(!hint(": received fatal alert: UnrecognisedName").is_empty());
         assert!(!hint(": received fatal alert: HandshakeFailure").is_empty());
-        for other in [
+        let others = [
             "ProtocolVersion",
             "CertificateRequired",
             "InsufficientSecurity",
-        ] {
+        ];
+        // A refusal of our client certificate (UnknownCA...) is not about SNI either.
+        for other in others.iter().chain(&CLIENT_CERT_ALERTS) {
             assert_eq!(
                 hint(&format!(": received fatal alert: {other}")),
                 "",

@@ -18,7 +18,7 @@ pub trait WireTap {
     fn sent(&mut self, bytes: &[u8]);
     /// `bytes` were read.
     fn received(&mut self, bytes: &[u8]);
-    /// A read found the end of the stream (the peer's FIN, or TLS's close_notify).
+    /// A read found the end of the stream (the peer's FIN, with or without TLS's close_notify).
     fn closed(&mut self) {}
 }
 
@@ -184,13 +184,20 @@ impl<S: AsyncRead + Unpin, T: WireTap + Unpin> AsyncRead for TapIo<S, T> {
         let this = self.get_mut();
         let before = buf.filled().len();
         let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = poll {
-            let fresh = &buf.filled()[before..];
-            if !fresh.is_empty() {
-                this.tap.received(fresh);
-            } else if buf.remaining() > 0 {
-                this.tap.closed();
+        match &poll {
+            Poll::Ready(Ok(())) => {
+                let fresh = &buf.filled()[before..];
+                if !fresh.is_empty() {
+                    this.tap.received(fresh);
+                } else if buf.remaining() > 0 {
+                    this.tap.closed();
+                }
             }
+            // Over TLS a FIN without close_notify is rustls's UnexpectedEof, not an end of
+            // stream: the server closed all the same (trace missed the close of an h2 server
+            // that sends none, and lingered on).
+            Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => this.tap.closed(),
+            _ => {}
         }
         poll
     }
