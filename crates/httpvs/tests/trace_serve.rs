@@ -307,6 +307,21 @@ fn h2_over_tls_shows_the_handshake_and_alpn() {
     assert_eq!(of_type(&events, "HEADERS", "recv").len(), 1);
 }
 
+/// A HEAD's answer announces a length it does not carry: the h3 trace takes it, as h1, h2 and
+/// the load path do (its content-length check read it as a truncated body).
+#[test]
+fn an_h3_head_answer_is_not_a_truncated_body() {
+    let server = serve(Limits::default());
+    let port = server.h3_addr().expect("h3").port();
+    let url = format!("https://127.0.0.1:{port}/?size=100");
+    let out = trace(&["-p", "h3", "-k", "-X", "HEAD", "--json", &url]);
+    assert!(out.status.success(), "{out:?}");
+    let events = events(&out);
+    let answered = of_type(&events, "response", "local");
+    assert_eq!(answered.len(), 1, "{events:?}");
+    assert_eq!(answered[0]["status"], 200);
+}
+
 #[test]
 fn h3_two_requests_on_one_quic_connection() {
     let server = serve(Limits::default());

@@ -175,6 +175,7 @@ impl ReferenceConnection {
         &self,
         stream: &mut H3Stream,
         start: Instant,
+        head_request: bool,
     ) -> Result<ResponseInfo, SendError> {
         let id = Some(stream.id().into_inner());
         let mut response = stream
@@ -224,11 +225,13 @@ impl ReferenceConnection {
             };
             body_bytes += chunk.remaining() as u64;
         }
-        // As the owned client judges a body against its content-length.
-        match length {
-            Some(n) if body_bytes < n => return Err(SendError::Failed(ErrorKind::TruncatedBody)),
-            Some(n) if body_bytes > n => return Err(SendError::Failed(ErrorKind::Protocol)),
-            _ => {}
+        // As the owned client judges a body against its content-length (a HEAD's answer, a
+        // 204 or a 304 announces one it does not carry).
+        let status = response.status().as_u16();
+        if let Some(kind) =
+            crate::protocol::body_length_error(length, body_bytes, head_request, status)
+        {
+            return Err(SendError::Failed(kind));
         }
         Ok(ResponseInfo {
             status: response.status().as_u16(),
@@ -246,10 +249,7 @@ impl ReferenceConnection {
 fn content_length(headers: &http::HeaderMap) -> Result<Option<u64>, SendError> {
     let mut length = None;
     for value in headers.get_all(http::header::CONTENT_LENGTH) {
-        let n = value
-            .to_str()
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
+        let n = crate::protocol::parse_content_length(value.as_bytes())
             .ok_or(SendError::Failed(ErrorKind::Protocol))?;
         if length.is_some_and(|l| l != n) {
             return Err(SendError::Failed(ErrorKind::Protocol));
@@ -270,7 +270,8 @@ impl Connection for ReferenceConnection {
         self.return_sender(sender);
         let mut stream = opened.map_err(|e| self.failure(&e, None))?;
         self.send_body(&mut stream, req).await?;
-        self.read_response(&mut stream, start).await
+        let head_request = req.method == http::Method::HEAD;
+        self.read_response(&mut stream, start, head_request).await
     }
 
     fn accepts_requests(&self) -> bool {
