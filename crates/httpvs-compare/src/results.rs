@@ -288,26 +288,13 @@ impl CellResult {
             succeeded: runs().map(|m| m.succeeded).sum(),
             fewest_succeeded: runs().map(|m| m.succeeded).min().unwrap_or(0),
             non_2xx: runs().flat_map(|m| m.non_2xx.values()).sum(),
-            non_2xx_top: {
-                let mut by_code = std::collections::BTreeMap::<u16, u64>::new();
-                for (code, n) in runs().flat_map(|m| &m.non_2xx) {
-                    *by_code.entry(*code).or_default() += n;
-                }
-                by_code
-                    .into_iter()
-                    .max_by_key(|(_, n)| *n)
-                    .map(|(code, _)| code)
-            },
-            errors_top: {
-                let mut by_kind = std::collections::BTreeMap::<&str, u64>::new();
-                for (kind, n) in runs().flat_map(|m| &m.errors) {
-                    *by_kind.entry(kind.as_str()).or_default() += n;
-                }
-                by_kind
-                    .into_iter()
-                    .max_by_key(|(_, n)| *n)
-                    .map(|(kind, _)| kind.to_string())
-            },
+            non_2xx_top: most_common(runs().flat_map(|m| &m.non_2xx).map(|(c, n)| (*c, *n))),
+            errors_top: most_common(
+                runs()
+                    .flat_map(|m| &m.errors)
+                    .map(|(k, n)| (k.as_str(), *n)),
+            )
+            .map(str::to_string),
             link_queue_drops: self.link_sum("queue_drops"),
             link_late: self.link_sum("late"),
             link_packets_in: self.link_sum("packets_in"),
@@ -326,6 +313,15 @@ impl CellResult {
             }),
         }
     }
+}
+
+/// The key with the largest count summed over `counts` (the last of equals, as `max_by_key`).
+fn most_common<K: Ord>(counts: impl Iterator<Item = (K, u64)>) -> Option<K> {
+    let mut sums = std::collections::BTreeMap::<K, u64>::new();
+    for (key, n) in counts {
+        *sums.entry(key).or_default() += n;
+    }
+    sums.into_iter().max_by_key(|(_, n)| *n).map(|(key, _)| key)
 }
 
 impl CellResult {

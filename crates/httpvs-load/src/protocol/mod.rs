@@ -54,17 +54,20 @@ pub(crate) fn body_length_error(
     }
 }
 
+/// The fields that belong to one HTTP/1.1 connection, which an h2 or h3 message may not carry
+/// (RFC 9113 §8.2.2, RFC 9114 §4.2).
+pub(crate) const CONNECTION_SPECIFIC: [&str; 5] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+];
+
 /// Whether a request header is HTTP/1.1's alone, which h2 and h3 leave out (RFC 9113 §8.2.2,
 /// RFC 9114 §4.2: a server resets a stream that carries one): the connection headers, and a TE
 /// other than "trailers" (`-H 'TE: gzip'` failed every h2c request with PROTOCOL_ERROR).
 pub fn connection_specific(name: &http::HeaderName, value: &http::HeaderValue) -> bool {
-    const CONNECTION_SPECIFIC: [&str; 5] = [
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "transfer-encoding",
-        "upgrade",
-    ];
     CONNECTION_SPECIFIC.contains(&name.as_str())
         || (name == http::header::TE && !value.as_bytes().eq_ignore_ascii_case(b"trailers"))
 }

@@ -147,6 +147,11 @@ impl Http1Connection {
     }
 
     /// Records why the connection stopped accepting requests; the first cause wins.
+    /// Every response asked for has been read: none is due.
+    fn idle(&self) -> bool {
+        self.next_turn.get() == self.writes.queued_through()
+    }
+
     fn retire(&self, cause: CloseCause) {
         if self.cause.get() == CloseCause::Open {
             self.cause.set(cause);
@@ -657,8 +662,7 @@ impl crate::protocol::Connection for Http1Connection {
         // sat unused (an idle timeout). Sending on it would fail and be sent again elsewhere,
         // a retry and a reconnect inside the request's latency.
         // Bytes no request asked for: read as the next response, they would answer it wrongly.
-        let idle = self.next_turn.get() == self.writes.queued_through();
-        if !idle {
+        if !self.idle() {
             return true;
         }
         let spoke = self.reader.borrow().as_ref().map(|r| r.io.peer_spoke());
@@ -684,8 +688,7 @@ impl crate::protocol::Connection for Http1Connection {
     fn peer_finished(&self) -> bool {
         // While a response is due the reader sees the close itself; idle, or retired (no
         // response due any more), only a peek does.
-        let idle = self.cause.get() != CloseCause::Open
-            || self.next_turn.get() == self.writes.queued_through();
+        let idle = self.cause.get() != CloseCause::Open || self.idle();
         let spoke = self.reader.borrow().as_ref().map(|r| r.io.peer_spoke());
         idle && spoke == Some(Spoke::Closed)
     }

@@ -160,10 +160,9 @@ impl DecodedSection {
 /// not a connection-specific field (RFC 9114 §4.2).
 fn is_lawful_name(name: &[u8]) -> bool {
     !name.iter().any(u8::is_ascii_uppercase)
-        && !matches!(
-            name,
-            b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade"
-        )
+        && !crate::protocol::CONNECTION_SPECIFIC
+            .iter()
+            .any(|field| field.as_bytes() == name)
 }
 
 /// A three-digit status code.
