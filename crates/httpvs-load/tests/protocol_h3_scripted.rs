@@ -233,6 +233,15 @@ async fn another_reset_code_is_a_typed_h3_failure() {
     assert_eq!(result, Err(SendError::Failed(ErrorKind::H3(0x10c))));
 }
 
+/// H3_NO_ERROR where the response was due reads as the server sent it, as h2's
+/// RST_STREAM(NO_ERROR) does; it was counted as `protocol`, a breach the server did not make.
+#[tokio::test]
+async fn a_reset_with_no_error_before_the_response_is_named_h3_no_error() {
+    let (result, cause) = one_request(Answer::Reset(0x100), None).await;
+    assert_eq!(result, Err(SendError::Failed(ErrorKind::H3(0x100))));
+    assert_eq!(cause, CloseCause::Open);
+}
+
 #[tokio::test]
 async fn goaway_on_the_control_stream_stops_new_requests() {
     // GOAWAY(0): the server will process no request stream; ours (id 0) is at the limit.

@@ -185,7 +185,9 @@ pub fn send_error(failure: StreamFailure, beyond_goaway: bool, early_rejected: b
         // 0-RTT refused: the server discarded the early request unprocessed.
         StreamFailure::ZeroRttRejected => SendError::Retry(RetryReason::EarlyRejected),
         _ if early_rejected => SendError::Retry(RetryReason::EarlyRejected),
-        StreamFailure::StoppedEarly => SendError::Failed(ErrorKind::Protocol),
+        // A reset with H3_NO_ERROR where the response was due: named as the server sent it, as
+        // h2's RST_STREAM(NO_ERROR) is, not counted as a protocol breach.
+        StreamFailure::StoppedEarly => SendError::Failed(ErrorKind::H3(H3_NO_ERROR)),
         StreamFailure::Connection(kind) | StreamFailure::Stream(kind) => SendError::Failed(kind),
     }
 }
@@ -249,5 +251,10 @@ mod tests {
             send_error(StreamFailure::StoppedEarly, false, true),
             SendError::Retry(RetryReason::EarlyRejected)
         );
+        assert_eq!(
+            send_error(StreamFailure::StoppedEarly, false, false),
+            SendError::Failed(ErrorKind::H3(H3_NO_ERROR))
+        );
+        assert_eq!(ErrorKind::H3(H3_NO_ERROR).name(), "h3(H3_NO_ERROR)");
     }
 }
