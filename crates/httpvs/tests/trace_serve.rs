@@ -461,6 +461,67 @@ fn ctrl_c_shows_what_the_trace_saw() {
     assert_eq!(summary(&events)["not_sent"], 1);
 }
 
+/// Events print as they come, as `nghttp -v`'s do: the request shows while its response is
+/// still due (they all printed when the exchange ended, so a slow server showed nothing), and
+/// each prints once, those that came later with the rest at the end.
+#[test]
+fn events_print_as_they_come() {
+    use std::io::BufRead;
+    let server = serve(Limits::default());
+    let addr = server.http_addr().expect("http");
+    // The response is due in 30 s and the trace waits for it: the request printed at the end
+    // would come after the answer, and the trace would exit 0, not 130 from the Ctrl-C below.
+    let url = format!("http://{addr}/?delay=30s");
+    for (args, sent) in [
+        (
+            vec!["-p", "h1", "--timeout", "0"],
+            "send GET /?delay=30s HTTP/1.1",
+        ),
+        (vec!["-p", "h2c", "--timeout", "0", "--json"], "\"HEADERS\""),
+    ] {
+        let mut child = spawn_trace(&[args.as_slice(), &[url.as_str()]].concat());
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            let n = stdout.read_line(&mut line).expect("read");
+            seen.push_str(&line);
+            if n == 0 || (line.contains(sent) && line.contains("send")) {
+                break;
+            }
+        }
+        assert!(seen.contains(sent), "{seen}");
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the request printed only once the trace was over: {seen}"
+        );
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut rest).expect("read");
+        assert_eq!(
+            child.wait().expect("wait").code(),
+            Some(130),
+            "{seen}{rest}"
+        );
+        let all = seen + &rest;
+        let once = |what: &str| assert_eq!(all.matches(what).count(), 1, "{what}: {all}");
+        once(sent);
+        let json = args.contains(&"--json");
+        once(if json {
+            "tcp_connected"
+        } else {
+            "TCP connected to"
+        });
+        once("interrupted: Ctrl-C came before its response");
+        once(if json {
+            "\"type\":\"summary\""
+        } else {
+            "requests=1 answered=0 failed=1"
+        });
+    }
+}
+
 /// `-p auto` over https to a port that accepts and never speaks TLS: the ALPN probe's connect
 /// timeout is the trace's one wait (a second connection over HTTP/1.1 waited it out again),
 /// and Ctrl-C during the probe ends it there, with no connection opened after it.

@@ -7,10 +7,10 @@ use super::summary::Summary;
 use super::Trace;
 use serde_json::{json, Map, Value};
 
-/// Renders the trace as JSON lines, summary last.
+/// Renders the trace as JSON lines, summary last: its events but those already printed live.
 pub fn render(trace: &Trace) -> String {
     let mut out = String::new();
-    for event in &trace.events {
+    for event in trace.events.iter().skip(trace.shown_live) {
         out.push_str(&event_json(event).to_string());
         out.push('\n');
     }

@@ -20,7 +20,7 @@ pub mod summary;
 pub mod text;
 pub mod tls_version;
 
-pub use run::{run, TraceConfig};
+pub use run::{run, run_live, TraceConfig};
 
 use crate::protocol::ProtocolKind;
 
@@ -37,4 +37,7 @@ pub struct Trace {
     pub failure: Option<String>,
     /// Ctrl-C stopped it: it shows what it saw until then.
     pub interrupted: bool,
+    /// How many of `events`, from the first, were already printed as they came
+    /// ([`run::run_live`]); the renderers print the rest.
+    pub shown_live: usize,
 }

@@ -1,7 +1,7 @@
 //! Where every producer of a trace puts its events: one shared, timestamped list per trace.
 //!
 //! A trace is a handful of requests on one connection, so the list is usually small; it is
-//! printed, sorted by time, when the exchange is over. A server that floods (endless 1xx
+//! printed in time order, as it grows ([`Recorder::take_live`]) and when the exchange is over. A server that floods (endless 1xx
 //! responses, PINGs, empty DATA frames) would make it grow without end, so the recorder keeps
 //! the first [`FIRST_KEPT`] events and the last [`LAST_KEPT`], and says how many went between.
 
@@ -47,6 +47,12 @@ struct Kept {
     last: VecDeque<TraceEvent>,
     dropped: u64,
     tally: Tally,
+    /// Live printing: once opened, how many of `first` (then in time order) were handed out;
+    /// they stay the head of [`Recorder::events`].
+    live: Option<usize>,
+    /// Live printing stopped at a request's failure: its text may still change (a request
+    /// never sent is marked so once the trace is over), and what follows it waits too.
+    live_held: bool,
 }
 
 impl Kept {
@@ -136,6 +142,47 @@ impl Recorder {
             .push(event);
     }
 
+    /// Starts live printing: from now on [`Recorder::take_live`] hands out the events in time
+    /// order. Called once the events stamped after they happened (the connect phases, known
+    /// when connect returns) are in: every later one is stamped as it is recorded, on the
+    /// trace's one thread, so recording order is time order.
+    pub fn open_live(&self) {
+        let mut kept = self.inner.events.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.live.is_none() {
+            kept.first.sort_by_key(|e| e.at);
+            kept.live = Some(0);
+        }
+    }
+
+    /// The events recorded since the last call, to print as they come: none before
+    /// [`Recorder::open_live`], none from a request's failure on (they print with the rest at
+    /// the end), none past the first [`FIRST_KEPT`] (the rest print at the end, bounded).
+    pub fn take_live(&self) -> Vec<TraceEvent> {
+        let mut kept = self.inner.events.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(shown) = kept.live else {
+            return Vec::new();
+        };
+        if kept.live_held {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for event in &kept.first[shown..] {
+            if matches!(event.kind, EventKind::RequestFailed { .. }) {
+                kept.live_held = true;
+                break;
+            }
+            out.push(event.clone());
+        }
+        kept.live = Some(shown + out.len());
+        out
+    }
+
+    /// How many events [`Recorder::take_live`] handed out: the head of [`Recorder::events`].
+    pub fn shown_live(&self) -> usize {
+        let kept = self.inner.events.lock().unwrap_or_else(|p| p.into_inner());
+        kept.live.unwrap_or(0)
+    }
+
     /// The trace's summary: from `events` (this recorder's [`Recorder::events`], in time order)
     /// when all were kept, else from the counts kept over every event as it came (the events
     /// shown are only the first and last).
@@ -155,18 +202,19 @@ impl Recorder {
     }
 
     /// All events kept, in time order (ties keep recording order), with a note where events
-    /// were dropped.
+    /// were dropped. Those printed live come first, as they were printed.
     pub fn events(&self) -> Vec<TraceEvent> {
         let kept = self.inner.events.lock().unwrap_or_else(|p| p.into_inner());
+        let shown = kept.live.unwrap_or(0);
         let mut events = kept.first.clone();
         if kept.dropped == 0 {
             // Nothing dropped: one list in time order (events can be recorded after later ones,
             // stamped with when they happened).
             events.extend(kept.last.iter().cloned());
-            events.sort_by_key(|e| e.at);
+            events[shown..].sort_by_key(|e| e.at);
             return events;
         }
-        events.sort_by_key(|e| e.at);
+        events[shown..].sort_by_key(|e| e.at);
         let mut last: Vec<TraceEvent> = kept.last.iter().cloned().collect();
         last.sort_by_key(|e| e.at);
         events.push(TraceEvent {

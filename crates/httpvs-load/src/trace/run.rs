@@ -1,7 +1,7 @@
 //! Runs one traced exchange: N requests at once on one connection opened by the load
 //! generator's own protocol code, with the trace taps switched on, then the summary.
 
-use super::event::{Direction, EventKind};
+use super::event::{Direction, EventKind, TraceEvent};
 use super::failure;
 use super::h1_stream::H1Wire;
 use super::h2_frames::H2Wire;
@@ -71,20 +71,60 @@ async fn stopped(stop: &AtomicBool) {
     }
 }
 
+/// How often a live trace hands its new events to the printer.
+const LIVE_TICK: Duration = Duration::from_millis(20);
+
 /// Runs the trace. Setup problems (DNS, TLS files) are errors; connection and request
 /// failures are events in the returned trace, with [`Trace::failure`] set.
 pub fn run(config: &TraceConfig) -> Result<Trace, LoadError> {
+    run_live(config, None)
+}
+
+/// [`run`], handing events to `live` as they come (as `nghttp -v` prints them), from the
+/// connection's first event on; what a failure or the end changes comes with the trace, whose
+/// [`Trace::shown_live`] says how many of its events went out already. `live` returns false to
+/// stop (its output is gone).
+pub fn run_live(
+    config: &TraceConfig,
+    mut live: Option<&mut dyn FnMut(&TraceEvent) -> bool>,
+) -> Result<Trace, LoadError> {
     let target = resolve_target(&config.url, config.connect_to.as_ref())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| LoadError::Worker(e.to_string()))?;
-    runtime
-        .block_on(trace(config, &target))
-        .map_err(|e| e.given_insecure(config.tls.insecure).given_url(&config.url))
+    let recorder = std::cell::OnceCell::new();
+    let mut hand_out = |recorder: &Recorder| {
+        let Some(sink) = live.as_mut() else { return };
+        for event in recorder.take_live() {
+            if !sink(&event) {
+                live = None;
+                return;
+            }
+        }
+    };
+    let traced = runtime.block_on(async {
+        let traced = trace(config, &target, &recorder);
+        tokio::pin!(traced);
+        loop {
+            tokio::select! {
+                traced = &mut traced => break traced,
+                () = tokio::time::sleep(LIVE_TICK) => {
+                    if let Some(recorder) = recorder.get() {
+                        hand_out(recorder);
+                    }
+                }
+            }
+        }
+    });
+    traced.map_err(|e| e.given_insecure(config.tls.insecure).given_url(&config.url))
 }
 
-async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError> {
+async fn trace(
+    config: &TraceConfig,
+    target: &Target,
+    live: &std::cell::OnceCell<Recorder>,
+) -> Result<Trace, LoadError> {
     let https = target.scheme.eq_ignore_ascii_case("https");
     let keylog = Arc::new(TlsVersionLog::default());
     let tls_for = |alpn: &[&[u8]]| -> Result<_, LoadError> {
@@ -148,7 +188,7 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
         };
         options.tls = Some(tls_for(alpn)?);
     }
-    let recorder = Recorder::start_now();
+    let recorder = live.get_or_init(Recorder::start_now).clone();
     if let Some((kind, took)) = probe_failed {
         let then = match probe_ended {
             Some(_) => "",
@@ -248,6 +288,7 @@ async fn trace(config: &TraceConfig, target: &Target) -> Result<Trace, LoadError
         summary,
         failure,
         interrupted,
+        shown_live: recorder.shown_live(),
     })
 }
 
@@ -346,6 +387,8 @@ impl Session<'_> {
             }
         };
         self.record_phases(&info, offset);
+        // Every event from here on is stamped as it is recorded: they can print as they come.
+        self.recorder.open_live();
         let sends = (1..=self.config.requests).map(|n| self.send_one(&conn, n));
         let failures: Vec<Option<String>> = futures_util::future::join_all(sends).await;
         let first_failure = (1..).zip(failures).find_map(|(n, f)| Some((n, f?)));

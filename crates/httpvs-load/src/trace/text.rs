@@ -10,10 +10,10 @@ use std::fmt::Write;
 /// Indentation of detail lines, under the event text.
 const INDENT: &str = "               ";
 
-/// Renders the whole trace, summary line last.
+/// Renders the trace, summary line last: its events but those already printed live.
 pub fn render(trace: &Trace) -> String {
     let mut out = String::new();
-    for event in &trace.events {
+    for event in trace.events.iter().skip(trace.shown_live) {
         render_event(&mut out, event);
     }
     out.push_str(&summary_line(trace.protocol.name(), &trace.summary));

@@ -104,7 +104,23 @@ const MAX_REQUESTS: u32 = 1000;
 /// Runs `httpvs trace`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = config_from(&args)?;
-    let traced = trace::run(&config).map_err(|e| {
+    // Each event prints as it comes, as `nghttp -v` does: a server that takes its time shows
+    // where it is. A closed stdout stops the printing, not the trace.
+    let json = args.json;
+    let mut print = |event: &trace::event::TraceEvent| {
+        let mut line = String::new();
+        if json {
+            line = trace::json::event_json(event).to_string();
+            line.push('\n');
+        } else {
+            trace::text::render_event(&mut line, event);
+        }
+        let mut out = std::io::stdout().lock();
+        out.write_all(line.as_bytes())
+            .and_then(|()| out.flush())
+            .is_ok()
+    };
+    let traced = trace::run_live(&config, Some(&mut print)).map_err(|e| {
         if e.is_usage() {
             usage(e.to_string())
         } else {
