@@ -322,6 +322,20 @@ fn an_h3_head_answer_is_not_a_truncated_body() {
     assert_eq!(answered[0]["status"], 200);
 }
 
+/// `-H 'Host: …'` is the request's `:authority` over h3 as over h2 and in `load`: the h3 trace
+/// sent nothing (`request 1 not sent: h3(H3_INTERNAL_ERROR)`), its client refusing a Host
+/// unlike the URL's authority.
+#[test]
+fn an_h3_host_header_is_the_authority() {
+    let server = serve(Limits::default());
+    let port = server.h3_addr().expect("h3").port();
+    let url = format!("https://127.0.0.1:{port}/");
+    let out = trace(&["-p", "h3", "-k", "-H", "Host: other.example:7", &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.contains("request 1: status 200"), "{text}");
+}
+
 #[test]
 fn h3_two_requests_on_one_quic_connection() {
     let server = serve(Limits::default());

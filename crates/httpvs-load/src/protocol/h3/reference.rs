@@ -133,13 +133,39 @@ impl ReferenceConnection {
         }
     }
 
-    /// Builds the h3 request head from the shared request spec.
+    /// Builds the h3 request head from the shared request spec, as the owned client's
+    /// `encode_head` does: a `-H host:` override is the `:authority` (the h3 crate refused a
+    /// Host unlike the URI's authority, so the request was never sent), user-agent unless
+    /// given, no connection-specific or empty fields.
     fn request_head(req: &RequestSpec) -> Result<http::Request<()>, SendError> {
-        let mut builder = http::Request::builder()
-            .method(req.method.clone())
-            .uri(req.uri.clone());
+        let host = req
+            .headers
+            .iter()
+            .find(|(name, _)| name == http::header::HOST);
+        let uri = match host {
+            Some((_, host)) => {
+                let mut parts = req.uri.clone().into_parts();
+                parts.authority = Some(
+                    http::uri::Authority::try_from(host.as_bytes())
+                        .map_err(|_| SendError::Failed(ErrorKind::Protocol))?,
+                );
+                http::Uri::from_parts(parts).map_err(|_| SendError::Failed(ErrorKind::Protocol))?
+            }
+            None => req.uri.clone(),
+        };
+        let mut builder = http::Request::builder().method(req.method.clone()).uri(uri);
+        let mut agent = false;
         for (name, value) in &req.headers {
-            builder = builder.header(name, value);
+            agent |= name == http::header::USER_AGENT;
+            let skipped = name == http::header::HOST
+                || crate::protocol::connection_specific(name, value)
+                || value.is_empty();
+            if !skipped {
+                builder = builder.header(name, value);
+            }
+        }
+        if !agent {
+            builder = builder.header(http::header::USER_AGENT, crate::protocol::USER_AGENT);
         }
         builder
             .body(())
