@@ -10,7 +10,7 @@ use super::recorder::Recorder;
 use super::tls_version::TlsVersionLog;
 use super::Trace;
 use crate::config::{ProtocolChoice, TlsOptions};
-use crate::engine::setup::{resolve_target, LoadError};
+use crate::engine::setup::{resolve_targets, LoadError};
 use crate::protocol::h1::Http1;
 use crate::protocol::h2::Http2;
 use crate::protocol::h3::{H3Options, Http3};
@@ -88,12 +88,11 @@ pub fn run_live(
     config: &TraceConfig,
     mut live: Option<&mut dyn FnMut(&TraceEvent) -> bool>,
 ) -> Result<Trace, LoadError> {
-    let target = resolve_target(&config.url, config.connect_to.as_ref())?;
+    let targets = resolve_targets(&config.url, config.connect_to.as_ref())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| LoadError::Worker(e.to_string()))?;
-    let recorder = std::cell::OnceCell::new();
     let mut hand_out = |recorder: &Recorder| {
         let Some(sink) = live.as_mut() else { return };
         for event in recorder.take_live() {
@@ -103,28 +102,49 @@ pub fn run_live(
             }
         }
     };
-    let traced = runtime.block_on(async {
-        let traced = trace(config, &target, &recorder);
-        tokio::pin!(traced);
-        loop {
-            tokio::select! {
-                traced = &mut traced => break traced,
-                () = tokio::time::sleep(LIVE_TICK) => {
-                    if let Some(recorder) = recorder.get() {
-                        hand_out(recorder);
+    // As `load` does (and curl): when the host has several addresses and one refuses the
+    // connection, the next is traced; `localhost` reaches a server on `[::1]` only. Nothing of a
+    // refused attempt has printed (live printing starts once connected); the last one is shown.
+    let count = targets.len();
+    let mut first_refused = None;
+    for (n, target) in targets.into_iter().enumerate() {
+        let recorder = std::cell::OnceCell::new();
+        let traced = runtime.block_on(async {
+            let traced = trace(config, &target, &recorder);
+            tokio::pin!(traced);
+            loop {
+                tokio::select! {
+                    traced = &mut traced => break traced,
+                    () = tokio::time::sleep(LIVE_TICK) => {
+                        if let Some(recorder) = recorder.get() {
+                            hand_out(recorder);
+                        }
                     }
                 }
             }
+        });
+        let traced =
+            traced.map_err(|e| e.given_insecure(config.tls.insecure).given_url(&config.url))?;
+        match traced {
+            (trace, true) if n + 1 < count => {
+                first_refused.get_or_insert(trace);
+            }
+            // Every address refused: the first one's trace names the address users expect.
+            (trace, true) => return Ok(first_refused.unwrap_or(trace)),
+            (trace, false) => return Ok(trace),
         }
-    });
-    traced.map_err(|e| e.given_insecure(config.tls.insecure).given_url(&config.url))
+    }
+    Err(LoadError::Dns {
+        host: config.url.host().unwrap_or_default().to_string(),
+        why: "no address".into(),
+    })
 }
 
 async fn trace(
     config: &TraceConfig,
     target: &Target,
     live: &std::cell::OnceCell<Recorder>,
-) -> Result<Trace, LoadError> {
+) -> Result<(Trace, bool), LoadError> {
     let https = target.scheme.eq_ignore_ascii_case("https");
     let keylog = Arc::new(TlsVersionLog::default());
     let tls_for = |alpn: &[&[u8]]| -> Result<_, LoadError> {
@@ -224,6 +244,7 @@ async fn trace(
                 wire: WireBytes::default(),
                 connect_failure: Some(error),
                 first_failure: None,
+                refused: false,
             }
         }
         (None, ProtocolKind::H1) => {
@@ -282,14 +303,15 @@ async fn trace(
         };
         Some(format!("{counts} (request {n}: {why})"))
     });
-    Ok(Trace {
+    let trace = Trace {
         protocol: kind,
         events,
         summary,
         failure,
         interrupted,
         shown_live: recorder.shown_live(),
-    })
+    };
+    Ok((trace, outcome.refused))
 }
 
 /// The request as the load path's h3 client sends it: with a body, a content-length (as h1
@@ -316,6 +338,8 @@ struct Outcome {
     connect_failure: Option<String>,
     /// The first request that failed, and why.
     first_failure: Option<(u32, String)>,
+    /// The connection was refused (the host's next address may answer).
+    refused: bool,
 }
 
 /// Everything one exchange needs.
@@ -342,6 +366,7 @@ impl Session<'_> {
             connected = protocol.connect(self.target, self.options) => Some(connected),
             () = stopped(&self.config.stop) => None,
         };
+        let refused = matches!(connected, Some(Err(crate::ErrorKind::Refused)));
         let (conn, info) = match connected {
             Some(Ok(done)) => done,
             failed => {
@@ -383,6 +408,7 @@ impl Session<'_> {
                     wire,
                     connect_failure: Some(error),
                     first_failure: None,
+                    refused,
                 };
             }
         };
@@ -460,6 +486,7 @@ impl Session<'_> {
             wire,
             connect_failure: None,
             first_failure,
+            refused: false,
         }
     }
 
