@@ -211,7 +211,8 @@ pub fn run_until(
 
 /// The host of a URL when it is not this host's loopback.
 fn remote_host(url: &str) -> Option<String> {
-    let uri: http::Uri = url.parse().ok()?;
+    // As the URL is sent: `127.1` is 127.0.0.1.
+    let uri = httpvs_load::config::parse_url(url).ok()?;
     let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
     let local = host == "localhost"
         || host
@@ -481,6 +482,7 @@ mod tests {
     fn loopback_targets_are_local() {
         assert_eq!(remote_host("http://127.0.0.1:8080/"), None);
         assert_eq!(remote_host("https://[::1]:8443/"), None);
+        assert_eq!(remote_host("http://127.1:8080/"), None);
         assert_eq!(remote_host("https://localhost/"), None);
         assert_eq!(
             remote_host("https://example.com/").as_deref(),

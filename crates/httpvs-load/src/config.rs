@@ -500,13 +500,42 @@ pub fn parse_url(url: &str) -> Result<http::Uri, ConfigError> {
             "user:password@ is not taken here; send credentials with -H Authorization",
         ));
     }
-    if let Some(port) = port_text(&uri) {
-        match port.parse::<u16>() {
-            Ok(0) => return Err(invalid("port 0 is not a target")),
-            Ok(_) => {}
-            Err(_) => return Err(invalid(&format!("port {port:?} is not from 1 to 65535"))),
+    let authority = uri.authority().map_or("", |a| a.as_str());
+    if let Some((_, after)) = authority.split_once(']') {
+        if !after.is_empty() && !after.starts_with(':') {
+            return Err(invalid(
+                "what follows the ] of its IPv6 address is not a port",
+            ));
         }
     }
+    let mut port = None;
+    if let Some(text) = port_text(&uri) {
+        port = match text.parse::<u16>() {
+            // An empty port is the scheme's default (RFC 3986 §3.2.3), as curl takes it.
+            _ if text.is_empty() => None,
+            Ok(0) => return Err(invalid("port 0 is not a target")),
+            Ok(n) => Some(n),
+            Err(_) => return Err(invalid(&format!("port {text:?} is not from 1 to 65535"))),
+        };
+    }
+    let host = canonical_host(uri.host().unwrap_or_default()).map_err(|why| invalid(&why))?;
+    // The authority as it goes into Host, `:authority` and SNI: `127.1` is 127.0.0.1 and
+    // `:019000` is port 19000, as curl sends them.
+    let authority = match port {
+        Some(port) => format!("{host}:{port}"),
+        None => host,
+    };
+    let uri = if uri.authority().map(|a| a.as_str()) == Some(authority.as_str()) {
+        uri
+    } else {
+        let mut parts = uri.into_parts();
+        parts.authority = Some(
+            authority
+                .parse()
+                .map_err(|e: http::uri::InvalidUri| invalid(&e.to_string()))?,
+        );
+        http::Uri::from_parts(parts).map_err(|e| invalid(&e.to_string()))?
+    };
     // A query with no path (`http://host:port?a=b`) is the root's query, as curl sends it: the
     // request line read `GET ?a=b`, which servers answer 400.
     if let Some(query) = uri.path_and_query().filter(|p| p.as_str().starts_with('?')) {
@@ -515,6 +544,77 @@ pub fn parse_url(url: &str) -> Result<http::Uri, ConfigError> {
         return http::Uri::from_parts(parts).map_err(|e| invalid(&e.to_string()));
     }
     Ok(uri)
+}
+
+/// The URL's host as it is sent: a bracketed IPv6 address checked (nothing after the `]` but a
+/// port, and no zone id), and an IPv4 address in a short or numeric form (`127.1`,
+/// `2130706433`, `0x7f.1`) written out as four decimal parts, as curl and browsers do; other
+/// names as they are.
+fn canonical_host(host: &str) -> Result<String, String> {
+    if let Some(inside) = host.strip_prefix('[') {
+        let inside = inside.strip_suffix(']').unwrap_or(inside);
+        if inside.contains('%') {
+            return Err(format!(
+                "the zone id in [{inside}] is not supported: give the address without it"
+            ));
+        }
+        return match inside.parse::<std::net::Ipv6Addr>() {
+            Ok(_) => Ok(host.to_string()),
+            Err(_) => Err(format!("[{inside}] is not an IPv6 address")),
+        };
+    }
+    // A name whose last label is a number is an IPv4 address (WHATWG URL), or no host at all.
+    let last = host
+        .trim_end_matches('.')
+        .rsplit('.')
+        .next()
+        .unwrap_or_default();
+    if last.is_empty() || numeric_part(last).is_none() {
+        return Ok(host.to_string());
+    }
+    match ipv4_numbers(host.strip_suffix('.').unwrap_or(host)) {
+        Some(addr) => Ok(addr.to_string()),
+        None => Err(format!("{host} is not an IPv4 address")),
+    }
+}
+
+/// One part of an IPv4 address as `inet_aton` reads it: decimal, octal with a leading 0, or
+/// hexadecimal with 0x.
+fn numeric_part(part: &str) -> Option<u64> {
+    let lower = part.to_ascii_lowercase();
+    if let Some(hex) = lower.strip_prefix("0x") {
+        return if hex.is_empty() {
+            Some(0)
+        } else {
+            u64::from_str_radix(hex, 16).ok()
+        };
+    }
+    if part.len() > 1 && part.starts_with('0') {
+        return u64::from_str_radix(&part[1..], 8).ok();
+    }
+    part.parse().ok()
+}
+
+/// An IPv4 address in one to four parts, the last filling the bytes the others leave (`127.1`
+/// is 127.0.0.1, `2130706433` the same), or `None` when a part is not a number or too large.
+fn ipv4_numbers(host: &str) -> Option<std::net::Ipv4Addr> {
+    let parts: Vec<u64> = host
+        .split('.')
+        .map(numeric_part)
+        .collect::<Option<Vec<u64>>>()?;
+    let (last, leading) = parts.split_last()?;
+    if parts.len() > 4 || leading.iter().any(|&p| p > 255) {
+        return None;
+    }
+    let room = 8 * (4 - leading.len() as u32);
+    if room < 64 && *last >= 1u64 << room {
+        return None;
+    }
+    let mut value = *last;
+    for (i, &part) in leading.iter().enumerate() {
+        value |= part << (24 - 8 * i as u32);
+    }
+    u32::try_from(value).ok().map(std::net::Ipv4Addr::from)
 }
 
 /// The port as written in the URL, if it has one. `http::Uri` keeps an unparsable port (`:99999`,
@@ -554,8 +654,14 @@ mod tests {
             "http://127.0.0.1:99999/",
             "http://127.0.0.1:65536/",
             "http://h:abc/",
-            "http://h:/",
             "http://[::1]:70000/",
+            "http://[::1]x:80/",
+            "http://[127.0.0.1]:80/",
+            "http://[::1%25lo]:80/",
+            "http://1.2.3.4.5/",
+            "http://256.1.1.1/",
+            "http://1.2.65536/",
+            "http://4294967296/",
         ] {
             assert!(parse_url(bad).is_err(), "{bad}");
         }
@@ -566,6 +672,21 @@ mod tests {
                 why.contains("it needs http:// or https://"),
                 "{schemeless}: {why}"
             );
+        }
+        // Written as sent, as curl sends them: an empty port is the default, a short or
+        // numeric IPv4 address is four decimal parts, a port loses its leading zeros.
+        for (given, sent) in [
+            ("http://h:/x", "http://h/x"),
+            ("http://127.1:8080/", "http://127.0.0.1:8080/"),
+            ("https://2130706433/", "https://127.0.0.1/"),
+            ("http://0x7f.0.0.01:019000/", "http://127.0.0.1:19000/"),
+            ("http://127.0.0.1./", "http://127.0.0.1/"),
+            ("http://[::1]:8080/", "http://[::1]:8080/"),
+            ("http://host-1.example:80/a", "http://host-1.example:80/a"),
+            ("http://a.1x/", "http://a.1x/"),
+        ] {
+            let uri = parse_url(given).unwrap_or_else(|e| panic!("{given}: {e}"));
+            assert_eq!(uri.to_string(), sent, "{given}");
         }
         for hostless in ["http://", "http:///", "https:///x"] {
             let why = parse_url(hostless).unwrap_err().to_string();
