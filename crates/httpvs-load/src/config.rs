@@ -483,9 +483,17 @@ pub fn parse_url(url: &str) -> Result<http::Uri, ConfigError> {
             "it is not ASCII: write a host in its punycode form (xn--...) and percent-encode the path",
         ));
     }
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|e: http::uri::InvalidUri| invalid(&e.to_string()))?;
+    let uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| {
+        if url.len() >= usize::from(u16::MAX) {
+            // The http crate's bare "uri too long".
+            invalid(&format!(
+                "longer than the {} bytes a URL may have",
+                u16::MAX - 1
+            ))
+        } else {
+            invalid(&e.to_string())
+        }
+    })?;
     match uri.scheme_str() {
         Some("http" | "https") => {}
         Some(other) => return Err(invalid(&format!("scheme {other} is not http or https"))),
@@ -688,6 +696,12 @@ mod tests {
             let uri = parse_url(given).unwrap_or_else(|e| panic!("{given}: {e}"));
             assert_eq!(uri.to_string(), sent, "{given}");
         }
+        let long = format!("http://h/{}", "a".repeat(70_000));
+        let why = parse_url(&long).unwrap_err().to_string();
+        assert!(
+            why.contains("longer than the 65534 bytes a URL may have"),
+            "{why}"
+        );
         for hostless in ["http://", "http:///", "https:///x"] {
             let why = parse_url(hostless).unwrap_err().to_string();
             assert!(why.contains("it has no host"), "{hostless}: {why}");
