@@ -36,13 +36,18 @@ impl Caddy {
     /// Starts `caddy` (the binary at `bin`) and waits until both its TCP and UDP sockets listen.
     /// The port is picked free, then given to caddy; a test running beside may bind it in
     /// between, and caddy then exits on "address already in use": it is started again on
-    /// another port, up to three times.
+    /// another port, up to three times. So is a caddy that did not listen in time: caddy 2.6's
+    /// storage cleaner can delete the certificate it is writing ("Deleting certificates/local/
+    /// 127.0.0.1 because key is empty"), and caddy then retries only after 60 s.
     pub fn start(bin: &Path) -> io::Result<Caddy> {
         let mut tries = 0;
         loop {
             tries += 1;
             match Self::start_once(bin) {
-                Err(e) if tries < 3 && e.to_string().contains("address already in use") => {}
+                Err(e)
+                    if tries < 3
+                        && (e.kind() == io::ErrorKind::TimedOut
+                            || e.to_string().contains("address already in use")) => {}
                 result => return result,
             }
         }

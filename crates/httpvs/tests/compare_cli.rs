@@ -10,7 +10,7 @@ use support::scratch_dir;
 const TINY_PLAN: &str = r#"
 name = "tiny"
 protocols = ["h1", "h1-close", "h1-tls", "h2c", "h2", "h3"]
-duration = "300ms"
+duration = "500ms"
 warmup = "100ms"
 repeats = 1
 [shapes]
@@ -30,14 +30,14 @@ name = "lossy"
 netem = "delay 5ms loss 2%"
 "#;
 
-/// The clean link only, one repeat of 200 ms after a 100 ms warm-up: a few seconds at most.
+/// The clean link only, one repeat of 400 ms after a 100 ms warm-up: a few seconds at most.
 const ONE_SHORT_CLEAN_RUN: [&str; 8] = [
     "--conditions",
     "clean",
     "--repeats",
     "1",
     "--duration",
-    "200ms",
+    "400ms",
     "--warmup",
     "100ms",
 ];
@@ -522,7 +522,13 @@ fn connect_to_sends_the_urls_connections_elsewhere() {
         ]
         .concat(),
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Exit 1 is a matrix with no verdict: a busy machine can leave the one row too thin to
+    // rank (fewer than 3 completions per connection), which is not what this test is about.
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        text(&out.stderr)
+    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let succeeded = &json["cells"][0]["runs"][0]["report"]["requests"]["succeeded"];
     assert!(

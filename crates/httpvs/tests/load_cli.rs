@@ -1386,10 +1386,13 @@ fn an_open_model_short_of_its_rate_says_so() {
     assert!(last_send >= 0.79, "the last send is reported: {last_send}s");
     // A -n run whose sends all went on time has no shortfall to speak of, however short its
     // schedule: one request at 1,000/s read "sent 946 req/s" from its few µs of lag.
+    // (A busy machine can make that one send late by a few ms, and then the note is due.)
     let out = httpvs(&[&base, "--rate", "1000", "-n", "1", "-c", "1", "-t", "1"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("0 of 1 sends were late"), "{text}");
-    assert!(!text.contains("note: asked for"), "{text}");
+    assert!(text.contains(" of 1 sends were late"), "{text}");
+    if text.contains("0 of 1 sends were late") {
+        assert!(!text.contains("note: asked for"), "{text}");
+    }
     // A -z run whose measured part has no send due kept its schedule: nothing to blame on the
     // server (it read "asked for 1.0 req/s, sent 0.0 req/s: every one of the streams was
     // waiting on the server").
@@ -1428,7 +1431,9 @@ fn decoded_header_bytes_count_every_head_that_came() {
         assert_eq!(json["wire"]["header_decoded_received"], 200 * 81, "{proto}");
     }
     // 16 GiB takes seconds even on a fast loopback, so the timeout always falls mid-body and
-    // always after the head (256 MiB once came whole inside 100 ms).
+    // always after the head (256 MiB once came whole inside 100 ms). A 64 KiB stream window
+    // keeps what the server has sent of a cancelled body small, so the next head, which
+    // follows it on the connection, is not held behind it on a busy machine.
     let huge = format!("{h2c}?size=16g");
     let out = httpvs(&[
         &huge,
@@ -1438,8 +1443,10 @@ fn decoded_header_bytes_count_every_head_that_came() {
         "3",
         "-c",
         "1",
+        "--window",
+        "64k",
         "--timeout",
-        "300ms",
+        "500ms",
         "--json",
         "--no-progress",
     ]);
