@@ -105,6 +105,26 @@ fn h1_against_serve_succeeds() {
     );
 }
 
+/// Pipelined requests and answers too large for the sockets' buffers: the server reads no
+/// further request until its answers are read, so the client reads while it writes. It wrote
+/// every queued request before reading anything, and the connection stood still both ways
+/// until each `--timeout` (0 succeeded, over plain TCP and TLS alike).
+#[test]
+fn h1_pipelines_bodies_larger_than_the_socket_buffers() {
+    let s = server(Limits::default());
+    let mut c = LoadConfig::new(&http_url(&s, "/echo"))
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H1))
+        .shape(1, 50)
+        .threads(1)
+        .requests(300);
+    c.body = bytes::Bytes::from(vec![b'x'; 200_000]);
+    c.timeout = Some(Duration::from_secs(3));
+    let r = run(&c);
+    assert_eq!(r.requests.succeeded, 300, "{:?}", r.errors);
+    assert_eq!(r.connections.opened, 1, "{:?}", r.connections);
+}
+
 #[test]
 fn h1_over_tls_with_cacert_succeeds() {
     let s = server(Limits::default());

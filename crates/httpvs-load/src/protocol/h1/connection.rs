@@ -21,6 +21,7 @@ use crate::protocol::{
 };
 use bytes::{Buf, BytesMut};
 use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::io;
 use std::sync::Arc;
 use std::task::Poll;
@@ -179,8 +180,79 @@ impl Http1Connection {
             ticket: None,
             head_bytes: Cell::new(0),
         };
-        let ticket = self.write_request(req).await?;
+        let (ticket, flushes) = self.queue_request(req)?;
+        let mut flush = std::pin::pin!(flushes.then(|| self.flush_queued(ticket)));
+        if let Some(mut first) = flush.as_mut().as_pin_mut() {
+            // Most flushes end at once, and the request is on the wire before its read.
+            let flushed =
+                std::future::poll_fn(|cx| Poll::Ready(Future::poll(first.as_mut(), cx).is_ready()))
+                    .await;
+            if flushed {
+                in_flight.ticket = Some(ticket);
+                return self.receive(req, start, ticket, &mut in_flight).await;
+            }
+        }
         in_flight.ticket = Some(ticket);
+        // A flush that waits for room in the socket goes on beside the read: a server that
+        // reads no further request until its answers to the earlier ones are read (its socket
+        // full of them) waited on our reads while we waited on its, and the pipelined
+        // connection stood still until the timeout. A request queued behind another send's
+        // flush is written by the next flush, ours if none is under way when that one ends.
+        let mut receive = std::pin::pin!(self.receive(req, start, ticket, &mut in_flight));
+        let mut result = None;
+        std::future::poll_fn(|cx| {
+            if result.is_none() {
+                if let Poll::Ready(r) = receive.as_mut().poll(cx) {
+                    result = Some(r);
+                }
+            }
+            loop {
+                if let Some(writing) = flush.as_mut().as_pin_mut() {
+                    // A flush begun is finished (one cut off half-way ends the connection).
+                    if writing.poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    flush.set(None);
+                }
+                let unwritten = self.left_to_write(ticket);
+                if unwritten && !self.writes.is_flushing() {
+                    flush.set(Some(self.flush_queued(ticket)));
+                    continue;
+                }
+                if let Some(done) = result.take() {
+                    if unwritten && self.writes.leave(ticket) {
+                        // Answered unwritten (a server's stray answer): the sends queued after
+                        // ours look again for who writes them.
+                        self.turn.wake_from(ticket + 1);
+                    }
+                    return Poll::Ready(done);
+                }
+                if unwritten {
+                    self.writes.wait_release(ticket, cx.waker());
+                }
+                // Otherwise only the response is awaited; its read wakes us.
+                return Poll::Pending;
+            }
+        })
+        .await
+    }
+
+    /// Whether request `ticket` is still to be written: not on the wire yet, and the
+    /// connection can still carry it.
+    fn left_to_write(&self, ticket: u64) -> bool {
+        self.writes.written_through() <= ticket
+            && self.write_error.get().is_none()
+            && self.dead_from.get() > ticket
+    }
+
+    /// Waits for the turn of request `ticket` (queued) to read, and reads its response.
+    async fn receive(
+        &self,
+        req: &RequestSpec,
+        start: Instant,
+        ticket: u64,
+        in_flight: &mut InFlight<'_>,
+    ) -> Result<ResponseInfo, SendError> {
         if let Err(error) = self.wait_turn(ticket).await {
             return Err(self.settle(req, ticket, error));
         }
@@ -305,9 +377,10 @@ impl Http1Connection {
         last
     }
 
-    /// Queues the request (writing it unless a flush is already under way); returns its
-    /// ticket, the position of its response on the wire.
-    async fn write_request(&self, req: &RequestSpec) -> Result<u64, SendError> {
+    /// Queues the request; returns its ticket, the position of its response on the wire, and
+    /// whether this send is to write the queue ([`Http1Connection::flush_queued`]): no flush
+    /// is under way, which would take it along.
+    fn queue_request(&self, req: &RequestSpec) -> Result<(u64, bool), SendError> {
         if self.cause.get() != CloseCause::Open {
             return Err(RETRY);
         }
@@ -317,19 +390,21 @@ impl Http1Connection {
             // `--no-keepalive`: this connection carries exactly this request.
             self.retire(CloseCause::Local);
         }
-        if !self.writes.is_flushing() {
-            // A flush cut off half-way (dropped send) would corrupt every later request.
-            let mut partial = PartialWrite {
-                conn: self,
-                done: false,
-            };
-            let flushed = self.writes.flush().await;
-            partial.done = true;
-            if let Err(failure) = flushed {
-                self.write_failed(failure);
-            }
+        Ok((ticket, !self.writes.is_flushing()))
+    }
+
+    /// Writes what is queued, request `own` included.
+    async fn flush_queued(&self, own: u64) {
+        // A flush cut off half-way (dropped send) would corrupt every later request.
+        let mut partial = PartialWrite {
+            conn: self,
+            done: false,
+        };
+        let flushed = self.writes.flush(own).await;
+        partial.done = true;
+        if let Err(failure) = flushed {
+            self.write_failed(failure);
         }
-        Ok(ticket)
     }
 
     /// The server closed or reset the connection under our writes. Requests already on the
