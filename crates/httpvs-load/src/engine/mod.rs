@@ -103,11 +103,16 @@ pub fn run_with_protocol<F: ProtocolFactory>(
     }
     drop((tx, ready_tx));
     // Every worker has its runtime (and, in the open model, its connections): the clock starts.
-    // A worker that failed to set up drops its sender unsent; its error comes with the join.
-    for _ in 0..workers {
-        if ready_rx.recv().is_err() {
-            break;
-        }
+    // A worker that failed to set up drops its sender unsent: the run does not start, and its
+    // error is the run's. (The others used to run it whole, and its report was lost with that
+    // error at the end.)
+    let mut ready = 0;
+    while ready < workers && ready_rx.recv().is_ok() {
+        ready += 1;
+    }
+    if ready < workers {
+        drop(starts);
+        return Err(setup_failure(handles));
     }
     let origin = Instant::now() + START_DELAY;
     let measure_start = origin + config.warmup;
@@ -250,6 +255,27 @@ pub(crate) async fn stop_requested(stop: &AtomicBool) {
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The error of the worker whose set-up failed, the others (told the run will not start)
+/// joined too.
+fn setup_failure(
+    handles: Vec<std::thread::JoinHandle<Result<WorkerResult, LoadError>>>,
+) -> LoadError {
+    let mut failure = None;
+    for handle in handles {
+        match handle.join() {
+            Ok(Err(LoadError::Worker(why))) if why == worker::NOT_STARTED => {}
+            Ok(Err(e)) => {
+                failure.get_or_insert(e);
+            }
+            Ok(Ok(_)) => {}
+            Err(_) => {
+                failure.get_or_insert(LoadError::Worker("a worker thread panicked".into()));
+            }
+        }
+    }
+    failure.unwrap_or_else(|| LoadError::Worker(worker::NOT_STARTED.into()))
 }
 
 fn join_workers(

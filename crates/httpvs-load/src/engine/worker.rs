@@ -70,6 +70,10 @@ pub struct WorkerResult {
     pub finished_at: Instant,
 }
 
+/// A worker's error when the run was abandoned before it started: another worker's set-up
+/// failed, and that error is the run's.
+pub const NOT_STARTED: &str = "the run did not start";
+
 /// Runs one worker to completion on the current thread: sets up (its runtime, its protocol and,
 /// in the open model, its connections), says it is `ready`, waits for its start, then runs.
 pub fn run_worker<F: ProtocolFactory>(
@@ -84,7 +88,14 @@ pub fn run_worker<F: ProtocolFactory>(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| LoadError::Worker(e.to_string()))?;
+        .map_err(|e| {
+            // A runtime takes a few files (epoll, an eventfd, a timerfd) per worker thread.
+            let hint = match e.raw_os_error() {
+                Some(libc::EMFILE) => "; raise the open-file limit (ulimit -n) or use fewer -t",
+                _ => "",
+            };
+            LoadError::Worker(format!("{e}{hint}"))
+        })?;
     let local = tokio::task::LocalSet::new();
     let result = local.block_on(&runtime, async move {
         let protocol = factory.make(&job.target)?;
@@ -108,7 +119,7 @@ pub fn run_worker<F: ProtocolFactory>(
         drop(ready);
         // The run was abandoned before it started (set-up failed elsewhere).
         let Ok(WorkerStart { shared, schedule }) = start.await else {
-            return Err(LoadError::Worker("the run did not start".into()));
+            return Err(LoadError::Worker(NOT_STARTED.into()));
         };
         let pacer = schedule.is_open().then(Pacer::new).flatten();
         let ctx = Rc::new(WorkerCtx {

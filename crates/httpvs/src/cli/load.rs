@@ -204,7 +204,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         (None, None) => None,
     };
     ignore_sigpipe();
-    check_fd_limit(config.connections, config.streams, config.keepalive)?;
+    check_fd_limit(&config)?;
     if let Some(spec) = &args.net {
         for note in httpvs_netem::Impairment::unitless(spec) {
             say!("httpvs: note: --net {note}");
@@ -695,14 +695,20 @@ fn request_urls(args: &Args) -> anyhow::Result<Vec<(String, Option<String>)>> {
     Ok(urls)
 }
 
-/// Open files a run needs beyond one per connection: stdio, the runtime's epoll and eventfds per
-/// worker, the probe connection, an output file.
+/// Open files a run needs beyond one per connection and [`FDS_PER_WORKER`]: stdio, the probe
+/// connection, an output file.
 const FD_SLACK: u64 = 64;
+
+/// Open files each worker thread holds: its runtime's epoll, eventfd and timer (measured: 4).
+const FDS_PER_WORKER: u64 = 4;
 
 /// Raises the open-file limit as far as it goes; `-c` beyond it is one clear line, not a run
 /// whose connects fail as `io` errors.
 /// With `--no-keepalive` each of a connection's `-m` requests has a connection of its own.
-fn check_fd_limit(connections: u32, streams: u32, keepalive: bool) -> anyhow::Result<()> {
+fn check_fd_limit(config: &LoadConfig) -> anyhow::Result<()> {
+    let (connections, streams, keepalive) = (config.connections, config.streams, config.keepalive);
+    // Never more workers than connections (as the engine plans them).
+    let workers = (config.threads as u64).min(u64::from(connections));
     let (open, shape) = if keepalive {
         (u64::from(connections), format!("-c {connections}"))
     } else {
@@ -711,12 +717,19 @@ fn check_fd_limit(connections: u32, streams: u32, keepalive: bool) -> anyhow::Re
             format!("-c {connections} x -m {streams} with --no-keepalive"),
         )
     };
-    let need = open.saturating_add(FD_SLACK);
+    let need = open
+        .saturating_add(FD_SLACK)
+        .saturating_add(workers.saturating_mul(FDS_PER_WORKER));
     let lower = if keepalive { "-c" } else { "-c or -m" };
+    // A worker's runtime holds files of its own: many threads count.
+    let (on, or_threads) = match workers {
+        1 => (String::new(), ""),
+        n => (format!(" on {n} threads"), " or -t"),
+    };
     match super::common::raise_fd_limit() {
         Some(limit) if limit < need => Err(usage(format!(
-            "{shape} needs about {need} open files, and this process may open {limit} \
-             (ulimit -n): raise the limit or lower {lower}"
+            "{shape}{on} needs about {need} open files, and this process may open {limit} \
+             (ulimit -n): raise the limit or lower {lower}{or_threads}"
         ))),
         _ => Ok(()),
     }
