@@ -106,6 +106,57 @@ impl Args {
     }
 }
 
+/// Open files a compare needs beyond its connections: stdio, the outputs, the probes, and
+/// the runtimes of the client's workers and of the embedded server (4 files each).
+const FD_SLACK: u64 = 128;
+
+/// The plan's largest cell within the open-file limit (raised to the hard limit first), or one
+/// line and exit 2 before anything runs: past it, connections failed as `io` and the verdicts
+/// blamed lost handshakes.
+fn check_fd_limit(config: &httpvs_compare::session::CompareConfig) -> anyhow::Result<()> {
+    use httpvs_compare::variant::Variant;
+    let cell = |variant: &Variant, shape: &httpvs_compare::plan::Shape| {
+        let connections = u64::from(shape.connections);
+        match variant {
+            // Each of a connection's requests in flight has its own connection.
+            Variant::H1Close => connections * u64::from(shape.streams),
+            _ => connections,
+        }
+    };
+    let mut largest = config
+        .plan
+        .shapes
+        .iter()
+        .flat_map(|(variant, shapes)| shapes.0.iter().map(move |shape| cell(variant, shape)))
+        .max()
+        .unwrap_or(0);
+    if config.tune {
+        let tried = config.plan.protocols.iter().flat_map(|variant| {
+            httpvs_compare::tune::candidates(*variant)
+                .into_iter()
+                .map(move |shape| cell(variant, &shape))
+        });
+        largest = largest.max(tried.max().unwrap_or(0));
+    }
+    // The embedded server, in this process, holds the other end of each connection.
+    let ends = if config.target.is_none() { 2 } else { 1 };
+    let need = largest.saturating_mul(ends).saturating_add(FD_SLACK);
+    match super::common::raise_fd_limit() {
+        Some(limit) if limit < need => {
+            let server = match ends {
+                2 => " (and the embedded server as many)",
+                _ => "",
+            };
+            Err(super::usage(format!(
+                "the plan's largest cell opens {largest} connections{server}: about {need} open \
+                 files, and this process may open {limit} (ulimit -n): raise the limit or give \
+                 smaller shapes (--plan)"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Runs `httpvs compare`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let (true, Some(path)) = (args.print_plan, &args.from) {
@@ -212,6 +263,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(path) => Results::read(path).map_err(super::usage)?,
         None => {
             let config = config(&args)?;
+            check_fd_limit(&config)?;
             if args.url.is_none() {
                 // Allowed (contention may be what you measure), but never by accident.
                 if let Some(line) = config.pinning.overlap_warning() {
