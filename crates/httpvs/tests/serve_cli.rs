@@ -361,3 +361,30 @@ fn one_stop_signalled_twice_at_once_still_prints_the_totals() {
     assert!(status.success(), "{status:?}: {rest}");
     assert!(rest.contains("requests"), "totals printed: {rest}");
 }
+
+/// The open-file limit can leave room for only a few connections at once, set with no word:
+/// under `ulimit -n 40` serve took one and closed every other client at once, seen only in the
+/// totals at its end. A note says so when serve starts.
+#[test]
+fn few_connections_allowed_by_the_open_file_limit_are_said() {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 100 && exec {} serve --http 127.0.0.1:0 --https off --h3 off",
+            env!("CARGO_BIN_EXE_httpvs")
+        ))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("sh runs");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).expect("read");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        line.trim_end(),
+        "httpvs serve: note: at most 36 connections at once (--max-connections): this process \
+         may open 100 files (ulimit -n)"
+    );
+}

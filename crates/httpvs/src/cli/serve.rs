@@ -104,6 +104,10 @@ pub struct Args {
 /// certificate files, the standard streams.
 const FD_RESERVE: u64 = 64;
 
+/// Fewer connections at once than this, set by the open-file limit rather than by you, get a
+/// note when serve starts.
+const FEW_CONNECTIONS: usize = 1000;
+
 /// Signals this soon after the first one that stopped the server are that same stop.
 const SAME_STOP: Duration = Duration::from_millis(300);
 
@@ -116,14 +120,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // the connection limit must come first, with room for listeners and the runtime.
         let room = usize::try_from(files.saturating_sub(FD_RESERVE)).unwrap_or(usize::MAX);
         if config.limits.max_connections > room {
-            // Said only of a limit you gave; the default just fits what the machine allows.
+            // Said of a limit you gave; the default just fits what the machine allows, said
+            // only when that is few (under `ulimit -n 40` it was 1, and every other client was
+            // closed at once with nothing said until the shutdown's totals).
+            let room = room.max(1);
             if args.max_connections.is_some() {
                 say!(
                     "httpvs serve: --max-connections {} lowered to {room}: this process may open {files} files (ulimit -n)",
                     config.limits.max_connections
                 );
+            } else if room < FEW_CONNECTIONS {
+                say!(
+                    "httpvs serve: note: at most {room} connections at once (--max-connections): this process may open {files} files (ulimit -n)"
+                );
             }
-            config.limits.max_connections = room.max(1);
+            config.limits.max_connections = room;
         }
     }
     // A certificate or key file that cannot be read or used is bad input, as a bad flag: exit 2;
