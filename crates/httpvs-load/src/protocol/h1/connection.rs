@@ -181,66 +181,61 @@ impl Http1Connection {
             head_bytes: Cell::new(0),
         };
         let (ticket, flushes) = self.queue_request(req)?;
-        let mut flush = std::pin::pin!(flushes.then(|| self.flush_queued(ticket)));
-        if let Some(mut first) = flush.as_mut().as_pin_mut() {
-            // Most flushes end at once, and the request is on the wire before its read.
-            let flushed =
-                std::future::poll_fn(|cx| Poll::Ready(Future::poll(first.as_mut(), cx).is_ready()))
-                    .await;
-            if flushed {
-                in_flight.ticket = Some(ticket);
-                return self.receive(req, start, ticket, &mut in_flight).await;
-            }
-        }
         in_flight.ticket = Some(ticket);
-        // A flush that waits for room in the socket goes on beside the read: a server that
-        // reads no further request until its answers to the earlier ones are read (its socket
-        // full of them) waited on our reads while we waited on its, and the pipelined
-        // connection stood still until the timeout. A request queued behind another send's
-        // flush is written by the next flush, ours if none is under way when that one ends.
+        // This send writes the queue when no flush is under way. A flush that waits for room
+        // in the socket goes on beside the read: a server that reads no further request until
+        // its answers to the earlier ones are read (its socket full of them) waited on our
+        // reads while we waited on its, and the pipelined connection stood still until the
+        // timeout. A request queued behind another send's flush is written by the next flush,
+        // ours if none is under way when that one ends.
+        let mut flush = std::pin::pin!(flushes.then(|| self.flush_queued(ticket)));
         let mut receive = std::pin::pin!(self.receive(req, start, ticket, &mut in_flight));
         let mut result = None;
-        std::future::poll_fn(|cx| {
-            if result.is_none() {
+        std::future::poll_fn(|cx| loop {
+            let mut writing = false;
+            if let Some(ours) = flush.as_mut().as_pin_mut() {
+                match ours.poll(cx) {
+                    Poll::Ready(()) => flush.set(None),
+                    Poll::Pending => writing = true,
+                }
+            }
+            // The read starts once the request is written (it sizes its wait by the write's
+            // batch), or while the write waits on the socket.
+            if result.is_none() && (!writing || self.writes.is_blocked()) {
                 if let Poll::Ready(r) = receive.as_mut().poll(cx) {
                     result = Some(r);
                 }
             }
-            loop {
-                if let Some(writing) = flush.as_mut().as_pin_mut() {
-                    // A flush begun is finished (one cut off half-way ends the connection).
-                    if writing.poll(cx).is_pending() {
-                        return Poll::Pending;
-                    }
-                    flush.set(None);
-                }
-                let unwritten = self.left_to_write(ticket);
-                if unwritten && !self.writes.is_flushing() {
-                    flush.set(Some(self.flush_queued(ticket)));
-                    continue;
-                }
-                if let Some(done) = result.take() {
-                    if unwritten && self.writes.leave(ticket) {
-                        // Answered unwritten (a server's stray answer): the sends queued after
-                        // ours look again for who writes them.
-                        self.turn.wake_from(ticket + 1);
-                    }
-                    return Poll::Ready(done);
-                }
-                if unwritten {
-                    self.writes.wait_release(ticket, cx.waker());
-                }
-                // Otherwise only the response is awaited; its read wakes us.
+            if writing {
+                // A flush begun is finished (one cut off half-way ends the connection).
                 return Poll::Pending;
             }
+            let unwritten = self.left_to_write(ticket);
+            if unwritten && !self.writes.is_flushing() {
+                flush.set(Some(self.flush_queued(ticket)));
+                continue;
+            }
+            if let Some(done) = result.take() {
+                if unwritten && self.writes.leave(ticket) {
+                    // Answered unwritten (a server's stray answer): the sends queued after
+                    // ours look again for who writes them.
+                    self.turn.wake_from(ticket + 1);
+                }
+                return Poll::Ready(done);
+            }
+            if unwritten {
+                self.writes.wait_release(ticket, cx.waker());
+            }
+            // Otherwise only the response is awaited; its read wakes us.
+            return Poll::Pending;
         })
         .await
     }
 
-    /// Whether request `ticket` is still to be written: not on the wire yet, and the
-    /// connection can still carry it.
+    /// Whether request `ticket` is still to be written: in no flush's batch yet (one that
+    /// waits counts as writing it), and the connection can still carry it.
     fn left_to_write(&self, ticket: u64) -> bool {
-        self.writes.written_through() <= ticket
+        self.writes.taken_through() <= ticket
             && self.write_error.get().is_none()
             && self.dead_from.get() > ticket
     }

@@ -37,7 +37,11 @@ pub struct WriteBatch {
     next_ticket: Cell<u64>,
     /// Tickets below this are on the socket.
     written_through: Cell<u64>,
+    /// Tickets below this are on the socket or in the batch a flush is writing.
+    taken_through: Cell<u64>,
     flushing: Cell<bool>,
+    /// The flush under way waits for room in the socket (what it took did not all fit).
+    blocked: Cell<bool>,
     /// A HEAD request was queued: its response has no body whatever its headers say, so
     /// responses are not read ahead on this connection.
     head_queued: Cell<bool>,
@@ -88,7 +92,9 @@ impl WriteBatch {
             spare: RefCell::new(Vec::with_capacity(256)),
             next_ticket: Cell::new(0),
             written_through: Cell::new(0),
+            taken_through: Cell::new(0),
             flushing: Cell::new(false),
+            blocked: Cell::new(false),
             head_queued: Cell::new(false),
             batches: depth > 1,
             batch_ends: RefCell::new(VecDeque::new()),
@@ -134,6 +140,11 @@ impl WriteBatch {
         self.flushing.get()
     }
 
+    /// Whether the flush under way waits for room in the socket.
+    pub fn is_blocked(&self) -> bool {
+        self.blocked.get()
+    }
+
     /// The send of request `ticket`, queued behind the flush under way, is woken when it ends
     /// if no earlier request waits too: the earliest takes over, and its flush writes every
     /// request queued, the later ones included. One waker, not one per waiting send: at
@@ -159,18 +170,28 @@ impl WriteBatch {
         false
     }
 
-    /// The flush is over: the send waiting to take over is woken.
+    /// The flush is over: the send waiting to take over is woken, unless the flush took its
+    /// request along (it queued while the flush waited on its siblings).
     fn release(&self) {
         self.flushing.set(false);
+        self.blocked.set(false);
         let successor = self.successor.borrow_mut().take();
-        if let Some((_, waker)) = successor {
-            waker.wake();
+        if let Some((ticket, waker)) = successor {
+            if ticket >= self.taken_through.get() {
+                waker.wake();
+            }
         }
     }
 
     /// Tickets below this are on the socket.
     pub fn written_through(&self) -> u64 {
         self.written_through.get()
+    }
+
+    /// Tickets below this are on the socket or in the batch the flush under way writes: the
+    /// rest wait for a flush.
+    pub fn taken_through(&self) -> u64 {
+        self.taken_through.get()
     }
 
     /// How many responses are due from the write that carried `ticket`, it included (1 if it
@@ -208,10 +229,12 @@ impl WriteBatch {
         let Some(mut io) = self.io.borrow_mut().take() else {
             return Err(self.failure(io::ErrorKind::BrokenPipe.into()));
         };
+        self.blocked.set(true);
         while self.written_through.get() <= own {
             let mut batch = self.spare.take();
             std::mem::swap(&mut batch, &mut *self.queued.borrow_mut());
             let through = self.next_ticket.get();
+            self.taken_through.set(through);
             if batch.is_empty() {
                 self.spare.replace(batch);
                 break;
@@ -258,6 +281,7 @@ impl WriteBatch {
         queued.clear();
         let through = self.next_ticket.get();
         self.written_through.set(through);
+        self.taken_through.set(through);
         if self.batches {
             self.batch_ends.borrow_mut().push_back(through);
         }
