@@ -182,13 +182,18 @@ impl Http1Connection {
         };
         let (ticket, flushes) = self.queue_request(req)?;
         in_flight.ticket = Some(ticket);
-        // This send writes the queue when no flush is under way. A flush that waits for room
-        // in the socket goes on beside the read: a server that reads no further request until
-        // its answers to the earlier ones are read (its socket full of them) waited on our
-        // reads while we waited on its, and the pipelined connection stood still until the
-        // timeout. A request queued behind another send's flush is written by the next flush,
-        // ours if none is under way when that one ends.
-        let mut flush = std::pin::pin!(flushes.then(|| self.flush_queued(ticket)));
+        // This send writes the queue when no flush is under way; else the flush under way
+        // writes it, or ours once that one ends without it. Nearly always all of it goes
+        // straight into the socket, and the read follows.
+        let must_write = flushes || self.await_writer(ticket).await;
+        if !must_write || !self.start_flush().await {
+            return self.receive(req, start, ticket, &mut in_flight).await;
+        }
+        // The socket is full: the rest is written beside the read. A server that reads no
+        // further request until its answers to the earlier ones are read (its socket full of
+        // them) waited on our reads while we waited on its, and the pipelined connection stood
+        // still until the timeout.
+        let mut flush = std::pin::pin!(Some(self.flush_queued(ticket, true)));
         let mut receive = std::pin::pin!(self.receive(req, start, ticket, &mut in_flight));
         let mut result = None;
         std::future::poll_fn(|cx| loop {
@@ -212,7 +217,7 @@ impl Http1Connection {
             }
             let unwritten = self.left_to_write(ticket);
             if unwritten && !self.writes.is_flushing() {
-                flush.set(Some(self.flush_queued(ticket)));
+                flush.set(Some(self.flush_queued(ticket, false)));
                 continue;
             }
             if let Some(done) = result.take() {
@@ -230,6 +235,46 @@ impl Http1Connection {
             return Poll::Pending;
         })
         .await
+    }
+
+    /// Request `ticket` was queued behind another send's flush: waits until that flush took it
+    /// along (false), or ended without it (true: this send writes the queue).
+    async fn await_writer(&self, ticket: u64) -> bool {
+        std::future::poll_fn(|cx| {
+            if !self.left_to_write(ticket) {
+                return Poll::Ready(false);
+            }
+            if !self.writes.is_flushing() {
+                return Poll::Ready(true);
+            }
+            self.writes.wait_release(ticket, cx.waker());
+            // The flush under way takes it along without a word: its answer may then come,
+            // read ahead by an earlier send, which wakes the send whose turn it is.
+            self.turn.register(ticket, cx.waker());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Begins a flush and writes what is queued straight into the socket; true when some is
+    /// left for [`Http1Connection::flush_queued`] (the socket is full, or the transport is TLS).
+    async fn start_flush(&self) -> bool {
+        self.writes.begin();
+        // A flush cut off half-way (dropped send) would corrupt every later request.
+        let mut partial = PartialWrite {
+            conn: self,
+            done: false,
+        };
+        self.writes.gather().await;
+        let direct = self.writes.write_direct();
+        partial.done = true;
+        match direct {
+            Ok(done) => !done,
+            Err(failure) => {
+                self.write_failed(failure);
+                false
+            }
+        }
     }
 
     /// Whether request `ticket` is still to be written: in no flush's batch yet (one that
@@ -388,14 +433,18 @@ impl Http1Connection {
         Ok((ticket, !self.writes.is_flushing()))
     }
 
-    /// Writes what is queued, request `own` included.
-    async fn flush_queued(&self, own: u64) {
+    /// Writes what is queued, request `own` included; `begun`: [`Http1Connection::start_flush`]
+    /// already wrote what the socket took, and this writes the rest.
+    async fn flush_queued(&self, own: u64, begun: bool) {
+        if !begun && !self.start_flush().await {
+            return;
+        }
         // A flush cut off half-way (dropped send) would corrupt every later request.
         let mut partial = PartialWrite {
             conn: self,
             done: false,
         };
-        let flushed = self.writes.flush(own).await;
+        let flushed = self.writes.write_rest(own).await;
         partial.done = true;
         if let Err(failure) = flushed {
             self.write_failed(failure);

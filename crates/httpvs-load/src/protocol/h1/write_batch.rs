@@ -207,25 +207,43 @@ impl WriteBatch {
         ends.front().map_or(1, |&end| end - ticket)
     }
 
-    /// Writes what is queued now (with the sends ready in this loop turn), which includes
-    /// request `own`. What other sends queue while it waits on the socket is theirs to write
-    /// once it ends: a flusher that took every later request along stayed busy as long as
-    /// pipelined answers kept bringing new requests, and its own send never returned.
-    pub async fn flush(&self, own: u64) -> Result<(), WriteFailure> {
+    /// Starts a flush of what is queued now, request `own` included, for the caller to write:
+    /// [`WriteBatch::gather`] first when pipelining, then [`WriteBatch::write_direct`], and
+    /// [`WriteBatch::write_rest`] for what that leaves. What other sends queue while it waits
+    /// on the socket is theirs to write once it ends: a flusher that took every later request
+    /// along stayed busy as long as pipelined answers kept bringing new requests, and its own
+    /// send never returned.
+    pub fn begin(&self) {
         self.flushing.set(true);
-        let flushed = self.flush_batch(own).await;
-        self.release();
-        flushed
     }
 
-    async fn flush_batch(&self, own: u64) -> Result<(), WriteFailure> {
+    /// Pipelining: lets the sends ready in this same loop turn queue behind the flush first.
+    pub async fn gather(&self) {
         if self.batches {
-            // Sends that are ready in this same loop turn queue behind us first.
             let_siblings_run().await;
         }
-        if self.send_direct()? {
-            return Ok(());
+    }
+
+    /// Writes what is queued straight to the socket (plain TCP); `Ok(true)` when all of it went,
+    /// which ends the flush. Otherwise [`WriteBatch::write_rest`] writes the rest.
+    pub fn write_direct(&self) -> Result<bool, WriteFailure> {
+        match self.send_direct() {
+            Ok(false) => Ok(false),
+            done => {
+                self.release();
+                done
+            }
         }
+    }
+
+    /// Writes what the direct write left (all of it on TLS) through tokio, and ends the flush.
+    pub async fn write_rest(&self, own: u64) -> Result<(), WriteFailure> {
+        let written = self.write_batch(own).await;
+        self.release();
+        written
+    }
+
+    async fn write_batch(&self, own: u64) -> Result<(), WriteFailure> {
         let Some(mut io) = self.io.borrow_mut().take() else {
             return Err(self.failure(io::ErrorKind::BrokenPipe.into()));
         };
