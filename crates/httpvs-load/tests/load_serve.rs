@@ -125,6 +125,67 @@ fn h1_pipelines_bodies_larger_than_the_socket_buffers() {
     assert_eq!(r.connections.opened, 1, "{:?}", r.connections);
 }
 
+/// A server that answers each read's worth of pipelined requests in one write: a send whose
+/// turn to read came while it still waited for its request to be written slept through that
+/// turn, and no answer on the connection was read again (3 runs in 4 stood still for good).
+#[test]
+fn h1_pipelines_against_a_server_that_answers_in_batches() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            answer_in_batches(&mut conn);
+        }
+    });
+    /// Answers each read's whole requests with one write, until the client closes; its
+    /// receive buffer small, so that the client's writes wait for its reads.
+    fn answer_in_batches(conn: &mut std::net::TcpStream) {
+        use std::os::fd::AsRawFd;
+        let size: libc::c_int = 65536;
+        // SAFETY: setsockopt on a socket this function holds, with a c_int option value.
+        unsafe {
+            libc::setsockopt(
+                conn.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                std::ptr::addr_of!(size).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+        let (mut pending, mut chunk) = (Vec::new(), vec![0u8; 65536]);
+        while let Ok(n @ 1..) = conn.read(&mut chunk) {
+            pending.extend_from_slice(&chunk[..n]);
+            let mut answers = Vec::new();
+            while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .map_or(0, |v| v.trim().parse().unwrap_or(0));
+                if pending.len() < end + 4 + length {
+                    break;
+                }
+                pending.drain(..end + 4 + length);
+                answers.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+            }
+            if !answers.is_empty() && conn.write_all(&answers).is_err() {
+                return;
+            }
+        }
+    }
+    let mut c = LoadConfig::new(&format!("http://{addr}/"))
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H1))
+        .shape(1, 100)
+        .threads(1)
+        .requests(1500);
+    c.body = bytes::Bytes::from(vec![b'x'; 200_000]);
+    c.timeout = Some(Duration::from_secs(5));
+    let r = run(&c);
+    assert_eq!(r.requests.succeeded, 1500, "{:?}", r.errors);
+}
+
 #[test]
 fn h1_over_tls_with_cacert_succeeds() {
     let s = server(Limits::default());

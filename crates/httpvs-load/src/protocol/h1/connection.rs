@@ -185,15 +185,25 @@ impl Http1Connection {
         // This send writes the queue when no flush is under way; else the flush under way
         // writes it, or ours once that one ends without it. Nearly always all of it goes
         // straight into the socket, and the read follows.
-        let must_write = flushes || self.await_writer(ticket).await;
-        if !must_write || !self.start_flush().await {
+        let writer = match flushes {
+            true => Writer::Us,
+            false => self.await_writer(ticket).await,
+        };
+        let rest = match writer {
+            Writer::Taken => false,
+            Writer::Us => self.start_flush().await,
+            // Its turn to read came first: it reads, and writes if it falls to it.
+            Writer::Pending => true,
+        };
+        if !rest {
             return self.receive(req, start, ticket, &mut in_flight).await;
         }
         // The socket is full: the rest is written beside the read. A server that reads no
         // further request until its answers to the earlier ones are read (its socket full of
         // them) waited on our reads while we waited on its, and the pipelined connection stood
         // still until the timeout.
-        let mut flush = std::pin::pin!(Some(self.flush_queued(ticket, true)));
+        let mut flush =
+            std::pin::pin!((writer == Writer::Us).then(|| self.flush_queued(ticket, true)));
         let mut receive = std::pin::pin!(self.receive(req, start, ticket, &mut in_flight));
         let mut result = None;
         std::future::poll_fn(|cx| loop {
@@ -237,15 +247,20 @@ impl Http1Connection {
         .await
     }
 
-    /// Request `ticket` was queued behind another send's flush: waits until that flush took it
-    /// along (false), or ended without it (true: this send writes the queue).
-    async fn await_writer(&self, ticket: u64) -> bool {
+    /// Request `ticket` was queued behind another send's flush: waits until a flush took it
+    /// along, until none is under way (this send writes the queue), or until its turn to read
+    /// came (its turn's wake comes once: waiting on, it slept through it, and no answer on the
+    /// connection was read again).
+    async fn await_writer(&self, ticket: u64) -> Writer {
         std::future::poll_fn(|cx| {
             if !self.left_to_write(ticket) {
-                return Poll::Ready(false);
+                return Poll::Ready(Writer::Taken);
             }
             if !self.writes.is_flushing() {
-                return Poll::Ready(true);
+                return Poll::Ready(Writer::Us);
+            }
+            if self.next_turn.get() == ticket {
+                return Poll::Ready(Writer::Pending);
             }
             self.writes.wait_release(ticket, cx.waker());
             // The flush under way takes it along without a word: its answer may then come,
@@ -365,7 +380,8 @@ impl Http1Connection {
     /// again only if it may be ([`RequestSpec::may_resend`]); a POST fails instead, as Go's
     /// client and RFC 9110 §9.2.2 have it, so the server never sees it twice.
     fn settle(&self, req: &RequestSpec, ticket: u64, error: SendError) -> SendError {
-        let unsaid = ticket < self.writes.written_through() && !self.server_ended.get();
+        // In a batch being written it may have gone whole: a POST is not sent twice.
+        let unsaid = ticket < self.writes.taken_through() && !self.server_ended.get();
         if error != RETRY || !unsaid || req.may_resend() {
             return error;
         }
@@ -495,6 +511,17 @@ impl Http1Connection {
         })
         .await
     }
+}
+
+/// Who writes a queued request ([`Http1Connection::await_writer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Writer {
+    /// A flush took it along (written, or in the batch being written).
+    Taken,
+    /// Its own send: no flush is under way.
+    Us,
+    /// Not yet known: the flush under way may take it, or end without it.
+    Pending,
 }
 
 /// Retires the connection if a send is dropped (request timeout) after writing its request

@@ -152,7 +152,8 @@ impl WriteBatch {
     pub fn wait_release(&self, ticket: u64, waker: &Waker) {
         let mut successor = self.successor.borrow_mut();
         match &*successor {
-            Some((earlier, _)) if *earlier < ticket => {}
+            // An earlier send whose request a flush took since then no longer takes over.
+            Some((earlier, _)) if *earlier < ticket && *earlier >= self.taken_through.get() => {}
             Some((same, known)) if *same == ticket && known.will_wake(waker) => {}
             _ => *successor = Some((ticket, waker.clone())),
         }
