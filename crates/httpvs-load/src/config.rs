@@ -484,7 +484,7 @@ pub fn parse_url(url: &str) -> Result<http::Uri, ConfigError> {
         ));
     }
     let uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| {
-        if url.len() >= usize::from(u16::MAX) {
+        if url.len() >= usize::from(u16::MAX) && e.to_string() == "uri too long" {
             // The http crate's bare "uri too long".
             invalid(&format!(
                 "longer than the {} bytes a URL may have",
@@ -577,7 +577,7 @@ fn canonical_host(host: &str) -> Result<String, String> {
         .rsplit('.')
         .next()
         .unwrap_or_default();
-    if last.is_empty() || numeric_part(last).is_none() {
+    if !numeric_label(last) {
         return Ok(host.to_string());
     }
     match ipv4_numbers(host.strip_suffix('.').unwrap_or(host)) {
@@ -591,16 +591,30 @@ fn canonical_host(host: &str) -> Result<String, String> {
 fn numeric_part(part: &str) -> Option<u64> {
     let lower = part.to_ascii_lowercase();
     if let Some(hex) = lower.strip_prefix("0x") {
-        return if hex.is_empty() {
-            Some(0)
-        } else {
-            u64::from_str_radix(hex, 16).ok()
+        return match hex {
+            "" => Some(0),
+            // Digits only: Rust's parsers take a leading `+`, inet_aton does not.
+            _ if hex.bytes().all(|b| b.is_ascii_hexdigit()) => u64::from_str_radix(hex, 16).ok(),
+            _ => None,
         };
+    }
+    if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
     }
     if part.len() > 1 && part.starts_with('0') {
         return u64::from_str_radix(&part[1..], 8).ok();
     }
     part.parse().ok()
+}
+
+/// Whether a host's last label reads as a number (then the host is an IPv4 address or
+/// nothing): decimal digits, or 0x and hex digits.
+fn numeric_label(label: &str) -> bool {
+    let lower = label.to_ascii_lowercase();
+    match lower.strip_prefix("0x") {
+        Some(hex) => hex.bytes().all(|b| b.is_ascii_hexdigit()),
+        None => !label.is_empty() && label.bytes().all(|b| b.is_ascii_digit()),
+    }
 }
 
 /// An IPv4 address in one to four parts, the last filling the bytes the others leave (`127.1`
@@ -670,6 +684,8 @@ mod tests {
             "http://256.1.1.1/",
             "http://1.2.65536/",
             "http://4294967296/",
+            "http://1.2.3.08/",
+            "http://99999999999999999999999/",
         ] {
             assert!(parse_url(bad).is_err(), "{bad}");
         }
@@ -692,6 +708,8 @@ mod tests {
             ("http://[::1]:8080/", "http://[::1]:8080/"),
             ("http://host-1.example:80/a", "http://host-1.example:80/a"),
             ("http://a.1x/", "http://a.1x/"),
+            // Not a number (inet_aton takes no sign): a name, left to the resolver.
+            ("http://127.+1/", "http://127.+1/"),
         ] {
             let uri = parse_url(given).unwrap_or_else(|e| panic!("{given}: {e}"));
             assert_eq!(uri.to_string(), sent, "{given}");
