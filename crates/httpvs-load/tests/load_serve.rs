@@ -105,6 +105,20 @@ fn h1_against_serve_succeeds() {
     );
 }
 
+/// `requests` POSTs of 200 KB to `url`, `depth` deep on one HTTP/1.1 connection, each bounded
+/// by a 5 s timeout.
+fn pipelined_posts(url: &str, depth: u32, requests: u64) -> LoadConfig {
+    let mut c = LoadConfig::new(url)
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H1))
+        .shape(1, depth)
+        .threads(1)
+        .requests(requests);
+    c.body = bytes::Bytes::from(vec![b'x'; 200_000]);
+    c.timeout = Some(Duration::from_secs(5));
+    c
+}
+
 /// Pipelined requests and answers too large for the sockets' buffers: the server reads no
 /// further request until its answers are read, so the client reads while it writes. It wrote
 /// every queued request before reading anything, and the connection stood still both ways
@@ -112,15 +126,7 @@ fn h1_against_serve_succeeds() {
 #[test]
 fn h1_pipelines_bodies_larger_than_the_socket_buffers() {
     let s = server(Limits::default());
-    let mut c = LoadConfig::new(&http_url(&s, "/echo"))
-        .unwrap()
-        .protocol(fixed(ProtocolKind::H1))
-        .shape(1, 50)
-        .threads(1)
-        .requests(300);
-    c.body = bytes::Bytes::from(vec![b'x'; 200_000]);
-    c.timeout = Some(Duration::from_secs(3));
-    let r = run(&c);
+    let r = run(&pipelined_posts(&http_url(&s, "/echo"), 50, 300));
     assert_eq!(r.requests.succeeded, 300, "{:?}", r.errors);
     assert_eq!(r.connections.opened, 1, "{:?}", r.connections);
 }
@@ -174,15 +180,7 @@ fn h1_pipelines_against_a_server_that_answers_in_batches() {
             }
         }
     }
-    let mut c = LoadConfig::new(&format!("http://{addr}/"))
-        .unwrap()
-        .protocol(fixed(ProtocolKind::H1))
-        .shape(1, 100)
-        .threads(1)
-        .requests(1500);
-    c.body = bytes::Bytes::from(vec![b'x'; 200_000]);
-    c.timeout = Some(Duration::from_secs(5));
-    let r = run(&c);
+    let r = run(&pipelined_posts(&format!("http://{addr}/"), 100, 1500));
     assert_eq!(r.requests.succeeded, 1500, "{:?}", r.errors);
 }
 
