@@ -225,18 +225,25 @@ impl Http1Connection {
                 // A flush begun is finished (one cut off half-way ends the connection).
                 return Poll::Pending;
             }
+            if let Some(done) = result.take() {
+                if self.left_to_write(ticket) {
+                    // Answered unwritten (a server's stray answer, or its close): nothing more
+                    // is written for it, and the sends queued after ours look again for who
+                    // writes them.
+                    self.writes.leave(ticket);
+                    self.turn.wake_from(ticket + 1);
+                }
+                return Poll::Ready(done);
+            }
+            if ticket >= self.dead_from.get() && ticket >= self.writes.written_through() {
+                // The connection ended with the request unwritten (another send's flush was
+                // cut off): its answer will never come, so the read is not waited out.
+                return Poll::Ready(Err(self.settle(req, ticket, self.unanswered(ticket))));
+            }
             let unwritten = self.left_to_write(ticket);
             if unwritten && !self.writes.is_flushing() {
                 flush.set(Some(self.flush_queued(ticket, false)));
                 continue;
-            }
-            if let Some(done) = result.take() {
-                if unwritten && self.writes.leave(ticket) {
-                    // Answered unwritten (a server's stray answer): the sends queued after
-                    // ours look again for who writes them.
-                    self.turn.wake_from(ticket + 1);
-                }
-                return Poll::Ready(done);
             }
             if unwritten {
                 self.writes.wait_release(ticket, cx.waker());
@@ -556,6 +563,8 @@ impl Drop for PartialWrite<'_> {
             self.conn.retire(CloseCause::Local);
             self.conn
                 .end_reading_from(self.conn.writes.written_through());
+            // The send waiting to take over (it may be reading) learns the end.
+            self.conn.writes.abandon();
         }
     }
 }

@@ -159,26 +159,33 @@ impl WriteBatch {
         }
     }
 
-    /// The send of request `ticket` leaves unwritten (its response came some other way): it
-    /// no longer takes over. Returns whether it was the one to: then the others must look
-    /// again, as none of them waits to be woken.
-    pub fn leave(&self, ticket: u64) -> bool {
+    /// The send of request `ticket` leaves with it unwritten (its answer came some other
+    /// way): it no longer takes over.
+    pub fn leave(&self, ticket: u64) {
         let mut successor = self.successor.borrow_mut();
         if successor.as_ref().is_some_and(|(t, _)| *t == ticket) {
             *successor = None;
-            return true;
         }
-        false
+    }
+
+    /// A flush was cut off half-way (its send dropped; the connection is retired): it ends,
+    /// and the send waiting to take over is woken to find the connection gone.
+    pub fn abandon(&self) {
+        self.end(false);
     }
 
     /// The flush is over: the send waiting to take over is woken, unless the flush took its
     /// request along (it queued while the flush waited on its siblings).
     fn release(&self) {
+        self.end(true);
+    }
+
+    fn end(&self, unless_taken: bool) {
         self.flushing.set(false);
         self.blocked.set(false);
         let successor = self.successor.borrow_mut().take();
         if let Some((ticket, waker)) = successor {
-            if ticket >= self.taken_through.get() {
+            if !unless_taken || ticket >= self.taken_through.get() {
                 waker.wake();
             }
         }
