@@ -1,7 +1,7 @@
 //! The built-in protocols: resolves `-p auto`, builds the TLS configuration and picks the factory.
 
 use super::factory::ProtocolFactory;
-use super::setup::{resolve_targets, LoadError};
+use super::setup::{on_each_address, LoadError};
 use super::{run_with_protocol, stop_requested};
 use crate::config::{LoadConfig, ProtocolChoice};
 use crate::protocol::h1::Http1;
@@ -26,20 +26,17 @@ pub fn run_builtin(
     stop: Arc<AtomicBool>,
 ) -> Result<Report, LoadError> {
     config.validate()?;
-    let mut first_refusal = None;
-    for target in resolve_targets(&config.url, config.connect_to.as_ref())? {
-        match run_on(config, target, observer, stop.clone()) {
-            Err(refused @ (LoadError::Refused { .. } | LoadError::RefusedUdp { .. })) => {
-                first_refusal.get_or_insert(refused);
-            }
-            other => return other,
-        }
-    }
-    // Every address refused: the first one's error names the address users expect.
-    Err(first_refusal.unwrap_or_else(|| LoadError::Dns {
-        host: config.url.host().unwrap_or_default().to_string(),
-        why: "no address".into(),
-    }))
+    on_each_address(
+        &config.url,
+        config.connect_to.as_ref(),
+        |target| run_on(config, target, observer, stop.clone()),
+        |outcome| {
+            matches!(
+                outcome,
+                Err(LoadError::Refused { .. } | LoadError::RefusedUdp { .. })
+            )
+        },
+    )
 }
 
 /// Runs `config` against one resolved address.

@@ -262,33 +262,28 @@ pub(crate) async fn stop_requested(stop: &AtomicBool) {
 fn setup_failure(
     handles: Vec<std::thread::JoinHandle<Result<WorkerResult, LoadError>>>,
 ) -> LoadError {
-    let mut failure = None;
-    for handle in handles {
-        match handle.join() {
-            Ok(Err(LoadError::Worker(why))) if why == worker::NOT_STARTED => {}
-            Ok(Err(e)) => {
-                failure.get_or_insert(e);
-            }
-            Ok(Ok(_)) => {}
-            Err(_) => {
-                failure.get_or_insert(LoadError::Worker("a worker thread panicked".into()));
-            }
-        }
+    match join_workers(handles) {
+        Err(e) => e,
+        Ok(_) => LoadError::Worker(worker::NOT_STARTED.into()),
     }
-    failure.unwrap_or_else(|| LoadError::Worker(worker::NOT_STARTED.into()))
 }
 
+/// The workers' stats merged, and when the last one finished; or the first error, a real
+/// one before a worker's "the run did not start".
 fn join_workers(
     handles: Vec<std::thread::JoinHandle<Result<WorkerResult, LoadError>>>,
 ) -> Result<(WorkerStats, Instant), LoadError> {
     let mut total = WorkerStats::default();
     let mut last = None::<Instant>;
-    let mut first_error = None;
+    let (mut first_error, mut not_started) = (None, None);
     for handle in handles {
         match handle.join() {
             Ok(Ok(result)) => {
                 total.merge(&result.stats);
                 last = Some(last.map_or(result.finished_at, |l| l.max(result.finished_at)));
+            }
+            Ok(Err(LoadError::Worker(why))) if why == worker::NOT_STARTED => {
+                not_started.get_or_insert(LoadError::Worker(why));
             }
             Ok(Err(e)) => {
                 first_error.get_or_insert(e);
@@ -298,7 +293,7 @@ fn join_workers(
             }
         }
     }
-    match first_error {
+    match first_error.or(not_started) {
         Some(e) => Err(e),
         None => Ok((total, last.unwrap_or_else(Instant::now))),
     }

@@ -355,6 +355,31 @@ pub fn resolve_target(
     resolve_targets(url, connect_to).map(|mut all| all.swap_remove(0))
 }
 
+/// Runs `attempt` on each of the URL's addresses in turn ([`resolve_targets`]) while it is
+/// `refused`, as curl does: `localhost` reaches a server that listens on `[::1]` only. When every
+/// address refuses, the first refusal is the outcome: it names the address users expect.
+pub fn on_each_address<T>(
+    url: &http::Uri,
+    connect_to: Option<&ConnectTo>,
+    mut attempt: impl FnMut(Target) -> Result<T, LoadError>,
+    refused: impl Fn(&Result<T, LoadError>) -> bool,
+) -> Result<T, LoadError> {
+    let mut first_refusal = None;
+    for target in resolve_targets(url, connect_to)? {
+        let outcome = attempt(target);
+        if !refused(&outcome) {
+            return outcome;
+        }
+        first_refusal.get_or_insert(outcome);
+    }
+    first_refusal.unwrap_or_else(|| {
+        Err(LoadError::Dns {
+            host: url.host().unwrap_or_default().to_string(),
+            why: "no address".into(),
+        })
+    })
+}
+
 /// Every address the URL's host resolves to, as targets in the order to try them: IPv4 first,
 /// then the rest (a server on `[::1]` only is reached through `localhost` too). Never empty.
 /// With `connect_to` the addresses are its host's and port's; the targets keep the URL's host

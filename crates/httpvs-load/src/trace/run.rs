@@ -10,7 +10,7 @@ use super::recorder::Recorder;
 use super::tls_version::TlsVersionLog;
 use super::Trace;
 use crate::config::{ProtocolChoice, TlsOptions};
-use crate::engine::setup::{resolve_targets, LoadError};
+use crate::engine::setup::{on_each_address, LoadError};
 use crate::protocol::h1::Http1;
 use crate::protocol::h2::Http2;
 use crate::protocol::h3::{H3Options, Http3};
@@ -88,7 +88,6 @@ pub fn run_live(
     config: &TraceConfig,
     mut live: Option<&mut dyn FnMut(&TraceEvent) -> bool>,
 ) -> Result<Trace, LoadError> {
-    let targets = resolve_targets(&config.url, config.connect_to.as_ref())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -103,41 +102,33 @@ pub fn run_live(
         }
     };
     // As `load` does (and curl): when the host has several addresses and one refuses the
-    // connection, the next is traced; `localhost` reaches a server on `[::1]` only. Nothing of a
-    // refused attempt has printed (live printing starts once connected); the last one is shown.
-    let count = targets.len();
-    let mut first_refused = None;
-    for (n, target) in targets.into_iter().enumerate() {
-        let recorder = std::cell::OnceCell::new();
-        let traced = runtime.block_on(async {
-            let traced = trace(config, &target, &recorder);
-            tokio::pin!(traced);
-            loop {
-                tokio::select! {
-                    traced = &mut traced => break traced,
-                    () = tokio::time::sleep(LIVE_TICK) => {
-                        if let Some(recorder) = recorder.get() {
-                            hand_out(recorder);
+    // connection, the next is traced. Nothing of a refused attempt has printed (live printing
+    // starts once connected).
+    let traced = on_each_address(
+        &config.url,
+        config.connect_to.as_ref(),
+        |target| {
+            let recorder = std::cell::OnceCell::new();
+            runtime.block_on(async {
+                let traced = trace(config, &target, &recorder);
+                tokio::pin!(traced);
+                loop {
+                    tokio::select! {
+                        traced = &mut traced => break traced,
+                        () = tokio::time::sleep(LIVE_TICK) => {
+                            if let Some(recorder) = recorder.get() {
+                                hand_out(recorder);
+                            }
                         }
                     }
                 }
-            }
-        });
-        let traced =
-            traced.map_err(|e| e.given_insecure(config.tls.insecure).given_url(&config.url))?;
-        match traced {
-            (trace, true) if n + 1 < count => {
-                first_refused.get_or_insert(trace);
-            }
-            // Every address refused: the first one's trace names the address users expect.
-            (trace, true) => return Ok(first_refused.unwrap_or(trace)),
-            (trace, false) => return Ok(trace),
-        }
-    }
-    Err(LoadError::Dns {
-        host: config.url.host().unwrap_or_default().to_string(),
-        why: "no address".into(),
-    })
+            })
+        },
+        |outcome| matches!(outcome, Ok((_, true))),
+    );
+    traced
+        .map(|(trace, _)| trace)
+        .map_err(|e| e.given_insecure(config.tls.insecure).given_url(&config.url))
 }
 
 async fn trace(
