@@ -45,6 +45,9 @@ pub enum ErrorKind {
     /// No free local port for a new connection (EADDRNOTAVAIL): the ephemeral port range is
     /// used up, most often by this client's closed connections waiting out TIME_WAIT.
     LocalPorts,
+    /// No file descriptor for a new connection (EMFILE, ENFILE): this process's open-file limit
+    /// (`ulimit -n`) or the system's was reached mid-run.
+    OpenFiles,
     /// Any other local I/O error.
     Io,
 }
@@ -90,6 +93,7 @@ impl ErrorKind {
             ErrorKind::Protocol => "protocol".into(),
             ErrorKind::TruncatedBody => "truncated_body".into(),
             ErrorKind::LocalPorts => "local_ports".into(),
+            ErrorKind::OpenFiles => "open_files".into(),
             ErrorKind::Io => "io".into(),
         }
     }

@@ -348,6 +348,9 @@ pub fn io_error_kind(e: &io::Error) -> ErrorKind {
         });
         return ErrorKind::Tls;
     }
+    if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+        return ErrorKind::OpenFiles;
+    }
     match e.kind() {
         io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
         io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted => ErrorKind::Reset,
@@ -436,6 +439,18 @@ mod tests {
         let e = io::Error::from_raw_os_error(libc::EADDRNOTAVAIL);
         assert_eq!(connect_error_kind(&e), ErrorKind::LocalPorts);
         assert_eq!(ErrorKind::LocalPorts.name(), "local_ports");
+    }
+
+    /// EMFILE or ENFILE (a connect's socket, or an accept-side limit mid-run) is the open-file
+    /// limit, with a note of its own, not a generic `io`.
+    #[test]
+    fn no_free_file_descriptor_is_its_own_kind() {
+        for errno in [libc::EMFILE, libc::ENFILE] {
+            let e = io::Error::from_raw_os_error(errno);
+            assert_eq!(connect_error_kind(&e), ErrorKind::OpenFiles);
+            assert_eq!(io_error_kind(&e), ErrorKind::OpenFiles);
+        }
+        assert_eq!(ErrorKind::OpenFiles.name(), "open_files");
     }
 
     #[test]

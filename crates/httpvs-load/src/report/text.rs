@@ -554,6 +554,9 @@ fn statuses_and_errors(out: &mut String, r: &Report) {
         if r.errors.iter().any(|e| e.kind == "local_ports") {
             let _ = writeln!(out, "  note: {LOCAL_PORTS_NOTE}");
         }
+        if r.errors.iter().any(|e| e.kind == "open_files") {
+            let _ = writeln!(out, "  note: {OPEN_FILES_NOTE}");
+        }
         if let Some(note) = tls_after_handshake_note(r) {
             let _ = writeln!(out, "  note: {note}");
         }
@@ -578,6 +581,12 @@ const LOCAL_PORTS_NOTE: &str = "local_ports: a new connection could not get a lo
      and each one this client closed in the last 60 s (TIME_WAIT, which --no-keepalive fills), \
      holds a port of net.ipv4.ip_local_port_range; use fewer connections, keep them alive, or \
      widen the range. (An IPv6 target on a host with IPv6 off gives it too.)";
+
+/// Why connects failed as `open_files`, and what to change.
+const OPEN_FILES_NOTE: &str = "open_files: a new connection could not get a file descriptor \
+     (EMFILE or ENFILE): this process's open-file limit (ulimit -n) or the system's \
+     (fs.file-max) was reached after the run had started, by connections opened again or by \
+     another program's files; raise the limit or use fewer connections.";
 
 /// Cleartext HTTP/1.1 where no request got an answer and every one failed as the server's
 /// bytes not being HTTP or it hanging up: most often http:// to a TLS port (a TLS server
