@@ -329,6 +329,38 @@ fn open_model_corrects_for_a_stall_and_counts_late_sends() {
     assert!(r.requests.identity_holds);
 }
 
+/// A stalled connection's sends wait for it, as wrk2's connections' do, on one thread as on
+/// two: at 100/s over two connections, the 20 sends due on the stalled one during its 400 ms
+/// went out late, where on one thread the other connection took them on time (and the tail a
+/// run reported depended on `-t`).
+#[test]
+fn open_model_sends_wait_for_their_own_connection_whatever_the_threads() {
+    for threads in [1, 2] {
+        let b = Behaviour {
+            first_stall: Duration::from_millis(400),
+            ..Behaviour::default()
+        };
+        let c = config()
+            .shape(2, 1)
+            .threads(threads)
+            .rate(100.0)
+            .duration(Duration::from_secs(1));
+        let r = run(&c, b).unwrap();
+        let lag = r.schedule.as_ref().unwrap();
+        assert!(
+            lag.late_sends >= 15,
+            "-t {threads}: {} late",
+            lag.late_sends
+        );
+        let corrected = r.latency.percentile(95.0).unwrap();
+        assert!(
+            corrected >= 100_000,
+            "-t {threads}: corrected p95 {corrected}µs"
+        );
+        assert!(r.requests.identity_holds);
+    }
+}
+
 /// The open model opens every connection before its clock starts (as wrk2): the first send
 /// finds all six open, though each connect takes 20 ms and the sends are 1 ms apart. Those
 /// connections count as opened at their first request, and no connect happens after.

@@ -193,11 +193,13 @@ pub struct Slot<P: Protocol> {
     consecutive_failures: Cell<u32>,
     /// The index in `shared.specs` of the slot's next request.
     next_spec: Cell<u32>,
+    /// Which of the worker's connections this is: the open model's sends for it are its own.
+    pub lane: u32,
 }
 
 impl<P: Protocol> Slot<P> {
-    /// A slot with no connection yet, for `streams` streams.
-    pub fn new(ctx: Rc<WorkerCtx<P>>, streams: usize) -> Slot<P> {
+    /// A slot with no connection yet, for `streams` streams: the worker's connection `lane`.
+    pub fn new(ctx: Rc<WorkerCtx<P>>, streams: usize, lane: u32) -> Slot<P> {
         let timed = ctx.shared.timeout.is_some();
         Slot {
             ctx,
@@ -209,6 +211,7 @@ impl<P: Protocol> Slot<P> {
             last_failure: Cell::new(None),
             consecutive_failures: Cell::new(0),
             next_spec: Cell::new(0),
+            lane,
         }
     }
 

@@ -227,7 +227,7 @@ async fn next_ticket<P: Protocol>(
         return None;
     }
     let now = last_end.unwrap_or_else(Instant::now);
-    let ticket = ctx.schedule.borrow_mut().next(now)?;
+    let ticket = ctx.schedule.borrow_mut().next(now, slot.lane as usize)?;
     let dispatch = match ticket.intended {
         // Behind schedule: no wait (and no timer entry to make).
         Some(at) if at <= now => now,

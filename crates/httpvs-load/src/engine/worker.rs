@@ -149,8 +149,9 @@ pub fn run_worker<F: ProtocolFactory>(
             // on 1 ms ticks, which started the clock 0.7-1.8 ms before the first send.
             None => until_precisely(shared.origin).await,
         }
-        let slots: Vec<Rc<Slot<F::Protocol>>> = (0..job.connections)
-            .map(|_| Rc::new(Slot::new(ctx.clone(), job.streams as usize)))
+        // `-c` is a u32: so is a worker's share of it.
+        let slots: Vec<Rc<Slot<F::Protocol>>> = (0..job.connections as u32)
+            .map(|lane| Rc::new(Slot::new(ctx.clone(), job.streams as usize, lane)))
             .collect();
         for (slot, (conn, info)) in slots.iter().zip(opened) {
             slot.adopt(conn, info);

@@ -26,11 +26,15 @@ enum Arrivals {
     /// Open model: global send k is at `origin + k / rate`. The sends go round the run's
     /// connections as lanes (send k is lane k mod `lanes`, as wrk2 gives each connection its
     /// share), and this worker owns the lanes of its connections, `own.0..own.1`: its share
-    /// of the rate follows its connections, so a worker with fewer does not fall behind.
+    /// of the rate follows its connections, so a worker with fewer does not fall behind. A
+    /// lane's sends go only on its own connection, as wrk2's do: a stalled connection's sends
+    /// fall behind rather than slipping onto another connection the same thread holds, so the
+    /// tail a run reports depends on `-c`, not on how many threads `-t` shares them over.
     Open {
         origin: Instant,
         rate: f64,
-        next_k: u64,
+        /// The next send of each lane this worker owns (`own.0` first).
+        next_k: Vec<u64>,
         lanes: u64,
         own: (u64, u64),
         /// First global index that counts (after the warmup).
@@ -81,7 +85,7 @@ impl WorkerSchedule {
             arrivals: Arrivals::Open {
                 origin,
                 rate,
-                next_k: own.0,
+                next_k: (own.0..own.1.max(own.0)).collect(),
                 lanes: lanes.max(1),
                 own,
                 first_measured_k,
@@ -100,10 +104,14 @@ impl WorkerSchedule {
             Arrivals::Open {
                 rate,
                 next_k,
-                own,
                 end_k,
                 ..
-            } if has_next(*own, *next_k, *end_k) => due_offset(*next_k, *rate),
+            } => {
+                let oldest = *next_k.iter().min()?;
+                has_next(oldest, *end_k)
+                    .then(|| due_offset(oldest, *rate))
+                    .flatten()
+            }
             _ => None,
         }
     }
@@ -113,9 +121,11 @@ impl WorkerSchedule {
         matches!(self.arrivals, Arrivals::Open { .. })
     }
 
-    /// The next ticket, or `None` when this worker is done. `now` ends the schedule at the
-    /// deadline; in the closed model it also decides whether a ticket is measured.
-    pub fn next(&mut self, now: Instant) -> Option<Ticket> {
+    /// The next ticket for the worker's connection `lane` (counted from its first), or `None`
+    /// when that connection is done (the closed model's tickets go to any: `lane` is not
+    /// looked at). `now` ends the schedule at the deadline; in the closed model it also
+    /// decides whether a ticket is measured.
+    pub fn next(&mut self, now: Instant, lane: usize) -> Option<Ticket> {
         match &mut self.arrivals {
             Arrivals::Closed { remaining } => {
                 if self.deadline.is_some_and(|d| now >= d) {
@@ -144,15 +154,17 @@ impl WorkerSchedule {
                 first_measured_k,
                 end_k,
             } => {
-                let mut k = *next_k;
+                let next = next_k.get_mut(lane)?;
+                let mut k = *next;
                 if k < *first_measured_k && now >= self.measure_start {
                     // The warm-up is over and its sends still due never went out (the
-                    // connections were busy or dead): they are dropped, not sent uncounted in
+                    // connection was busy or dead): they are dropped, not sent uncounted in
                     // the measured part ahead of its own sends, where they read as neither a
                     // request nor a failure (a dead connection's timeouts vanished).
-                    k = first_own_at_or_after(*first_measured_k, *own, *lanes);
+                    let own_lane = own.0 + lane as u64;
+                    k = first_own_at_or_after(*first_measured_k, (own_lane, own_lane + 1), *lanes);
                 }
-                if !has_next(*own, k, *end_k) {
+                if !has_next(k, *end_k) {
                     return None;
                 }
                 // Past what an Instant can hold is past any deadline: the schedule ends there.
@@ -162,8 +174,8 @@ impl WorkerSchedule {
                 if self.deadline.is_some_and(|d| at >= d || now >= d) {
                     return None;
                 }
-                // The next of this worker's lanes, or its first one a round later.
-                *next_k = first_own_at_or_after(k + 1, *own, *lanes);
+                // The lane's next send is a round later.
+                *next = k.saturating_add(*lanes);
                 Some(Ticket {
                     intended: Some(at),
                     measured: k >= *first_measured_k,
@@ -185,10 +197,9 @@ fn first_own_at_or_after(k: u64, own: (u64, u64), lanes: u64) -> u64 {
     }
 }
 
-/// Whether an open-model worker owning lanes `own` has send `next_k` to release (it owns a
-/// lane, and a `-n` run has not reached its end).
-fn has_next(own: (u64, u64), next_k: u64, end_k: Option<u64>) -> bool {
-    own.0 < own.1 && end_k.is_none_or(|end| next_k < end)
+/// Whether open-model send `next_k` is to be released (a `-n` run has not reached its end).
+fn has_next(next_k: u64, end_k: Option<u64>) -> bool {
+    end_k.is_none_or(|end| next_k < end)
 }
 
 /// When open-model send `k` is due, after the schedule's origin (`None`: past any clock).
@@ -221,6 +232,38 @@ pub fn sends_due_before(limit: Duration, rate: f64) -> u64 {
 mod tests {
     use super::*;
 
+    /// The next ticket of whichever of the worker's connections is furthest behind, as a
+    /// worker whose connections all keep up releases them.
+    fn next_any(s: &mut WorkerSchedule, now: Instant) -> Option<Ticket> {
+        let lane = match &s.arrivals {
+            Arrivals::Open { next_k, .. } => (0..next_k.len()).min_by_key(|&i| next_k[i])?,
+            Arrivals::Closed { .. } => 0,
+        };
+        s.next(now, lane)
+    }
+
+    /// A connection's sends are its own: one that fell behind (lane 0 took none for 50 ms)
+    /// releases its backlog late, and the other's sends stay on their times, as wrk2's
+    /// connections do, so the tail does not depend on how connections share threads.
+    #[test]
+    fn each_connection_keeps_its_own_sends() {
+        let t0 = Instant::now();
+        let mut s = WorkerSchedule::open(t0, t0, 100.0, ((0, 2), 2), Some(20), None);
+        let at = |t: Option<Ticket>| t.and_then(|t| t.intended).map(|i| (i - t0).as_millis());
+        let late = t0 + Duration::from_millis(50);
+        assert_eq!(at(s.next(late, 1)), Some(10));
+        assert_eq!(at(s.next(late, 1)), Some(30));
+        // Lane 0's first three sends were due at 0, 20 and 40 ms: still its own, in order.
+        assert_eq!(at(s.next(late, 0)), Some(0));
+        assert_eq!(at(s.next(late, 0)), Some(20));
+        assert_eq!(at(s.next(late, 0)), Some(40));
+        assert_eq!(s.next_due(), Some(Duration::from_millis(50)));
+        assert_eq!(s.next(late, 2), None, "no third connection");
+        let lane1 = std::iter::from_fn(|| s.next(late, 1)).count();
+        assert_eq!(lane1, 8);
+        assert_eq!(s.next_due(), Some(Duration::from_millis(60)));
+    }
+
     #[test]
     fn closed_counts_only_measured_tickets() {
         let t0 = Instant::now();
@@ -228,19 +271,19 @@ mod tests {
         let mut s = WorkerSchedule::closed(start, Some(2), None);
         // Warmup tickets are free.
         for _ in 0..5 {
-            assert_eq!(s.next(t0).map(|t| t.measured), Some(false));
+            assert_eq!(next_any(&mut s, t0).map(|t| t.measured), Some(false));
         }
-        assert_eq!(s.next(start).map(|t| t.measured), Some(true));
-        assert_eq!(s.next(start).map(|t| t.measured), Some(true));
-        assert_eq!(s.next(start), None);
+        assert_eq!(next_any(&mut s, start).map(|t| t.measured), Some(true));
+        assert_eq!(next_any(&mut s, start).map(|t| t.measured), Some(true));
+        assert_eq!(next_any(&mut s, start), None);
     }
 
     #[test]
     fn closed_stops_at_deadline() {
         let t0 = Instant::now();
         let mut s = WorkerSchedule::closed(t0, None, Some(t0 + Duration::from_secs(1)));
-        assert!(s.next(t0).is_some());
-        assert!(s.next(t0 + Duration::from_secs(1)).is_none());
+        assert!(next_any(&mut s, t0).is_some());
+        assert!(next_any(&mut s, t0 + Duration::from_secs(1)).is_none());
     }
 
     #[test]
@@ -250,7 +293,7 @@ mod tests {
         let mut all = Vec::new();
         for w in 0..3 {
             let mut s = WorkerSchedule::open(t0, t0, rate, ((w, w + 1), 3), Some(10), None);
-            while let Some(t) = s.next(t0) {
+            while let Some(t) = next_any(&mut s, t0) {
                 all.push(t.intended.unwrap());
             }
         }
@@ -268,7 +311,7 @@ mod tests {
         let start = t0 + Duration::from_millis(50);
         let end = start + Duration::from_millis(100);
         let mut s = WorkerSchedule::open(t0, start, 100.0, ((0, 1), 1), None, Some(end));
-        let tickets: Vec<Ticket> = std::iter::from_fn(|| s.next(t0)).collect();
+        let tickets: Vec<Ticket> = std::iter::from_fn(|| next_any(&mut s, t0)).collect();
         assert_eq!(tickets.iter().filter(|t| !t.measured).count(), 5);
         assert_eq!(tickets.iter().filter(|t| t.measured).count(), 10);
     }
@@ -280,7 +323,7 @@ mod tests {
         let t0 = Instant::now();
         let start = t0 + Duration::from_millis(500);
         let mut s = WorkerSchedule::open(t0, start, 10.0, ((0, 1), 1), Some(u64::MAX), None);
-        let measured = std::iter::from_fn(|| s.next(t0))
+        let measured = std::iter::from_fn(|| next_any(&mut s, t0))
             .take(20)
             .filter(|t| t.measured)
             .count();
@@ -302,7 +345,7 @@ mod tests {
             );
             let end = start + Duration::from_secs(1);
             let mut s = WorkerSchedule::open(t0, start, rate, ((0, 1), 1), None, Some(end));
-            let tickets: Vec<Ticket> = std::iter::from_fn(|| s.next(t0)).collect();
+            let tickets: Vec<Ticket> = std::iter::from_fn(|| next_any(&mut s, t0)).collect();
             let measured = tickets.iter().filter(|t| t.measured).count();
             assert_eq!(measured as f64, rate, "{warmup_ms} ms at {rate}/s");
         }
@@ -319,9 +362,9 @@ mod tests {
         for (own, lanes) in [((0, 1), 1), ((1, 3), 3), ((0, 1), 3), ((2, 3), 3)] {
             let mut s = WorkerSchedule::open(t0, start, 100.0, (own, lanes), None, Some(end));
             // Ten warm-up sends go out on time; then the worker is stuck until after the start.
-            let early: Vec<Ticket> = (0..10).filter_map(|_| s.next(t0)).collect();
+            let early: Vec<Ticket> = (0..10).filter_map(|_| next_any(&mut s, t0)).collect();
             assert!(early.iter().all(|t| !t.measured));
-            let late = s.next(start + Duration::from_millis(5)).unwrap();
+            let late = next_any(&mut s, start + Duration::from_millis(5)).unwrap();
             assert!(late.measured, "{own:?} of {lanes}");
             let due = late.intended.unwrap() - t0;
             assert!(due >= Duration::from_secs(1), "{due:?}");
@@ -343,7 +386,7 @@ mod tests {
             .map(|w| {
                 let mut s =
                     WorkerSchedule::open(t0, t0, 100.0, (plan.lanes(w), 3), Some(300), None);
-                std::iter::from_fn(|| s.next(t0)).count()
+                std::iter::from_fn(|| next_any(&mut s, t0)).count()
             })
             .collect();
         assert_eq!(counts, vec![200, 100]);
@@ -367,7 +410,7 @@ mod tests {
                 let own = plan.lanes(w);
                 let lanes = u64::from(connections);
                 let mut s = WorkerSchedule::open(t0, t0, rate, (own, lanes), Some(n), None);
-                while let Some(t) = s.next(t0) {
+                while let Some(t) = next_any(&mut s, t0) {
                     assert!(t.measured);
                     offsets.push(t.intended.unwrap() - t0);
                 }
