@@ -556,6 +556,29 @@ fn warmup_requests_that_outlive_it_are_reported() {
     assert!(r.requests.identity_holds);
 }
 
+/// Open model: warm-up sends that had not gone out by its end are dropped there, and the
+/// report counts them: at 100/s, a first response that took 600 ms held the one connection
+/// through a 500 ms warm-up, and its other 49 sends vanished without a word.
+#[test]
+fn warmup_sends_dropped_at_its_end_are_counted() {
+    let stalled = Behaviour {
+        first_stall: Duration::from_millis(600),
+        ..Behaviour::default()
+    };
+    let mut c = config()
+        .shape(1, 1)
+        .threads(1)
+        .rate(100.0)
+        .duration(Duration::from_millis(300));
+    c.warmup = Duration::from_millis(500);
+    let r = run(&c, stalled).unwrap();
+    assert_eq!(r.schedule.as_ref().unwrap().warmup_dropped, 49);
+    assert!(r.requests.identity_holds);
+    // A warm-up that keeps up drops none.
+    let r = run(&c, Behaviour::default()).unwrap();
+    assert_eq!(r.schedule.as_ref().unwrap().warmup_dropped, 0);
+}
+
 #[test]
 fn a_server_that_processes_nothing_fails_requests_instead_of_looping() {
     let b = Behaviour {

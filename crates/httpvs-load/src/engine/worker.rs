@@ -183,6 +183,7 @@ pub fn run_worker<F: ProtocolFactory>(
         let _ = tx.send(WorkerMsg::Finished);
         let mut stats = std::mem::take(&mut ctx.recorder.borrow_mut().total);
         stats.next_due = ctx.schedule.borrow().next_due();
+        stats.warmup_released = ctx.schedule.borrow().warmup_released();
         // The log's last rows go out before the run's report reads its outcome.
         drop(ctx.log.borrow_mut().take());
         Ok(WorkerResult { stats, finished_at })

@@ -108,6 +108,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
                 lag: distribution(&stats.send_lag),
                 unsent,
                 unsent_oldest_us,
+                warmup_dropped: warmup_dropped(config, &facts, stats.warmup_released),
                 last_send_s: stats.last_send.as_secs_f64(),
             }
         }),
@@ -423,6 +424,18 @@ fn connections(config: &LoadConfig, stats: &WorkerStats, probes: u64) -> Connect
         },
         diagnosis: churn_diagnosis(config, stats),
         probes,
+    }
+}
+
+/// Warm-up sends that never went out: all of the warm-up's were due before the measured part
+/// began, and those not released by then were dropped (none in a run interrupted in its
+/// warm-up, whose duration is 0).
+fn warmup_dropped(config: &LoadConfig, facts: &RunFacts<'_>, released: u64) -> u64 {
+    match config.rate {
+        Some(rate) if !(facts.interrupted && facts.duration.is_zero()) => {
+            schedule::first_measured(config.warmup, rate).saturating_sub(released)
+        }
+        _ => 0,
     }
 }
 

@@ -312,6 +312,10 @@ pub struct ScheduleLag {
     /// How long before the end the oldest of them was due, µs.
     #[serde(default)]
     pub unsent_oldest_us: u64,
+    /// Sends due in the warm-up that had not gone out by its end: dropped there, so that the
+    /// measured part starts on its own schedule (in no figure and not in the accounting).
+    #[serde(default)]
+    pub warmup_dropped: u64,
     /// When the last measured send went, from the start of the measured part, s (what the
     /// rate sent is judged over in a `-n` run, whose duration also holds the wait for its
     /// last responses).

@@ -239,8 +239,9 @@ fn requests(out: &mut String, r: &Report) {
     } else if w.finished + w.cut_off > 0 {
         let _ = writeln!(
             out,
-            "From warm-up: {} requests it released outlived it, not counted above ({} finished in the run, {} still in flight at the end)",
+            "From warm-up: {} {} it released outlived it, not counted above ({} finished in the run, {} still in flight at the end)",
             group(w.finished + w.cut_off),
+            if w.finished + w.cut_off == 1 { "request" } else { "requests" },
             group(w.finished),
             group(w.cut_off)
         );
@@ -406,7 +407,7 @@ fn schedule(out: &mut String, r: &Report) {
     if let Some(s) = r
         .schedule
         .as_ref()
-        .filter(|s| s.lag.count > 0 || s.unsent > 0)
+        .filter(|s| s.lag.count > 0 || s.unsent > 0 || s.warmup_dropped > 0)
     {
         let _ = writeln!(
             out,
@@ -425,6 +426,14 @@ fn schedule(out: &mut String, r: &Report) {
                  their wait is in no figure above",
                 group(s.unsent),
                 us(s.unsent_oldest_us)
+            );
+        }
+        if s.warmup_dropped > 0 {
+            let _ = writeln!(
+                out,
+                "  {} sends due in the warm-up never went out: dropped at its end, so the measured \
+                 part starts on its own schedule (their wait is in no figure above)",
+                group(s.warmup_dropped)
             );
         }
     }

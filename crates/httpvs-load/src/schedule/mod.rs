@@ -48,6 +48,8 @@ enum Arrivals {
 #[derive(Debug, Clone)]
 pub struct WorkerSchedule {
     arrivals: Arrivals,
+    /// Open model: warm-up sends released (the rest of the warm-up's were dropped at its end).
+    warmup_released: u64,
     measure_start: Instant,
     deadline: Option<Instant>,
 }
@@ -63,6 +65,7 @@ impl WorkerSchedule {
             arrivals: Arrivals::Closed {
                 remaining: requests,
             },
+            warmup_released: 0,
             measure_start,
             deadline,
         }
@@ -92,6 +95,7 @@ impl WorkerSchedule {
                 // `-n` near u64::MAX is as good as none (it wrapped to before the first measured send).
                 end_k: requests.map(|n| first_measured_k.saturating_add(n)),
             },
+            warmup_released: 0,
             measure_start,
             deadline,
         }
@@ -114,6 +118,11 @@ impl WorkerSchedule {
             }
             _ => None,
         }
+    }
+
+    /// Open model: how many of the warm-up's sends this worker released.
+    pub fn warmup_released(&self) -> u64 {
+        self.warmup_released
     }
 
     /// Whether sends follow a rate (`--rate`) rather than completions.
@@ -176,9 +185,11 @@ impl WorkerSchedule {
                 }
                 // The lane's next send is a round later.
                 *next = k.saturating_add(*lanes);
+                let measured = k >= *first_measured_k;
+                self.warmup_released += u64::from(!measured);
                 Some(Ticket {
                     intended: Some(at),
-                    measured: k >= *first_measured_k,
+                    measured,
                 })
             }
         }

@@ -55,6 +55,8 @@ pub struct WorkerStats {
     pub send_lag: LatencyHistogram,
     /// Open model: sends later than [`LATE_AFTER`].
     pub late_sends: u64,
+    /// Open model: warm-up sends released (see `WorkerSchedule::warmup_released`).
+    pub warmup_released: u64,
     /// Open model: when the last measured send went, from the start of the measured part.
     pub last_send: Duration,
     /// Open model: when this worker's next send was due, from the schedule's origin, had the
@@ -299,6 +301,7 @@ impl WorkerStats {
         self.settings.merge(&o.settings);
         self.send_lag.merge(&o.send_lag);
         self.late_sends += o.late_sends;
+        self.warmup_released += o.warmup_released;
         self.last_send = self.last_send.max(o.last_send);
         self.next_due = match (self.next_due, o.next_due) {
             (Some(a), Some(b)) => Some(a.min(b)),
