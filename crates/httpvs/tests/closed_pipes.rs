@@ -79,3 +79,45 @@ fn a_closed_stderr_drops_its_lines_and_the_command_goes_on() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
 }
+
+/// `httpvs load -o r.json --log-file - | head -1` ends quietly with success, as the report on
+/// stdout does, and the report in `-o` still says where the rows stop (it said on stderr that
+/// writing failed, and exited 1).
+#[test]
+fn a_request_log_on_a_closed_stdout_is_a_quiet_success() {
+    let (mut server, _stdout, banner) =
+        spawn_serve(&["--https", "off", "--h3", "off", "--threads", "1"]);
+    let url = banner
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    let report = std::env::temp_dir().join(format!("httpvs-pipe-{}.json", std::process::id()));
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = httpvs()
+        .args(["load", &url, "-n", "200", "-c", "1", "--no-progress"])
+        .arg("-o")
+        .arg(&report)
+        .args(["--log-file", "-"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(stderr.is_empty(), "{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&report);
+    assert_eq!(json["requests"]["succeeded"], 200);
+    assert_eq!(json["request_log"]["rows"], 0);
+    assert!(
+        json["request_log"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("EPIPE")),
+        "{json}"
+    );
+}

@@ -151,11 +151,16 @@ impl RequestLog {
         let keep = sink.written;
         let cut = sink.out.cut_to(keep).err();
         sink.error = Some(match cut {
+            None if e.kind() == IoErrorKind::BrokenPipe => READER_GONE.to_string(),
             None => e.to_string(),
             Some(c) => format!("{e} (and cutting the last partial row failed: {c})"),
         });
     }
 }
+
+/// Why the log stopped when its reader went away (`--log-file - | head`): the CLI ends quietly
+/// then, as on any closed stdout pipe, and the report (in `-o`) still says the rows stop there.
+pub const READER_GONE: &str = "the reader closed the pipe (EPIPE)";
 
 impl std::fmt::Debug for RequestLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -14,6 +14,7 @@ use super::usage;
 use httpvs_load::config::{parse_url, StopAfter, TlsOptions};
 use httpvs_load::report::progress::ProgressLine;
 use httpvs_load::report::{self, text, thresholds};
+use httpvs_load::stats::request_log::READER_GONE;
 use httpvs_load::stats::Quiet;
 use httpvs_load::{LoadConfig, LoadError, Observer, ProtocolChoice};
 use std::io::{IsTerminal, Write};
@@ -341,6 +342,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     // The run's figures stand; the log is what is incomplete, and a script must know: exit 1,
     // unless --fail-on or an interrupt already says more.
     let log_failed = match &report.request_log {
+        // `--log-file - | head`: the reader had what it wanted, as on any closed stdout pipe.
+        Some(log) if log.file == "-" && log.error.as_deref() == Some(READER_GONE) => false,
         Some(log) => match &log.error {
             Some(why) => {
                 say!(
