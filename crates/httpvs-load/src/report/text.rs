@@ -239,9 +239,8 @@ fn requests(out: &mut String, r: &Report) {
     } else if w.finished + w.cut_off > 0 {
         let _ = writeln!(
             out,
-            "From warm-up: {} {} it released outlived it, not counted above ({} finished in the run, {} still in flight at the end)",
-            group(w.finished + w.cut_off),
-            if w.finished + w.cut_off == 1 { "request" } else { "requests" },
+            "From warm-up: {} it released outlived it, not counted above ({} finished in the run, {} still in flight at the end)",
+            plural(w.finished + w.cut_off, "request"),
             group(w.finished),
             group(w.cut_off)
         );
@@ -422,18 +421,18 @@ fn schedule(out: &mut String, r: &Report) {
         if s.unsent > 0 {
             let _ = writeln!(
                 out,
-                "  {} sends due by the end never went out (the oldest was due {} before it): \
+                "  {} due by the end never went out (the oldest was due {} before it): \
                  their wait is in no figure above",
-                group(s.unsent),
+                plural(s.unsent, "send"),
                 us(s.unsent_oldest_us)
             );
         }
         if s.warmup_dropped > 0 {
             let _ = writeln!(
                 out,
-                "  {} sends due in the warm-up never went out: dropped at its end, so the measured \
-                 part starts on its own schedule (their wait is in no figure above)",
-                group(s.warmup_dropped)
+                "  {} due in the warm-up never went out: dropped at its end, so the measured part \
+                 starts on its own schedule (their wait is in no figure above)",
+                plural(s.warmup_dropped, "send")
             );
         }
     }
