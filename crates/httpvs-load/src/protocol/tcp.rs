@@ -441,8 +441,8 @@ mod tests {
         assert_eq!(ErrorKind::LocalPorts.name(), "local_ports");
     }
 
-    /// EMFILE or ENFILE (a connect's socket, or an accept-side limit mid-run) is the open-file
-    /// limit, with a note of its own, not a generic `io`.
+    /// EMFILE or ENFILE (a new connection's socket, mid-run) is the open-file limit, with a
+    /// note of its own, not a generic `io`.
     #[test]
     fn no_free_file_descriptor_is_its_own_kind() {
         for errno in [libc::EMFILE, libc::ENFILE] {

@@ -401,23 +401,21 @@ fn latency(out: &mut String, r: &Report) {
 
 /// The open model's lines: late sends, and the sends due by the end that never went out.
 fn schedule(out: &mut String, r: &Report) {
-    // No send measured (an interrupt in the warm-up): no lag to speak of, rather than
-    // "0 of 0 sends were late" with percentiles of nothing.
-    if let Some(s) = r
-        .schedule
-        .as_ref()
-        .filter(|s| s.lag.count > 0 || s.unsent > 0 || s.warmup_dropped > 0)
-    {
-        let _ = writeln!(
-            out,
-            "  {} of {} sends were late (more than {} behind their intended time); lag of every send: p50 {}, p99 {}, max {}",
-            group(s.late_sends),
-            group(s.lag.count),
-            us(s.late_threshold_us),
-            us(s.lag.percentile(50.0).unwrap_or(0)),
-            us(s.lag.percentile(99.0).unwrap_or(0)),
-            us(s.lag.max_us)
-        );
+    if let Some(s) = &r.schedule {
+        // No send measured (an interrupt in or just after the warm-up): no lag to speak of,
+        // rather than "0 of 0 sends were late" with percentiles of nothing.
+        if s.lag.count > 0 {
+            let _ = writeln!(
+                out,
+                "  {} of {} sends were late (more than {} behind their intended time); lag of every send: p50 {}, p99 {}, max {}",
+                group(s.late_sends),
+                group(s.lag.count),
+                us(s.late_threshold_us),
+                us(s.lag.percentile(50.0).unwrap_or(0)),
+                us(s.lag.percentile(99.0).unwrap_or(0)),
+                us(s.lag.max_us)
+            );
+        }
         if s.unsent > 0 {
             let _ = writeln!(
                 out,

@@ -148,7 +148,7 @@ fn meaning(kind: ErrorKind) -> &'static str {
         ErrorKind::LocalPorts => {
             "no free local port (the ephemeral range is used up, most often by connections in TIME_WAIT)"
         }
-        ErrorKind::OpenFiles => "no file descriptor free (the open-file limit, ulimit -n, is reached)",
+        ErrorKind::OpenFiles => "no file descriptor free (this process's open-file limit, ulimit -n, or the system's is reached)",
         ErrorKind::Io => "a local I/O error",
     }
 }
