@@ -44,6 +44,9 @@ pub struct Decoder {
     /// For each dynamic table entry, newest first: whether its name passes [`name_ok`], judged
     /// once as it enters, so a field that refers to it is checked for free.
     names_ok: VecDeque<bool>,
+    /// Bumped whenever the dynamic table changes (an entry enters, a size update): a block
+    /// decoded with no change in it reads the same while this stays the same.
+    generation: u64,
 }
 
 impl Default for Decoder {
@@ -70,7 +73,15 @@ impl Decoder {
             name_buf: Vec::new(),
             value_buf: Vec::new(),
             names_ok: VecDeque::new(),
+            generation: 0,
         }
+    }
+
+    /// Changes whenever the dynamic table does. A block whose decoding left it unchanged
+    /// (every field indexed, or a literal not indexed) decodes to the same fields again for
+    /// as long as it stays the same, so a caller may keep what it read from it.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The dynamic table's current size in bytes (entries plus their overhead).
@@ -112,6 +123,7 @@ impl Decoder {
                     return Err(HpackError::SizeUpdate);
                 }
                 self.table.set_max_size(size);
+                self.generation += 1;
                 self.names_ok.truncate(self.table.entries().len());
                 continue;
             } else {
@@ -166,6 +178,7 @@ impl Decoder {
             let (name, value) = (Box::from(name), Box::from(value));
             let fits = super::dynamic_table::entry_size(&name, &value) <= self.table.max_size();
             self.table.insert(name, value);
+            self.generation += 1;
             if fits {
                 self.names_ok.push_front(ok);
             }

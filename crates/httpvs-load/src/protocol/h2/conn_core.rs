@@ -65,6 +65,48 @@ struct PendingBlock {
     empties: u32,
 }
 
+/// What a response's header block said: its `:status`, decoded size, `content-length`
+/// ([`NO_LENGTH`] for none) and whether it broke a rule.
+#[derive(Debug, Clone, Copy)]
+struct BlockReading {
+    status: Option<u16>,
+    size: u64,
+    length: u64,
+    malformed: bool,
+}
+
+/// A server answers the same request with the same header block, every field indexed, for as
+/// long as its table and fields stay the same (h2o until its `date` changes, once a second):
+/// such a block is read once and its reading kept, not decoded again field by field (that and
+/// its checks were a quarter of a request's instructions at h2c).
+#[derive(Debug, Default)]
+struct BlockMemo {
+    bytes: Vec<u8>,
+    /// The HPACK table's generation the block was read in (`None`: nothing kept).
+    generation: Option<u64>,
+    reading: Option<BlockReading>,
+}
+
+/// Blocks longer than this are not kept: a held connection stays small.
+const MEMO_MAX: usize = 128;
+
+impl BlockMemo {
+    fn get(&self, block: &[u8], generation: u64) -> Option<BlockReading> {
+        (self.generation == Some(generation) && self.bytes == block)
+            .then_some(self.reading)
+            .flatten()
+    }
+
+    fn keep(&mut self, block: &[u8], generation: u64, reading: BlockReading) {
+        if block.len() <= MEMO_MAX {
+            self.bytes.clear();
+            self.bytes.extend_from_slice(block);
+            self.generation = Some(generation);
+            self.reading = Some(reading);
+        }
+    }
+}
+
 /// Everything one connection knows; shared by its driver and its request futures.
 #[derive(Debug)]
 pub struct ConnCore {
@@ -76,6 +118,8 @@ pub struct ConnCore {
     /// Request bodies still being sent (waiting for flow-control window), oldest first.
     bodies: Vec<PendingBody>,
     hpack: Decoder,
+    /// The last response header block that left the HPACK table as it was, and what it said.
+    memo: BlockMemo,
     heads: HeadBlocks,
     next_stream_id: u32,
     settings_received: bool,
@@ -133,6 +177,7 @@ impl ConnCore {
             streams: StreamTable::default(),
             bodies: Vec::new(),
             hpack: Decoder::default(),
+            memo: BlockMemo::default(),
             heads: HeadBlocks::default(),
             next_stream_id: 1,
             settings_received: false,
@@ -493,36 +538,24 @@ impl ConnCore {
         end_stream: bool,
         now: Instant,
     ) -> Result<(), ConnError> {
-        let mut status: Option<u16> = None;
-        let mut size = 0u64;
-        let mut malformed = false;
-        let mut length = NO_LENGTH;
-        let mut regular_seen = false;
-        // Regular names are judged by the decoder (lowercase, not connection-specific), each
-        // table entry once, as it entered.
-        let names_ok = self
-            .hpack
-            .decode_checked(block, |name, value| {
-                size += (name.len() + value.len()) as u64;
-                if name.first() == Some(&b':') {
-                    // One :status, before every regular field, and no other pseudo-header
-                    // (RFC 9113 §8.3, §8.3.2).
-                    malformed |= regular_seen || name != b":status" || status.is_some();
-                    status = parse_status(value);
-                    malformed |= status.is_none();
-                    return;
+        let generation = self.hpack.generation();
+        let reading = match self.memo.get(block, generation) {
+            Some(reading) => reading,
+            None => {
+                let reading = self.read_block(block)?;
+                // Only a block that changed nothing reads the same next time.
+                if self.hpack.generation() == generation {
+                    self.memo.keep(block, generation, reading);
                 }
-                regular_seen = true;
-                if name == b"content-length" {
-                    // A value that is no length (or two that differ) is malformed (§8.1.1).
-                    match crate::protocol::parse_content_length(value) {
-                        Some(n) if length == NO_LENGTH || length == n => length = n,
-                        _ => malformed = true,
-                    }
-                }
-            })
-            .map_err(|_| ConnError(code::COMPRESSION_ERROR))?;
-        malformed |= !names_ok;
+                reading
+            }
+        };
+        let BlockReading {
+            status,
+            size,
+            length,
+            malformed,
+        } = reading;
         // Every block decoded counts, as every block's encoded bytes do (header savings).
         self.counter.add_header_decoded_received(size);
         let Some(slot) = self.streams.slot_of(id) else {
@@ -560,6 +593,44 @@ impl ConnCore {
             self.complete(slot, now);
         }
         Ok(())
+    }
+
+    /// Decodes a response header block and judges it: one `:status` before every regular
+    /// field and no other pseudo-header (RFC 9113 §8.3, §8.3.2), names the decoder allows,
+    /// and `content-length` values that are lengths and agree (§8.1.1).
+    fn read_block(&mut self, block: &[u8]) -> Result<BlockReading, ConnError> {
+        let mut status: Option<u16> = None;
+        let mut size = 0u64;
+        let mut malformed = false;
+        let mut length = NO_LENGTH;
+        let mut regular_seen = false;
+        // Regular names are judged by the decoder (lowercase, not connection-specific), each
+        // table entry once, as it entered.
+        let names_ok = self
+            .hpack
+            .decode_checked(block, |name, value| {
+                size += (name.len() + value.len()) as u64;
+                if name.first() == Some(&b':') {
+                    malformed |= regular_seen || name != b":status" || status.is_some();
+                    status = parse_status(value);
+                    malformed |= status.is_none();
+                    return;
+                }
+                regular_seen = true;
+                if name == b"content-length" {
+                    match crate::protocol::parse_content_length(value) {
+                        Some(n) if length == NO_LENGTH || length == n => length = n,
+                        _ => malformed = true,
+                    }
+                }
+            })
+            .map_err(|_| ConnError(code::COMPRESSION_ERROR))?;
+        Ok(BlockReading {
+            status,
+            size,
+            length,
+            malformed: malformed || !names_ok,
+        })
     }
 
     fn on_settings(&mut self, h: &FrameHeader, payload: &[u8]) -> Result<(), ConnError> {

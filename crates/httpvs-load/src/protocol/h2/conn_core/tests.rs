@@ -675,3 +675,50 @@ fn a_breach_names_our_answer_and_the_servers_frame() {
         Some("we answered GOAWAY FRAME_SIZE_ERROR to its 7-byte PING frame on stream 0")
     );
 }
+
+/// A header block read once is kept only while the HPACK table stays as it was: the same bytes
+/// that named `content-length: 2` by index name `content-length: 5` once a new entry has taken
+/// that index, and the response is judged by what they say now (a kept reading would have
+/// passed a 2-byte body as whole).
+#[test]
+fn a_kept_header_block_is_read_again_once_the_table_changes() {
+    let mut core = ready_core();
+    let mut exchange = |block: &[u8], body: &[u8]| {
+        let Poll::Ready(Ok(slot)) = open(&mut core) else {
+            panic!("no stream")
+        };
+        let id = core.next_stream_id - 2;
+        feed(
+            &mut core,
+            frame(kind::HEADERS, flag::END_HEADERS, id, block),
+        )
+        .unwrap();
+        feed(&mut core, frame(kind::DATA, flag::END_STREAM, id, body)).unwrap();
+        match outcome(&mut core, slot) {
+            Poll::Ready(Ok(_)) => Ok(()),
+            Poll::Ready(Err(SendError::Failed(kind))) => Err(kind),
+            other => panic!("{other:?}"),
+        }
+    };
+    // `content-length: 2` enters the table at index 62.
+    assert_eq!(
+        exchange(&status_block("200", &[("content-length", "2")]), b"ok"),
+        Ok(())
+    );
+    // `:status: 200` not indexed, then index 62: changes nothing, so it is kept.
+    let mut by_index = Vec::new();
+    encoder::literal(b":status", b"200", 4, 0, &mut by_index);
+    by_index.push(0x80 | 62);
+    assert_eq!(exchange(&by_index, b"ok"), Ok(()));
+    assert_eq!(
+        exchange(&by_index, b"ok"),
+        Ok(()),
+        "read from what was kept"
+    );
+    // `content-length: 5` takes index 62: the same bytes now ask for five.
+    assert_eq!(
+        exchange(&status_block("200", &[("content-length", "5")]), b"hello"),
+        Ok(())
+    );
+    assert_eq!(exchange(&by_index, b"ok"), Err(ErrorKind::TruncatedBody));
+}
