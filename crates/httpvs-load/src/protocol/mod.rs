@@ -8,6 +8,7 @@ pub mod h1;
 pub mod h2;
 pub mod h3;
 pub use httpvs_h2wire::hpack;
+pub mod last_read;
 pub mod probe;
 pub mod tcp;
 pub mod tls;

@@ -14,6 +14,7 @@
 
 use super::response::{parse_head, ResponseHead};
 use crate::error::ErrorKind;
+use crate::protocol::last_read::LastRead;
 use std::cell::RefCell;
 
 /// Heads longer than this are parsed every time (they are rare, and not worth the copy).
@@ -22,8 +23,8 @@ const MAX_MEMO: usize = 1024;
 /// The last response head seen (by a connection, or by a worker thread's connections) and its parse.
 #[derive(Debug, Default)]
 pub struct HeadMemo {
-    bytes: Vec<u8>,
-    parsed: Option<(ResponseHead, bool)>,
+    /// The head, keyed by whether its request was HEAD.
+    last: LastRead<bool, ResponseHead>,
 }
 
 thread_local! {
@@ -34,8 +35,7 @@ impl HeadMemo {
     /// An empty memo.
     pub const fn new() -> Self {
         HeadMemo {
-            bytes: Vec::new(),
-            parsed: None,
+            last: LastRead::new(),
         }
     }
 
@@ -50,16 +50,13 @@ impl HeadMemo {
         buf: &[u8],
         request_was_head: bool,
     ) -> Result<Option<ResponseHead>, ErrorKind> {
-        if let Some((head, was_head)) = self.parsed {
-            if was_head == request_was_head && buf.get(..self.bytes.len()) == Some(&self.bytes) {
-                return Ok(Some(head));
-            }
+        if let Some(head) = self.last.get_prefix(buf, request_was_head) {
+            return Ok(Some(head));
         }
         let parsed = parse_head(buf, request_was_head)?;
-        if let Some(head) = parsed.filter(|h| h.head_len <= MAX_MEMO) {
-            self.bytes.clear();
-            self.bytes.extend_from_slice(&buf[..head.head_len]);
-            self.parsed = Some((head, request_was_head));
+        if let Some(head) = parsed {
+            self.last
+                .keep(&buf[..head.head_len], request_was_head, head, MAX_MEMO);
         }
         Ok(parsed)
     }

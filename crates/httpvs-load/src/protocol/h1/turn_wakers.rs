@@ -46,13 +46,13 @@ impl TurnWakers {
     /// Wakes the send holding `ticket`, whose turn came: any send still held before it (its
     /// turn passed, so none should be) is woken too, to look again.
     pub fn wake(&self, ticket: u64) {
-        // Nothing waits at one request a connection: no list is made.
-        if self.waiting.borrow().slots.is_empty() {
-            return;
-        }
         let mut woken = Vec::new();
         {
             let mut ring = self.waiting.borrow_mut();
+            // Nothing waits at one request a connection: nothing to look through.
+            if ring.slots.is_empty() {
+                return;
+            }
             while ring.base <= ticket {
                 let Some(slot) = ring.slots.pop_front() else {
                     break;

@@ -12,6 +12,7 @@ use super::streams::{StreamTable, NO_LENGTH};
 use crate::error::ErrorKind;
 use crate::protocol::hpack::decoder::DEFAULT_TABLE_SIZE;
 use crate::protocol::hpack::Decoder;
+use crate::protocol::last_read::LastRead;
 use crate::protocol::window::H2Windows;
 use crate::protocol::wire::WireCounter;
 use crate::protocol::{CloseCause, RetryReason, SendError};
@@ -75,37 +76,8 @@ struct BlockReading {
     malformed: bool,
 }
 
-/// A server answers the same request with the same header block, every field indexed, for as
-/// long as its table and fields stay the same (h2o until its `date` changes, once a second):
-/// such a block is read once and its reading kept, not decoded again field by field (that and
-/// its checks were a quarter of a request's instructions at h2c).
-#[derive(Debug, Default)]
-struct BlockMemo {
-    bytes: Vec<u8>,
-    /// The HPACK table's generation the block was read in (`None`: nothing kept).
-    generation: Option<u64>,
-    reading: Option<BlockReading>,
-}
-
-/// Blocks longer than this are not kept: a held connection stays small.
+/// Header blocks longer than this are not kept (see `ConnCore::memo`).
 const MEMO_MAX: usize = 128;
-
-impl BlockMemo {
-    fn get(&self, block: &[u8], generation: u64) -> Option<BlockReading> {
-        (self.generation == Some(generation) && self.bytes == block)
-            .then_some(self.reading)
-            .flatten()
-    }
-
-    fn keep(&mut self, block: &[u8], generation: u64, reading: BlockReading) {
-        if block.len() <= MEMO_MAX {
-            self.bytes.clear();
-            self.bytes.extend_from_slice(block);
-            self.generation = Some(generation);
-            self.reading = Some(reading);
-        }
-    }
-}
 
 /// Everything one connection knows; shared by its driver and its request futures.
 #[derive(Debug)]
@@ -118,8 +90,12 @@ pub struct ConnCore {
     /// Request bodies still being sent (waiting for flow-control window), oldest first.
     bodies: Vec<PendingBody>,
     hpack: Decoder,
-    /// The last response header block that left the HPACK table as it was, and what it said.
-    memo: BlockMemo,
+    /// The last response header block that left the HPACK table as it was, keyed by the table's
+    /// generation, and what it said: a server answers the same request with the same block,
+    /// every field indexed, while its table and fields stay the same (h2o until its `date`
+    /// changes), and decoding it again with its checks was a quarter of a request's
+    /// instructions at h2c.
+    memo: LastRead<u64, BlockReading>,
     heads: HeadBlocks,
     next_stream_id: u32,
     settings_received: bool,
@@ -177,7 +153,7 @@ impl ConnCore {
             streams: StreamTable::default(),
             bodies: Vec::new(),
             hpack: Decoder::default(),
-            memo: BlockMemo::default(),
+            memo: LastRead::new(),
             heads: HeadBlocks::default(),
             next_stream_id: 1,
             settings_received: false,
@@ -545,7 +521,7 @@ impl ConnCore {
                 let reading = self.read_block(block)?;
                 // Only a block that changed nothing reads the same next time.
                 if self.hpack.generation() == generation {
-                    self.memo.keep(block, generation, reading);
+                    self.memo.keep(block, generation, reading, MEMO_MAX);
                 }
                 reading
             }

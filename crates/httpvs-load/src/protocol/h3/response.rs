@@ -9,6 +9,7 @@ use super::frames::{
     PartialVarint, FRAME_DATA, FRAME_GOAWAY, FRAME_HEADERS, FRAME_PUSH_PROMISE, FRAME_SETTINGS,
 };
 use super::qpack::{decode_field_section, DecodedSection, QpackError, MAX_FIELD_SECTION};
+use crate::protocol::last_read::LastRead;
 
 /// H3_FRAME_UNEXPECTED.
 pub const H3_FRAME_UNEXPECTED: u64 = 0x105;
@@ -98,24 +99,17 @@ impl Default for ResponseReader {
 pub struct DecodeScratch {
     names: Vec<u8>,
     values: Vec<u8>,
-    last_block: Vec<u8>,
-    last_section: Option<DecodedSection>,
+    last: LastRead<(), DecodedSection>,
 }
 
 impl DecodeScratch {
     /// Decodes `block`, or answers from the memo when it repeats the last block decoded.
     fn decode(&mut self, block: &[u8]) -> Result<DecodedSection, QpackError> {
-        if let Some(section) = self.last_section {
-            if self.last_block == block {
-                return Ok(section);
-            }
+        if let Some(section) = self.last.get(block, ()) {
+            return Ok(section);
         }
         let section = decode_field_section(block, &mut self.names, &mut self.values)?;
-        if block.len() <= MEMO_BLOCK_LIMIT {
-            self.last_block.clear();
-            self.last_block.extend_from_slice(block);
-            self.last_section = Some(section);
-        }
+        self.last.keep(block, (), section, MEMO_BLOCK_LIMIT);
         Ok(section)
     }
 }
