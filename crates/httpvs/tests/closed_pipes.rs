@@ -121,3 +121,60 @@ fn a_request_log_on_a_closed_stdout_is_a_quiet_success() {
         "{json}"
     );
 }
+
+/// `httpvs load -z 20s -o r.txt --log-file - | head -1` ends once head is gone, not 20 s later:
+/// the rows were what the run was for. The report says why it ended early, the accounting still
+/// holds, and the exit is a quiet success (it ran the whole `-z` and exited 0 before).
+#[test]
+fn a_request_log_whose_reader_is_gone_ends_the_run() {
+    let (mut server, _stdout, banner) =
+        spawn_serve(&["--https", "off", "--h3", "off", "--threads", "1"]);
+    let url = banner
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    let dir = std::env::temp_dir().join(format!("httpvs-pipe-end-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut reports = Vec::new();
+    for name in ["r.json", "r.txt"] {
+        let report = dir.join(name);
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = httpvs()
+            .args(["load", &url, "-z", "20s", "-c", "2", "--no-progress"])
+            .arg("-o")
+            .arg(&report)
+            .args(["--log-file", "-"])
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{:?}: {stderr}", out.status);
+        assert!(stderr.is_empty(), "{stderr}");
+        reports.push(std::fs::read_to_string(&report).unwrap());
+    }
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let json: serde_json::Value = serde_json::from_str(&reports[0]).unwrap();
+    assert_eq!(json["interrupted"], true, "{json}");
+    assert!(json["duration_s"].as_f64().unwrap() < 20.0, "{json}");
+    assert_eq!(json["requests"]["identity_holds"], true, "{json}");
+    assert!(
+        json["requests"]["succeeded"].as_u64().unwrap() > 0,
+        "{json}"
+    );
+    assert!(
+        json["request_log"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("EPIPE")),
+        "{json}"
+    );
+    assert!(
+        reports[1].contains("(ended when the --log-file reader closed the pipe"),
+        "{}",
+        reports[1]
+    );
+}

@@ -83,6 +83,14 @@ pub struct RequestLogInfo {
     pub error: Option<String>,
 }
 
+impl RequestLogInfo {
+    /// The rows went to stdout and its reader closed the pipe (`--log-file - | head`), which
+    /// ends the run: a reader that had what it wanted, not a failure.
+    pub fn reader_closed_stdout(&self) -> bool {
+        self.file == "-" && self.error.as_deref() == Some(crate::stats::request_log::READER_GONE)
+    }
+}
+
 /// The target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetInfo {

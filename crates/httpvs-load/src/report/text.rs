@@ -199,6 +199,12 @@ fn requests(out: &mut String, r: &Report) {
         r.duration_s,
         if in_warmup {
             " (interrupted in the warm-up: nothing was measured)"
+        } else if r.interrupted
+            && r.request_log
+                .as_ref()
+                .is_some_and(|l| l.reader_closed_stdout())
+        {
+            " (ended when the --log-file reader closed the pipe: the report covers what ran until then)"
         } else if r.interrupted {
             " (interrupted: the report covers what ran until then)"
         } else {

@@ -26,7 +26,8 @@
 
 use crate::error::ErrorKind;
 use std::io::{ErrorKind as IoErrorKind, Write};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 /// A worker appends its buffer to the file once it holds this much.
@@ -56,6 +57,8 @@ pub struct RequestLog {
     /// An instant and the same moment in µs since the Unix epoch: rows turn instants into
     /// wall-clock times with one subtraction.
     base: (Instant, u64),
+    /// The run's stop flag, set when the log's reader closes the pipe (see the module).
+    ends_run: OnceLock<Arc<AtomicBool>>,
 }
 
 struct Sink {
@@ -94,7 +97,19 @@ impl RequestLog {
                 error: None,
             }),
             base: (now, epoch_us),
+            ends_run: OnceLock::new(),
         })
+    }
+
+    /// The file, as the user named it (`-` for stdout).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Ends the run (sets its stop flag, as Ctrl-C does) when a write finds the reader gone
+    /// (EPIPE): for a log on stdout, whose reader (`head`) has what it wanted.
+    pub fn end_run_when_reader_gone(&self, stop: Arc<AtomicBool>) {
+        let _ = self.ends_run.set(stop);
     }
 
     /// Rows written so far, and the error that stopped the log, if any.
@@ -150,6 +165,11 @@ impl RequestLog {
         sink.written += whole as u64;
         let keep = sink.written;
         let cut = sink.out.cut_to(keep).err();
+        if e.kind() == IoErrorKind::BrokenPipe {
+            if let Some(stop) = self.ends_run.get() {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
         sink.error = Some(match cut {
             None if e.kind() == IoErrorKind::BrokenPipe => READER_GONE.to_string(),
             None => e.to_string(),

@@ -14,7 +14,6 @@ use super::usage;
 use httpvs_load::config::{parse_url, StopAfter, TlsOptions};
 use httpvs_load::report::progress::ProgressLine;
 use httpvs_load::report::{self, text, thresholds};
-use httpvs_load::stats::request_log::READER_GONE;
 use httpvs_load::stats::Quiet;
 use httpvs_load::{LoadConfig, LoadError, Observer, ProtocolChoice};
 use std::io::{IsTerminal, Write};
@@ -272,10 +271,15 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.output {
         check_writable("-o", path)?;
     }
-    if let Some(path) = &args.log_file {
-        config.request_log = Some(open_request_log(path, args.output.as_deref())?);
-    }
     let stop = interrupt_flag();
+    if let Some(path) = &args.log_file {
+        let log = open_request_log(path, args.output.as_deref())?;
+        // `--log-file - | head`: once head has its rows, the run has nothing left to give.
+        if log.name() == "-" {
+            log.end_run_when_reader_gone(stop.clone());
+        }
+        config.request_log = Some(log);
+    }
     // Not on a terminal that cannot clear a line, nor on one that --log-file - writes rows to.
     let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
     let rows_on_terminal = args.log_file.as_deref() == Some(std::path::Path::new("-"))
@@ -341,9 +345,14 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     // The run's figures stand; the log is what is incomplete, and a script must know: exit 1,
     // unless --fail-on or an interrupt already says more.
+    // `--log-file - | head`: the reader had what it wanted, as on any closed stdout pipe, and
+    // the run ended there (see `end_run_when_reader_gone`).
+    let reader_gone = report
+        .request_log
+        .as_ref()
+        .is_some_and(|log| log.reader_closed_stdout());
     let log_failed = match &report.request_log {
-        // `--log-file - | head`: the reader had what it wanted, as on any closed stdout pipe.
-        Some(log) if log.file == "-" && log.error.as_deref() == Some(READER_GONE) => false,
+        _ if reader_gone => false,
         Some(log) => match &log.error {
             Some(why) => {
                 say!(
@@ -371,7 +380,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         say!("httpvs: --fail-on breached: {}", breached.join(", "));
         return Ok(ExitCode::from(1));
     }
-    if report.interrupted {
+    if report.interrupted && !reader_gone {
         // A partial run must not pass as a whole one (a CI step killed by its timeout).
         return Ok(ExitCode::from(super::common::INTERRUPTED));
     }

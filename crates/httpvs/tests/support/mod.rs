@@ -17,13 +17,20 @@ pub fn scratch_dir(name: &str) -> PathBuf {
 
 /// Starts `httpvs serve ARGS` and reads its banner through the last line it prints for these
 /// listeners (the certificate line when TLS is on, else the first address). Returns the
-/// server, the rest of its stdout, and the banner.
+/// server, the rest of its stdout, and the banner. A listener the arguments leave out binds
+/// port 0, never `serve`'s fixed default (another test, or another server on this machine,
+/// may hold it).
 pub fn spawn_serve(args: &[&str]) -> (Child, BufReader<ChildStdout>, String) {
     let off = |flag: &str| args.windows(2).any(|w| w[0] == flag && w[1] == "off");
     let tls = !off("--https") || !off("--h3");
+    let unset = ["--http", "--https", "--h3"]
+        .into_iter()
+        .filter(|flag| !args.contains(flag))
+        .flat_map(|flag| [flag, "127.0.0.1:0"]);
     let mut child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
         .arg("serve")
         .args(args)
+        .args(unset)
         .stdout(Stdio::piped())
         .spawn()
         .expect("httpvs serve starts");
