@@ -55,7 +55,8 @@ bench_cert() {
     -keyout "$1/key.pem" -out "$1/cert.pem" 2>/dev/null
 }
 
-# bench_start_h2o DIR CPU PLAIN_PORT TLS_PORT: serves DIR/index.txt; sets BENCH_LAST_PID.
+# bench_start_h2o DIR CPU PLAIN_PORT TLS_PORT: serves DIR/index.txt at / (and DIR/64k.bin at
+# /64k, when it exists); sets BENCH_LAST_PID.
 bench_start_h2o() {
   local dir=$1 cpu=$2 plain=$3 tls=$4
   [ -s "$dir/cert.pem" ] || bench_cert "$dir"
@@ -79,6 +80,7 @@ hosts:
     paths:
       /:
         file.file: $dir/index.txt
+$([ -e "$dir/64k.bin" ] && printf '      /64k:\n        file.file: %s/64k.bin\n' "$dir")
 CONF
   taskset -c "$cpu" h2o -c "$dir/h2o.conf" >"$dir/h2o.out" 2>&1 &
   BENCH_LAST_PID=$!
