@@ -80,46 +80,61 @@ fn a_closed_stderr_drops_its_lines_and_the_command_goes_on() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
 }
 
-/// `httpvs load -o r.json --log-file - | head -1` ends quietly with success, as the report on
-/// stdout does, and the report in `-o` still says where the rows stop (it said on stderr that
-/// writing failed, and exited 1).
-#[test]
-fn a_request_log_on_a_closed_stdout_is_a_quiet_success() {
-    let (mut server, _stdout, banner) =
+/// A one-thread `httpvs serve` with only its cleartext listener, and its `http://` URL.
+fn serve_plain() -> (std::process::Child, String) {
+    let (server, _stdout, banner) =
         spawn_serve(&["--https", "off", "--h3", "off", "--threads", "1"]);
     let url = banner
         .split_whitespace()
         .find(|w| w.starts_with("http://"))
         .unwrap()
         .to_owned();
-    let report = std::env::temp_dir().join(format!("httpvs-pipe-{}.json", std::process::id()));
+    (server, url)
+}
+
+/// Runs `httpvs load URL ARGS -o REPORT --log-file -` with its stdout a pipe whose reader is
+/// already gone; checks that it ends quietly with success, and returns the report.
+fn load_logging_to_a_closed_stdout(url: &str, args: &[&str], report: &std::path::Path) -> String {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
     let out = httpvs()
-        .args(["load", &url, "-n", "200", "-c", "1", "--no-progress"])
+        .args(["load", url, "--no-progress"])
+        .args(args)
         .arg("-o")
-        .arg(&report)
+        .arg(report)
         .args(["--log-file", "-"])
         .stdout(writer)
         .stderr(Stdio::piped())
         .output()
         .unwrap();
-    server.kill().unwrap();
-    server.wait().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{:?}: {stderr}", out.status);
     assert!(stderr.is_empty(), "{stderr}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    let _ = std::fs::remove_file(&report);
+    let text = std::fs::read_to_string(report).unwrap();
+    let _ = std::fs::remove_file(report);
+    text
+}
+
+fn says_epipe(json: &serde_json::Value) -> bool {
+    json["request_log"]["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("EPIPE"))
+}
+
+/// `httpvs load -o r.json --log-file - | head -1` ends quietly with success, as the report on
+/// stdout does, and the report in `-o` still says where the rows stop (it said on stderr that
+/// writing failed, and exited 1).
+#[test]
+fn a_request_log_on_a_closed_stdout_is_a_quiet_success() {
+    let (mut server, url) = serve_plain();
+    let report = std::env::temp_dir().join(format!("httpvs-pipe-{}.json", std::process::id()));
+    let text = load_logging_to_a_closed_stdout(&url, &["-n", "200", "-c", "1"], &report);
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(json["requests"]["succeeded"], 200);
     assert_eq!(json["request_log"]["rows"], 0);
-    assert!(
-        json["request_log"]["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("EPIPE")),
-        "{json}"
-    );
+    assert!(says_epipe(&json), "{json}");
 }
 
 /// `httpvs load -z 20s -o r.txt --log-file - | head -1` ends once head is gone, not 20 s later:
@@ -127,38 +142,14 @@ fn a_request_log_on_a_closed_stdout_is_a_quiet_success() {
 /// holds, and the exit is a quiet success (it ran the whole `-z` and exited 0 before).
 #[test]
 fn a_request_log_whose_reader_is_gone_ends_the_run() {
-    let (mut server, _stdout, banner) =
-        spawn_serve(&["--https", "off", "--h3", "off", "--threads", "1"]);
-    let url = banner
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
-    let dir = std::env::temp_dir().join(format!("httpvs-pipe-end-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut reports = Vec::new();
-    for name in ["r.json", "r.txt"] {
-        let report = dir.join(name);
-        let (reader, writer) = std::io::pipe().unwrap();
-        drop(reader);
-        let out = httpvs()
-            .args(["load", &url, "-z", "20s", "-c", "2", "--no-progress"])
-            .arg("-o")
-            .arg(&report)
-            .args(["--log-file", "-"])
-            .stdout(writer)
-            .stderr(Stdio::piped())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{:?}: {stderr}", out.status);
-        assert!(stderr.is_empty(), "{stderr}");
-        reports.push(std::fs::read_to_string(&report).unwrap());
-    }
+    let (mut server, url) = serve_plain();
+    let base = std::env::temp_dir().join(format!("httpvs-pipe-end-{}", std::process::id()));
+    let run = ["-z", "20s", "-c", "2"];
+    let json = load_logging_to_a_closed_stdout(&url, &run, &base.with_extension("json"));
+    let text = load_logging_to_a_closed_stdout(&url, &run, &base.with_extension("txt"));
     server.kill().unwrap();
     server.wait().unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    let json: serde_json::Value = serde_json::from_str(&reports[0]).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(json["interrupted"], true, "{json}");
     assert!(json["duration_s"].as_f64().unwrap() < 20.0, "{json}");
     assert_eq!(json["requests"]["identity_holds"], true, "{json}");
@@ -166,15 +157,9 @@ fn a_request_log_whose_reader_is_gone_ends_the_run() {
         json["requests"]["succeeded"].as_u64().unwrap() > 0,
         "{json}"
     );
+    assert!(says_epipe(&json), "{json}");
     assert!(
-        json["request_log"]["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("EPIPE")),
-        "{json}"
-    );
-    assert!(
-        reports[1].contains("(ended when the --log-file reader closed the pipe"),
-        "{}",
-        reports[1]
+        text.contains("(ended when the --log-file reader closed the pipe"),
+        "{text}"
     );
 }
