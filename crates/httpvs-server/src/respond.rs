@@ -323,7 +323,11 @@ mod tests {
             collector.push(piece.clone()).unwrap();
         }
         assert_eq!(collector.kept(), 100_000);
-        assert!(collector.held() <= 2 * 100_000, "{} bytes held", collector.held());
+        assert!(
+            collector.held() <= 2 * 100_000,
+            "{} bytes held",
+            collector.held()
+        );
         let kept = collector.finish().unwrap();
         assert_eq!(kept.len(), 100_000);
         assert!(kept.iter().all(|&b| b == b'x'));

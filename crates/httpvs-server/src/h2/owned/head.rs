@@ -107,12 +107,15 @@ impl RequestHead {
                 }
             };
             // `:method` and `:path` are checked where they are used: the fast path takes only
-            // `GET` and `/`, the slow path parses both and answers 400.
-            let bad_value = match bit {
-                SCHEME => !is_valid_scheme(value),
-                AUTHORITY => !is_known_good_authority(&mut self.known_authority, value),
-                _ => false,
-            };
+            // `GET` and `/`, the slow path parses both and answers 400. A repeat is malformed
+            // whatever its value, and is not scanned (a block of references to one large table
+            // entry repeats it thousands of times).
+            let bad_value = self.seen & bit == 0
+                && match bit {
+                    SCHEME => !is_valid_scheme(value),
+                    AUTHORITY => !is_known_good_authority(&mut self.known_authority, value),
+                    _ => false,
+                };
             if trailer || self.regular_seen || self.seen & bit != 0 || bad_value {
                 self.malformed = true;
             }
@@ -129,6 +132,13 @@ impl RequestHead {
             return;
         }
         self.regular_seen = true;
+        if self.over_limit() {
+            // Past the list size fields are only counted, and the request gets 431 whatever
+            // they hold: not scanned, since a block of 1-byte references to one large table
+            // entry decodes to thousands of copies of it (a 64 KiB block, 240 MB to scan).
+            self.header_bytes += name.len() + value.len();
+            return;
+        }
         let checked = check_value(value);
         if !is_valid_name(name) || checked == Value::Malformed {
             self.malformed = true;
@@ -233,6 +243,28 @@ mod tests {
         );
         // Pseudo-headers count too (27 of the 40), as the hyper engine counts them.
         assert_eq!(h.header_bytes, 40);
+    }
+
+    /// Past the list size a field is only counted: the request gets 431 for its size, and the
+    /// fields after the limit are not scanned (a malformed one there does not turn it into a
+    /// reset), so a header block that repeats one large table entry costs its bytes, not a scan
+    /// of every copy.
+    #[test]
+    fn fields_past_the_limit_are_counted_not_scanned() {
+        let mut h = RequestHead::storing_up_to(100);
+        for (n, v) in BASE {
+            h.field(n.as_bytes(), v.as_bytes(), false);
+        }
+        let big = "v".repeat(200);
+        h.field(b"x-big", big.as_bytes(), false);
+        h.field(b"x-bad", b"a\0b", false);
+        h.field(b"Bad-Name", b"1", false);
+        assert!(h.over_limit());
+        assert!(h.is_valid_request(), "judged malformed past the limit");
+        assert_eq!(h.header_bytes, 27 + 5 + 200 + 5 + 3 + 8 + 1);
+        // Before the limit the same field is malformed, as ever.
+        let h = head(&[BASE[0], BASE[1], BASE[2], ("x-bad", "a\0b")]);
+        assert!(!h.is_valid_request());
     }
 
     #[test]
