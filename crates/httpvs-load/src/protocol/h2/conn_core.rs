@@ -593,7 +593,9 @@ impl ConnCore {
                     return;
                 }
                 regular_seen = true;
-                if name == b"content-length" {
+                // Once malformed, not parsed again: a block of 1-byte references to one large
+                // table entry would have every copy scanned.
+                if name == b"content-length" && !malformed {
                     match crate::protocol::parse_content_length(value) {
                         Some(n) if length == NO_LENGTH || length == n => length = n,
                         _ => malformed = true,
