@@ -70,6 +70,19 @@ pub struct Stream {
     received: u64,
     /// Response body waiting for window.
     pub(super) body: Option<Body>,
+    /// In `ServerCore::blocked`: a flag rather than a search of the queue, which a flood of
+    /// SETTINGS or WINDOW_UPDATE frames made cost streams x queue length a frame.
+    pub(super) queued: bool,
+}
+
+impl Stream {
+    /// Puts the stream in the queue of bodies waiting for window (`blocked`), once.
+    pub(super) fn enqueue(&mut self, id: u32, blocked: &mut VecDeque<u32>) {
+        if self.body.is_some() && !self.queued {
+            self.queued = true;
+            blocked.push_back(id);
+        }
+    }
 }
 
 /// A header block spread over CONTINUATION frames.
@@ -595,6 +608,7 @@ impl ServerCore {
                 content_length: self.head.content_length,
                 received: 0,
                 body: None,
+                queued: false,
             },
         );
         self.accepted += 1;
@@ -746,17 +760,13 @@ impl ServerCore {
         if stream.send_window > MAX_WINDOW {
             return Ok(self.reset(id, code::FLOW_CONTROL_ERROR));
         }
-        if stream.body.is_some() && !self.blocked.contains(&id) {
-            self.blocked.push_back(id);
-        }
+        stream.enqueue(id, &mut self.blocked);
         Ok(Step::None)
     }
 
     fn unblock_all(&mut self) {
-        for (&id, stream) in &self.streams {
-            if stream.body.is_some() && !self.blocked.contains(&id) {
-                self.blocked.push_back(id);
-            }
+        for (&id, stream) in &mut self.streams {
+            stream.enqueue(id, &mut self.blocked);
         }
     }
 }

@@ -81,6 +81,9 @@ impl ServerCore {
             let Some(id) = self.blocked.pop_front() else {
                 break;
             };
+            if let Some(stream) = self.streams.get_mut(&id) {
+                stream.queued = false;
+            }
             self.pump_stream(id);
         }
     }
@@ -116,8 +119,8 @@ impl ServerCore {
             stream.body = None;
             stream.send_closed = true;
             self.retire_if_done(id);
-        } else if !self.blocked.contains(&id) {
-            self.blocked.push_back(id);
+        } else {
+            stream.enqueue(id, &mut self.blocked);
         }
     }
 }
