@@ -461,6 +461,14 @@ pub fn default_threads() -> usize {
 }
 
 /// Parses and checks a target URL: http or https, a host, an optional port and path.
+/// A port as RFC 3986 writes one (`*DIGIT`), 0 to 65535: Rust's own parse takes `+80` too.
+pub fn parse_port(text: &str) -> Option<u16> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
 pub fn parse_url(url: &str) -> Result<http::Uri, ConfigError> {
     let invalid = |why: &str| ConfigError::InvalidUrl {
         url: url.to_string(),
@@ -518,12 +526,12 @@ pub fn parse_url(url: &str) -> Result<http::Uri, ConfigError> {
     }
     let mut port = None;
     if let Some(text) = port_text(&uri) {
-        port = match text.parse::<u16>() {
+        port = match parse_port(text) {
             // An empty port is the scheme's default (RFC 3986 §3.2.3), as curl takes it.
             _ if text.is_empty() => None,
-            Ok(0) => return Err(invalid("port 0 is not a target")),
-            Ok(n) => Some(n),
-            Err(_) => return Err(invalid(&format!("port {text:?} is not from 1 to 65535"))),
+            Some(0) => return Err(invalid("port 0 is not a target")),
+            Some(n) => Some(n),
+            None => return Err(invalid(&format!("port {text:?} is not from 1 to 65535"))),
         };
     }
     let host = canonical_host(uri.host().unwrap_or_default()).map_err(|why| invalid(&why))?;
@@ -676,6 +684,8 @@ mod tests {
             "http://127.0.0.1:99999/",
             "http://127.0.0.1:65536/",
             "http://h:abc/",
+            "http://h:+80/",
+            "http://[::1]:+80/",
             "http://[::1]:70000/",
             "http://[::1]x:80/",
             "http://[127.0.0.1]:80/",

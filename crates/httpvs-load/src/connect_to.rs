@@ -60,9 +60,9 @@ impl ConnectTo {
         let port = |p: Option<&str>| -> Result<Option<u16>, String> {
             match p {
                 None | Some("") => Ok(None),
-                Some(p) => match p.parse::<u16>() {
-                    Ok(0) | Err(_) => Err(bad(&format!("{p:?} is not a port (1-65535)"))),
-                    Ok(n) => Ok(Some(n)),
+                Some(p) => match crate::config::parse_port(p) {
+                    Some(0) | None => Err(bad(&format!("{p:?} is not a port (1-65535)"))),
+                    Some(n) => Ok(Some(n)),
                 },
             }
         };
@@ -180,6 +180,7 @@ mod tests {
             "127.0.0.1:0",
             "127.0.0.1:99999",
             "127.0.0.1:x",
+            "127.0.0.1:+80",
             "a:b:c",
             "[::1",
             "::1",

@@ -67,6 +67,8 @@ fn bad_flags_exit_2_with_one_line() {
         &["serve", "--max-header-bytes", "0"],
         &["serve", "--max-body-bytes", "-1"],
         &["serve", "--http", "-1"],
+        &["serve", "--http", "+8080"],
+        &["serve", "--http", "localhost:+8080"],
         &["serve", "--http", "off", "--https", "OFF", "--h3", "Off"],
         // Its range says 1 (it said 0 to 4294967295, then refused 0).
         &["serve", "--max-streams", "0"],

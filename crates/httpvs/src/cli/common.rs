@@ -173,7 +173,7 @@ fn is_host_and_port(value: &http::HeaderValue) -> bool {
     let after = text.get(authority.host().len()..).unwrap_or("");
     let port_ok = match after.strip_prefix(':') {
         None => after.is_empty(),
-        Some(port) => !port.is_empty() && port.parse::<u16>().is_ok(),
+        Some(port) => httpvs_load::config::parse_port(port).is_some(),
     };
     !text.contains('@') && port_ok
 }

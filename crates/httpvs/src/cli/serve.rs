@@ -271,12 +271,12 @@ fn listen_addr(flag: &str, value: &str) -> anyhow::Result<Option<SocketAddr>> {
     if value.eq_ignore_ascii_case("off") {
         return Ok(None);
     }
-    if let Ok(port) = value.parse::<u16>() {
+    if let Some(port) = httpvs_load::config::parse_port(value) {
         return Ok(Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)));
     }
     if let Some(port) = value
         .strip_prefix("localhost:")
-        .and_then(|p| p.parse().ok())
+        .and_then(httpvs_load::config::parse_port)
     {
         return Ok(Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)));
     }

@@ -26,7 +26,7 @@ pub fn h3_port_in(value: &str) -> Option<u16> {
         }
         let authority = authority.trim().strip_prefix('"')?.strip_suffix('"')?;
         let port = authority.strip_prefix(':')?;
-        port.parse::<u16>().ok().filter(|p| *p != 0)
+        crate::config::parse_port(port).filter(|p| *p != 0)
     })
 }
 
@@ -67,6 +67,7 @@ mod tests {
         assert_eq!(h3_port_in("clear"), None);
         assert_eq!(h3_port_in(r#"h3=":0""#), None);
         assert_eq!(h3_port_in(r#"h3=":99999""#), None);
+        assert_eq!(h3_port_in(r#"h3=":+443""#), None);
         assert_eq!(h3_port_in(r#"h3=:443"#), None);
         for junk in [
             "",
