@@ -718,6 +718,10 @@ fn http_to_a_tls_port_is_explained() {
         text.contains("http:// to a TLS port? use https://"),
         "{text}"
     );
+    // Nothing was measured: exit 1 with one line, as when the first connection fails (-p h2c).
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let line = one_line_error(&out);
+    assert!(line.contains("http:// to a TLS port?"), "{line}");
     // A no-keep-alive h1 run pipelines nothing: its Shape line does not say it does.
     let plain = format!("http://{}/", server.http_addr().unwrap());
     let out = httpvs(&[

@@ -83,6 +83,27 @@ pub struct RequestLogInfo {
     pub error: Option<String>,
 }
 
+impl Report {
+    /// Cleartext HTTP/1.1 where no request got an answer and every one failed as the server's
+    /// bytes not being HTTP or it hanging up: most often http:// to a TLS port (a TLS server
+    /// answers a request line with an alert and closes). The probe only connects TCP, which
+    /// such a port accepts, so the run goes on; the report says why it failed, and `load`
+    /// exits 1 as for a first connection that fails.
+    pub fn no_http_answer(&self) -> bool {
+        let cleartext = self.target.url.starts_with("http://");
+        let answered_none = self.requests.succeeded == 0 && self.requests.failed > 0;
+        // A response head that came (its bytes counted) was HTTP: what broke came after it (a
+        // chunked body's framing), and the guesses would mislead.
+        let no_head = self.wire.header_received == 0;
+        let hung_up = |kind: &str| matches!(kind, "protocol" | "connection_closed" | "reset");
+        cleartext
+            && self.protocol.negotiated == "h1"
+            && answered_none
+            && no_head
+            && self.errors.iter().all(|e| hung_up(&e.kind))
+    }
+}
+
 impl RequestLogInfo {
     /// The rows went to stdout and its reader closed the pipe (`--log-file - | head`), which
     /// ends the run: a reader that had what it wanted, not a failure.

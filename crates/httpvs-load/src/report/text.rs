@@ -560,8 +560,8 @@ fn statuses_and_errors(out: &mut String, r: &Report) {
         for e in &r.errors {
             let _ = writeln!(out, "  {:<26}{:>12}", e.kind, group(e.count));
         }
-        if let Some(note) = not_http_note(r) {
-            let _ = writeln!(out, "  note: {note}");
+        if r.no_http_answer() {
+            let _ = writeln!(out, "  note: {NOT_HTTP_NOTE}");
         }
         if r.errors.iter().any(|e| e.kind == "local_ports") {
             let _ = writeln!(out, "  note: {LOCAL_PORTS_NOTE}");
@@ -600,28 +600,10 @@ const OPEN_FILES_NOTE: &str = "open_files: a new connection could not get a file
      (fs.file-max) was reached after the run had started, by connections opened again or by \
      another program's files; raise the limit or use fewer connections.";
 
-/// Cleartext HTTP/1.1 where no request got an answer and every one failed as the server's
-/// bytes not being HTTP or it hanging up: most often http:// to a TLS port (a TLS server
-/// answers a request line with an alert and closes). The probe only connects TCP, which
-/// such a port accepts, so the run goes on and this says why it failed.
-fn not_http_note(r: &Report) -> Option<&'static str> {
-    let cleartext = r.target.url.starts_with("http://");
-    let answered_none = r.requests.succeeded == 0 && r.requests.failed > 0;
-    // A response head that came (its bytes counted) was HTTP: what broke came after it (a
-    // chunked body's framing), and the note's guesses would mislead.
-    let no_head = r.wire.header_received == 0;
-    let hung_up = |kind: &str| matches!(kind, "protocol" | "connection_closed" | "reset");
-    (cleartext
-        && r.protocol.negotiated == "h1"
-        && answered_none
-        && no_head
-        && r.errors.iter().all(|e| hung_up(&e.kind)))
-    .then_some(
-        "no request got an HTTP answer: the server sent something else or hung up (http:// to \
-         a TLS port? use https://; or not an HTTP server, or one that breaks HTTP/1.1: \
-         httpvs trace URL shows what it sent)",
-    )
-}
+/// Why a run in which no request got an HTTP answer failed ([`Report::no_http_answer`]).
+pub const NOT_HTTP_NOTE: &str = "no request got an HTTP answer: the server sent something else \
+     or hung up (http:// to a TLS port? use https://; or not an HTTP server, or one that breaks \
+     HTTP/1.1: httpvs trace URL shows what it sent)";
 
 /// Bytes per request: to a tenth of a byte while small (112.0B against 230.0B is the point of
 /// a header comparison), in KiB/MiB once large.

@@ -384,6 +384,12 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         // A partial run must not pass as a whole one (a CI step killed by its timeout).
         return Ok(ExitCode::from(super::common::INTERRUPTED));
     }
+    if report.no_http_answer() {
+        // Nothing was measured but the wrong URL (http:// to a TLS port), as when the first
+        // connection fails; the report above says so too.
+        say!("httpvs: {}", httpvs_load::report::text::NOT_HTTP_NOTE);
+        return Ok(ExitCode::from(1));
+    }
     if log_failed || hgrm_failed {
         return Ok(ExitCode::from(1));
     }
