@@ -2,6 +2,7 @@
 
 use crate::error::ServeError;
 use rustls::crypto::ring::default_provider;
+use rustls_pki_types::pem::{self, PemObject};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -76,9 +77,11 @@ impl ServerCert {
         cert_path: &Path,
         key_path: &Path,
     ) -> Result<ServerCert, ServeError> {
-        let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut &cert_pem[..])
+        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
             .collect::<Result<_, _>>()
-            .map_err(|e| ServeError::Cert(format!("{}: {e}", cert_path.display())))?;
+            .map_err(|e| {
+                ServeError::Cert(format!("{}: {}", cert_path.display(), pem_reason(&e)))
+            })?;
         if chain.is_empty() {
             return Err(ServeError::Cert(format!(
                 "{}: no CERTIFICATE block",
@@ -95,11 +98,17 @@ impl ServerCert {
                 key_path.display()
             )));
         }
-        let key = rustls_pemfile::private_key(&mut &key_pem[..])
-            .map_err(|e| ServeError::Cert(format!("{}: {e}", key_path.display())))?
-            .ok_or_else(|| {
-                ServeError::Cert(format!("{}: no PRIVATE KEY block", key_path.display()))
-            })?;
+        let key = match PrivateKeyDer::from_pem_slice(key_pem) {
+            Ok(key) => key,
+            Err(pem::Error::NoItemsFound) => {
+                let path = key_path.display();
+                return Err(ServeError::Cert(format!("{path}: no PRIVATE KEY block")));
+            }
+            Err(e) => {
+                let path = key_path.display();
+                return Err(ServeError::Cert(format!("{path}: {}", pem_reason(&e))));
+            }
+        };
         let cert = ServerCert {
             chain,
             key,
@@ -174,7 +183,31 @@ fn pair_problem(e: &rustls::Error, cert_path: &Path, key_path: &Path) -> String 
         rustls::Error::InvalidCertificate(why) => {
             format!("{cert}: the certificate cannot be read ({why:?})")
         }
+        // rustls's own words are "unexpected error: failed to parse private key as RSA,
+        // ECDSA, or EdDSA", naming neither file.
+        rustls::Error::General(why) if why.contains("private key") => {
+            format!("{key}: its PRIVATE KEY block is not an RSA, ECDSA or EdDSA key")
+        }
         other => format!("{cert} with {key}: {other}"),
+    }
+}
+
+/// A PEM reader's error in words: its own are a base64 decoder's (`InvalidCharacter(33)`) or
+/// name the missing END marker as a list of bytes. (`load --cacert` reads PEM in
+/// httpvs-load's `tls.rs`, which words them the same way.)
+pub fn pem_reason(e: &pem::Error) -> String {
+    match e {
+        pem::Error::MissingSectionEnd { end_marker } => format!(
+            "no \"-----END {}-----\" line: the file ends inside a section (cut short?)",
+            String::from_utf8_lossy(end_marker)
+        ),
+        pem::Error::IllegalSectionStart { line } => {
+            format!("bad section start \"{}\"", String::from_utf8_lossy(line))
+        }
+        pem::Error::Base64Decode(_) => {
+            "a BEGIN/END section holds text that is not base64 (a damaged or edited file?)".into()
+        }
+        other => other.to_string(),
     }
 }
 
@@ -222,6 +255,21 @@ mod tests {
             err(&cert_a, &key_b).ends_with("k.pem is not the private key of c.pem's certificate"),
             "{}",
             err(&cert_a, &key_b)
+        );
+        // Damaged files say what is wrong in words: they read "InvalidCharacter(33)" and
+        // "unexpected error: failed to parse private key as RSA, ECDSA, or EdDSA".
+        let garbage = "-----BEGIN CERTIFICATE-----\n!!garbage!!\n-----END CERTIFICATE-----\n";
+        assert!(
+            err(garbage, &key_a)
+                .contains("c.pem: a BEGIN/END section holds text that is not base64"),
+            "{}",
+            err(garbage, &key_a)
+        );
+        let junk_key = "-----BEGIN PRIVATE KEY-----\nAAAAAAAAAAAAAAAA\n-----END PRIVATE KEY-----\n";
+        assert!(
+            err(&cert_a, junk_key).contains("k.pem: its PRIVATE KEY block is not an RSA"),
+            "{}",
+            err(&cert_a, junk_key)
         );
         let encrypted =
             "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n";

@@ -175,6 +175,10 @@ fn pem_reason(e: &rustls::pki_types::pem::Error) -> String {
         Error::IllegalSectionStart { line } => {
             format!("bad section start \"{}\"", String::from_utf8_lossy(line))
         }
+        // Its own words are the base64 decoder's: `InvalidCharacter(33)`.
+        Error::Base64Decode(_) => {
+            "a BEGIN/END section holds text that is not base64 (a damaged or edited file?)".into()
+        }
         other => other.to_string(),
     }
 }
