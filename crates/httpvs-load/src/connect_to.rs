@@ -26,7 +26,8 @@ pub struct ConnectTo {
 impl ConnectTo {
     /// Reads `HOST[:PORT]` or `HOST1:PORT1:HOST2:PORT2`.
     pub fn parse(text: &str) -> Result<ConnectTo, String> {
-        let bad = |why: &str| format!("--connect-to {text:?}: {why}");
+        // Quoted whole when short, else cut (a 100 KB value filled the one line).
+        let bad = |why: &str| format!("--connect-to {}: {why}", crate::config::shown_url(text));
         let parts = split_colons(text).ok_or_else(|| bad("an unclosed [ in an IPv6 address"))?;
         let (from, to) = match parts.as_slice() {
             [host] => ((None, None), (Some(*host), None)),
@@ -43,6 +44,11 @@ impl ConnectTo {
         let host = |h: Option<&str>| -> Result<Option<String>, String> {
             match h.map(unbracket) {
                 None | Some("") => Ok(None),
+                // RFC 1035's bound on a name; it was looked up, and echoed whole.
+                Some(h) if h.len() > 253 => Err(bad(&format!(
+                    "a host of {} bytes is not a name (at most 253)",
+                    h.len()
+                ))),
                 Some(h) if h.contains(['/', '?', '#', '@', ' ']) => {
                     Err(bad(&format!("{h:?} is not a host")))
                 }
@@ -198,6 +204,10 @@ mod tests {
         assert!(e.contains("goes in brackets, as [::1]:8080"), "{e}");
         let e = ConnectTo::parse("8080").unwrap_err();
         assert!(e.contains("a port alone is :8080"), "{e}");
+        // A 100 KB host is refused in a line of its own size, not echoed whole.
+        let e = ConnectTo::parse(&"a".repeat(100_000)).unwrap_err();
+        assert!(e.contains("a host of 100000 bytes is not a name"), "{e}");
+        assert!(e.len() < 300, "{} bytes", e.len());
         // curl's any-host form to a name or a bracketed address still reads.
         assert!(ConnectTo::parse("::127.0.0.1:8080").is_ok());
         assert!(ConnectTo::parse("::[::1]:8080").is_ok());
