@@ -289,7 +289,7 @@ impl Plan {
                     origin,
                     "",
                     format!(
-                        "missing {} (a plan needs {}; plans/default.toml is an example)",
+                        "missing {} (a plan needs {}; `httpvs compare --print-plan > plan.toml` writes the default one to start from)",
                         missing.join(", "),
                         REQUIRED_KEYS.join(", ")
                     ),

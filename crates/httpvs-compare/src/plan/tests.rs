@@ -233,7 +233,8 @@ fn missing_keys_are_named_together_without_a_line() {
     assert_eq!(
         e,
         "p.toml: missing payloads, conditions, duration (a plan needs protocols, payloads, \
-         conditions, duration; plans/default.toml is an example)"
+         conditions, duration; `httpvs compare --print-plan > plan.toml` writes the default one \
+         to start from)"
     );
 }
 
