@@ -466,8 +466,10 @@ impl Results {
                 path.display(),
             ));
         }
+        // From the text, not the value: its errors then say where ("at line 57 column 30"),
+        // where the value's said only "invalid type: null, expected f64".
         let mut results: Results =
-            serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))?;
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         for run in results.cells.iter_mut().flat_map(|c| &mut c.runs) {
             run.backfill();
         }

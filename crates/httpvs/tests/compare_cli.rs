@@ -160,6 +160,18 @@ fn quick_tiny_matrix_has_every_protocol_a_verdict_and_every_cell_in_json() {
         text(&plan.stdout)
     );
 
+    // A damaged results file says where it is damaged (it said only "invalid type: null,
+    // expected f64").
+    let at = kept.find("\"p50_ms\": ").unwrap() + "\"p50_ms\": ".len();
+    let end = at + kept[at..].find([',', '\n']).unwrap();
+    let damaged = format!("{}null{}", &kept[..at], &kept[end..]);
+    std::fs::write(dir.join("damaged.json"), damaged).unwrap();
+    let out = httpvs(&dir, &["compare", "--from", "damaged.json", "--no-html"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let line = text(&out.stderr);
+    assert!(line.contains("damaged.json: invalid type: null"), "{line}");
+    assert!(line.contains(" at line "), "{line}");
+
     // `--json -`: stdout is the JSON alone, the table goes to stderr.
     let piped = httpvs(
         &dir,
