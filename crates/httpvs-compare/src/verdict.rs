@@ -686,6 +686,8 @@ fn ranked_verdict(
                 label(worst, rows),
                 format_ratio(r)
             ));
+            // Its usual reason, as beside a ratio that is not a bound.
+            line.push_str(&parenthesised(&[explain_slow(worst, base, link.lossy)]));
             compared.push(worst);
         } else if let Some(r) = ratio(worst, base).filter(|_| !is_base(worst) && apart) {
             line.push_str(&format!(

@@ -578,6 +578,17 @@ fn a_saturated_fastest_baseline_bounds_the_slowest_ratio() {
     rows[2].client_cpu_max = Some(0.97);
     let v = verdict(&rows, Variant::H1, CLEAN);
     assert!(!v.line.contains("slowest"), "{}", v.line);
+    // A bound keeps the slowest row's usual reason (it went without one).
+    let mut close = shaped(Variant::H1Close, 64, 1, 4_000.0);
+    close.succeeded = 2_400;
+    let rows = [rows[0].clone(), rows[1].clone(), close];
+    let v = verdict(&rows, Variant::H1, CLEAN);
+    assert!(
+        v.line
+            .ends_with("slowest h1-close ≤0.04x h1 (a new connection per request)"),
+        "{}",
+        v.line
+    );
 }
 
 #[test]
