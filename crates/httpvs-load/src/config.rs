@@ -460,7 +460,6 @@ pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Parses and checks a target URL: http or https, a host, an optional port and path.
 /// A port as RFC 3986 writes one (`*DIGIT`), 0 to 65535: Rust's own parse takes `+80` too.
 pub fn parse_port(text: &str) -> Option<u16> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
@@ -469,6 +468,7 @@ pub fn parse_port(text: &str) -> Option<u16> {
     text.parse().ok()
 }
 
+/// Parses and checks a target URL: http or https, a host, an optional port and path.
 pub fn parse_url(url: &str) -> Result<http::Uri, ConfigError> {
     let invalid = |why: &str| ConfigError::InvalidUrl {
         url: url.to_string(),

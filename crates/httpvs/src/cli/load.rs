@@ -343,14 +343,14 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         }
         None => false,
     };
-    // The run's figures stand; the log is what is incomplete, and a script must know: exit 1,
-    // unless --fail-on or an interrupt already says more.
     // `--log-file - | head`: the reader had what it wanted, as on any closed stdout pipe, and
     // the run ended there (see `end_run_when_reader_gone`).
     let reader_gone = report
         .request_log
         .as_ref()
         .is_some_and(|log| log.reader_closed_stdout());
+    // The run's figures stand; the log is what is incomplete, and a script must know: exit 1,
+    // unless --fail-on or an interrupt already says more.
     let log_failed = match &report.request_log {
         _ if reader_gone => false,
         Some(log) => match &log.error {

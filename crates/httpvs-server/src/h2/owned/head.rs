@@ -135,7 +135,8 @@ impl RequestHead {
         if self.over_limit() {
             // Past the list size fields are only counted, and the request gets 431 whatever
             // they hold: not scanned, since a block of 1-byte references to one large table
-            // entry decodes to thousands of copies of it (a 64 KiB block, 240 MB to scan).
+            // entry decodes to thousands of copies of it (a 64 KiB block can name a 4 KB entry
+            // some 60,000 times).
             self.header_bytes += name.len() + value.len();
             return;
         }
