@@ -65,6 +65,16 @@ pub fn classify(seen: &[u8]) -> Option<Opening> {
         // The preface's first line, then something else: a broken h2 opening, not a request.
         return Some(Opening::Neither);
     }
+    // A request line starts with its method, a token: a first byte that no token has (NUL,
+    // a TLS handshake's 0x16, binary) never becomes one, and waiting for its line end held
+    // the connection until the idle timeout (30 s for 1,000 NUL bytes).
+    if seen
+        .iter()
+        .find(|&&b| b != b'\r' && b != b'\n')
+        .is_some_and(|&b| !is_tchar(b))
+    {
+        return Some(Opening::Neither);
+    }
     let (_, line) = first_line(seen)?;
     if line.ends_with(b" HTTP/1.1") || line.ends_with(b" HTTP/1.0") {
         return Some(Opening::H1);
@@ -74,6 +84,11 @@ pub fn classify(seen: &[u8]) -> Option<Opening> {
         Some((b'2'..=b'9', _)) => Opening::Unsupported,
         _ => Opening::Neither,
     })
+}
+
+/// RFC 9110 §5.6.2's `tchar`: what a method (a token) is made of.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// The first line of `seen` without its line end, after any empty lines (skipped, as hyper
@@ -179,6 +194,18 @@ mod tests {
             Some(Opening::Neither)
         );
         assert_eq!(classify(b"PRI * HTTP/2.0\r\n\r\n"), None);
+    }
+
+    /// Bytes that cannot start a method are judged at once: a NUL, a TLS ClientHello on the
+    /// cleartext port, a space. They waited for a line end, up to the idle timeout.
+    #[test]
+    fn a_first_byte_no_method_has_is_neither_at_once() {
+        for seen in [&b"\0"[..], b"\x16\x03\x01\x02\x00", b"\r\n\0", b" GET"] {
+            assert_eq!(classify(seen), Some(Opening::Neither), "{seen:?}");
+        }
+        // A method still being read, or a lowercase one (hyper takes it), waits for its line.
+        assert_eq!(classify(b"G"), None);
+        assert_eq!(classify(b"get / HTTP/1.1\r\n"), Some(Opening::H1));
     }
 
     #[test]

@@ -136,6 +136,26 @@ fn a_broken_preface_and_non_http_are_still_closed_without_an_answer() {
     }
 }
 
+/// Bytes no request line starts with (NUL, a TLS ClientHello on the cleartext port) are closed
+/// at once, not held until the idle timeout while the server waited for their line's end.
+#[test]
+fn an_opening_no_method_starts_with_is_closed_not_held() {
+    let server = support::server(Limits::default());
+    for opening in [
+        &[0u8; 1000][..],
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+    ] {
+        let mut conn = TcpStream::connect(server.http_addr().unwrap()).unwrap();
+        // Held, the read would end in this timeout (an error) rather than at the FIN.
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        conn.write_all(opening).unwrap();
+        let mut out = Vec::new();
+        let read = conn.read_to_end(&mut out);
+        assert!(read.is_ok(), "{:?}: held open ({read:?})", &opening[..4]);
+        assert!(out.is_empty(), "{out:?}");
+    }
+}
+
 #[test]
 fn empty_lines_before_a_request_line_are_skipped() {
     let server = support::server(Limits::default());
