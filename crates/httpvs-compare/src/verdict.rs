@@ -676,10 +676,10 @@ fn ranked_verdict(
         // A slowest row that ties with the baseline is not slower than it by the rules the
         // line quotes: no `slowest h2 0.99x h1-tls`.
         let apart = base.is_some_and(|b| !ties(worst, b));
-        // Against the fastest baseline held back by its client, the slowest row's ratio is a
-        // bound: the baseline could only have been faster (unless the row was held back too).
-        let bound = saturated
-            .filter(|_| is_base(best) && worst.client_cpu_max.is_none_or(|c| c < SATURATED_CPU));
+        // Against a baseline held back by its client, fastest or not, the slowest row's ratio
+        // is a bound: the baseline could only have been faster (unless the row was held back
+        // too).
+        let bound = saturated.filter(|_| worst.client_cpu_max.is_none_or(|c| c < SATURATED_CPU));
         if let Some(r) = ratio(worst, bound).filter(|_| !is_base(worst)) {
             line.push_str(&format!(
                 "; slowest {} ≤{} {base_label}",

@@ -555,6 +555,33 @@ fn no_ratio_to_a_baseline_whose_client_was_saturated() {
     );
 }
 
+/// A baseline held back by its client that is not the fastest: the fastest gets no ratio, and
+/// the line named no slowest row either (`httpvs compare`'s large payload here: "h2c fastest
+/// (no ratio to h1 ...)" and nothing of h3). The slowest's ratio is a bound there too.
+#[test]
+fn a_saturated_baseline_that_is_not_fastest_bounds_the_slowest_ratio() {
+    let mut h1 = shaped(Variant::H1, 64, 1, 96_013.0);
+    h1.client_cpu_max = Some(0.95);
+    h1.succeeded = 57_608;
+    let mut h2 = shaped(Variant::H2, 4, 16, 431_413.0);
+    h2.succeeded = 258_848;
+    let mut h3 = shaped(Variant::H3, 4, 16, 20_000.0);
+    h3.succeeded = 12_000;
+    let rows = [h1, h2, h3];
+    let v = verdict(&rows, Variant::H1, CLEAN);
+    assert_eq!(
+        v.line,
+        "h2 fastest (no ratio to h1: its client was saturated, so its req/s is the client's \
+         limit; single run: differences under 5% are ties); slowest h3 ≤0.21x h1"
+    );
+    // The baseline itself slowest: no ratio of it to itself.
+    let mut h3 = shaped(Variant::H3, 4, 16, 200_000.0);
+    h3.succeeded = 120_000;
+    let rows = [rows[0].clone(), rows[1].clone(), h3];
+    let v = verdict(&rows, Variant::H1, CLEAN);
+    assert!(!v.line.contains("slowest"), "{}", v.line);
+}
+
 /// The fastest row is the baseline, held back by its client: the line said only "h1 fastest
 /// (spread ±0%)", naming no slowest row and not why. The slowest's ratio is now a bound.
 #[test]
