@@ -555,19 +555,25 @@ fn no_ratio_to_a_baseline_whose_client_was_saturated() {
     );
 }
 
+/// h1 at 64 connections held back by its client (95% of its CPU), h2 at `h2_rps` and h3 at
+/// 20,000 req/s, both at 4x16.
+fn beside_a_saturated_h1(h2_rps: f64, h2_succeeded: u64) -> [Row; 3] {
+    let mut h1 = shaped(Variant::H1, 64, 1, 96_013.0);
+    h1.client_cpu_max = Some(0.95);
+    h1.succeeded = 57_608;
+    let mut h2 = shaped(Variant::H2, 4, 16, h2_rps);
+    h2.succeeded = h2_succeeded;
+    let mut h3 = shaped(Variant::H3, 4, 16, 20_000.0);
+    h3.succeeded = 12_000;
+    [h1, h2, h3]
+}
+
 /// A baseline held back by its client that is not the fastest: the fastest gets no ratio, and
 /// the line named no slowest row either (`httpvs compare`'s large payload here: "h2c fastest
 /// (no ratio to h1 ...)" and nothing of h3). The slowest's ratio is a bound there too.
 #[test]
 fn a_saturated_baseline_that_is_not_fastest_bounds_the_slowest_ratio() {
-    let mut h1 = shaped(Variant::H1, 64, 1, 96_013.0);
-    h1.client_cpu_max = Some(0.95);
-    h1.succeeded = 57_608;
-    let mut h2 = shaped(Variant::H2, 4, 16, 431_413.0);
-    h2.succeeded = 258_848;
-    let mut h3 = shaped(Variant::H3, 4, 16, 20_000.0);
-    h3.succeeded = 12_000;
-    let rows = [h1, h2, h3];
+    let rows = beside_a_saturated_h1(431_413.0, 258_848);
     let v = verdict(&rows, Variant::H1, CLEAN);
     assert_eq!(
         v.line,
@@ -586,14 +592,7 @@ fn a_saturated_baseline_that_is_not_fastest_bounds_the_slowest_ratio() {
 /// (spread ±0%)", naming no slowest row and not why. The slowest's ratio is now a bound.
 #[test]
 fn a_saturated_fastest_baseline_bounds_the_slowest_ratio() {
-    let mut h1 = shaped(Variant::H1, 64, 1, 96_013.0);
-    h1.client_cpu_max = Some(0.95);
-    h1.succeeded = 57_608;
-    let mut h2 = shaped(Variant::H2, 4, 16, 43_141.0);
-    h2.succeeded = 25_884;
-    let mut h3 = shaped(Variant::H3, 4, 16, 20_000.0);
-    h3.succeeded = 12_000;
-    let rows = [h1, h2, h3];
+    let rows = beside_a_saturated_h1(43_141.0, 25_884);
     let v = verdict(&rows, Variant::H1, CLEAN);
     assert_eq!(
         v.line,
