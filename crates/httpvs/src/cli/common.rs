@@ -540,14 +540,15 @@ fn check_body_is_meant(data: &str, spelled: &str) -> anyhow::Result<()> {
             "-d {data:?} would be the request body (-d is the body, as in curl, hey and oha); wrk's -d DURATION is -z {data} here; to send the body {data}, use --data {data}"
         )));
     }
+    // h2load spells its file `-d` and `--data` alike: the refusal names the spelling typed.
     if data == "-" {
-        return Err(usage(
-            "-d \"-\" would be the request body (-d is the body, as in curl, hey and oha); to send stdin as h2load's -d - does, use -d @-",
-        ));
+        return Err(usage(format!(
+            "{spelled} \"-\" would be the request body ({spelled} is the body, as in curl, hey and oha); to send stdin as h2load's {spelled} - does, use -d @-"
+        )));
     }
     if data.len() < 4096 && std::path::Path::new(data).is_file() {
         return Err(usage(format!(
-            "-d {data:?} would be the request body (-d is the body, as in curl, hey and oha); to send a file as h2load's -d does, use -d @{data} or --data-file {data}"
+            "{spelled} {data:?} would be the request body ({spelled} is the body, as in curl, hey and oha); to send a file as h2load's {spelled} does, use -d @{data} or --data-file {data}"
         )));
     }
     Ok(())
@@ -631,6 +632,23 @@ mod tests {
         let later = args(&["--warm-up-time", "1s", "--warmup", "1x"]);
         assert_eq!(last_spelling(&later, &both), "--warmup");
         assert_eq!(last_spelling(&args(&["-z", "1s"]), &both), "--warmup");
+    }
+
+    /// h2load posts a file by `-d FILE` and `--data FILE` alike: the refusal says the spelling
+    /// typed (it said `-d` after `--data ca.pem`).
+    #[test]
+    fn a_body_that_names_a_file_is_refused_in_the_spelling_typed() {
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+        for spelled in ["--data", "-d"] {
+            let err = check_body_is_meant(file, spelled).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("{spelled} \"")), "{err}");
+            assert!(err.contains(&format!("h2load's {spelled} does")), "{err}");
+            let err = check_body_is_meant("-", spelled).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("{spelled} \"-\"")), "{err}");
+        }
+        // wrk's `-d 2s` is refused only as `-d`: `--data 2s` is a body of "2s".
+        assert!(check_body_is_meant("2s", "-d").is_err());
+        assert!(check_body_is_meant("2s", "--data").is_ok());
     }
 
     #[test]
