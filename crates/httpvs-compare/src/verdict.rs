@@ -463,6 +463,17 @@ pub fn verdict(rows: &[Row], baseline: Variant, link: LinkTraits) -> Verdict {
             each.join(", ")
         ));
     }
+    // Rows that did not run (the server went away mid-matrix) are named, or the line would
+    // read as a verdict over every protocol of the table.
+    let not_run: Vec<String> = rows
+        .iter()
+        .filter(|r| r.failure.is_some())
+        .map(|r| label(r, rows))
+        .collect();
+    if !not_run.is_empty() {
+        v.line
+            .push_str(&format!("; did not run: {}", not_run.join(", ")));
+    }
     v.not_ranked = not_ranked;
     v
 }

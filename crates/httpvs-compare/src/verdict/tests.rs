@@ -756,6 +756,23 @@ fn a_lone_row_beside_rows_that_did_not_run_is_no_winner() {
     assert_eq!(v.line, "no verdict: only h1 ran (h2c did not run)");
 }
 
+/// The server went away mid-matrix: two rows ran and are ranked, and the line names the one
+/// that did not run (it read "h1 fastest ...; slowest h1-close ..." as if over the whole table).
+#[test]
+fn rows_that_did_not_run_are_named_beside_a_verdict() {
+    let mut gone = row(Variant::H2c, [0.0, 0.0, 0.0]);
+    gone.failure = Some("connection refused".into());
+    let rows = [
+        row(Variant::H1, [100.0, 100.0, 100.0]),
+        row(Variant::H2, [200.0, 200.0, 200.0]),
+        gone,
+    ];
+    let v = verdict(&rows, Variant::H1, CLEAN);
+    assert_eq!(v.fastest, Some(Variant::H2));
+    assert!(v.line.starts_with("h2 fastest, 2.00x h1"), "{}", v.line);
+    assert!(v.line.ends_with("; did not run: h2c"), "{}", v.line);
+}
+
 /// A row that ran but failed every request (the server went away during its cell) is not
 /// blamed on lost handshakes ("opened 0 of 4 connections; a --warmup over 1 s lets lost
 /// handshakes retry", on loopback), and does not stop the other row's verdict.
