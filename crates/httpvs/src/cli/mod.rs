@@ -244,6 +244,14 @@ fn plain_value_reason(line: &str) -> String {
         "number too large to fit in target type" => "too large".to_owned(),
         _ => match reason.split_once(" is not in ") {
             Some((_, range)) => match range.split_once("..=") {
+                // Past the type's top: "expected 0 to 4294967295" read as if 0 were fine, where
+                // the flag's own check then refuses it.
+                Some((_, high))
+                    if value.parse::<u128>().ok() > high.parse::<u128>().ok()
+                        && high.parse::<u128>().is_ok() =>
+                {
+                    format!("too large (at most {high})")
+                }
                 Some((low, high)) => format!("expected {low} to {high}"),
                 None => reason.to_owned(),
             },
@@ -289,7 +297,7 @@ mod tests {
             ),
             (
                 "invalid value '5000000000' for '--streams <N>': 5000000000 is not in 0..=4294967295",
-                "invalid value '5000000000' for '--streams <N>': expected 0 to 4294967295",
+                "invalid value '5000000000' for '--streams <N>': too large (at most 4294967295)",
             ),
             (
                 "invalid value 'abc' for '--rate <R>': invalid float literal",
