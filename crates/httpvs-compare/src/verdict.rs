@@ -412,12 +412,17 @@ pub fn verdict(rows: &[Row], baseline: Variant, link: LinkTraits) -> Verdict {
         }
         return nothing(no_verdict_line(&blocking, rows), not_ranked);
     };
-    // One row left to rank because the others did not run, or failed every request: there is
-    // nothing to compare it with.
-    let failed: Vec<String> = rows
+    // Rows that did not run (the server went away mid-matrix).
+    let not_run: Vec<String> = rows
         .iter()
         .filter(|r| r.failure.is_some())
-        .map(|r| format!("{} did not run", label(r, rows)))
+        .map(|r| label(r, rows))
+        .collect();
+    // One row left to rank because the others did not run, or failed every request: there is
+    // nothing to compare it with.
+    let failed: Vec<String> = not_run
+        .iter()
+        .map(|name| format!("{name} did not run"))
         .chain(
             errored
                 .iter()
@@ -463,13 +468,8 @@ pub fn verdict(rows: &[Row], baseline: Variant, link: LinkTraits) -> Verdict {
             each.join(", ")
         ));
     }
-    // Rows that did not run (the server went away mid-matrix) are named, or the line would
-    // read as a verdict over every protocol of the table.
-    let not_run: Vec<String> = rows
-        .iter()
-        .filter(|r| r.failure.is_some())
-        .map(|r| label(r, rows))
-        .collect();
+    // Rows that did not run are named, or the line would read as a verdict over every
+    // protocol of the table.
     if !not_run.is_empty() {
         v.line
             .push_str(&format!("; did not run: {}", not_run.join(", ")));

@@ -247,8 +247,10 @@ fn plain_value_reason(line: &str) -> String {
                 // Past the type's top: "expected 0 to 4294967295" read as if 0 were fine, where
                 // the flag's own check then refuses it.
                 Some((_, high))
-                    if value.parse::<u128>().ok() > high.parse::<u128>().ok()
-                        && high.parse::<u128>().is_ok() =>
+                    if matches!(
+                        (value.parse::<u128>(), high.parse::<u128>()),
+                        (Ok(v), Ok(h)) if v > h
+                    ) =>
                 {
                     format!("too large (at most {high})")
                 }
