@@ -32,13 +32,18 @@ fn bad_windows_are_one_line_and_exit_2() {
     let h2c = ["load", "-p", "h2c", "http://127.0.0.1:1/"];
     let cases: &[(&[&str], &str)] = &[
         (&["--window", "0"], "--window 0: a receive window is 1 to"),
-        (&["--window", "2g"], "--window 2147483648: "),
+        // A size typed with a unit is shown as typed, with its bytes.
+        (&["--window", "2g"], "--window 2g (2147483648 bytes): "),
+        (&["--window", "2147483648"], "--window 2147483648: "),
         (
             &["--window", "lots"],
             "--window: `lots` is not a byte count",
         ),
         (&["--window", "-1"], "--window: `-1` is not a byte count"),
-        (&["--connection-window", "16k"], "is below 65535 bytes"),
+        (
+            &["--connection-window", "16k"],
+            "--connection-window 16k (16384 bytes) is below 65535 bytes",
+        ),
         (&["--connection-window", "0"], "--connection-window 0: "),
     ];
     for (extra, expected) in cases {
@@ -64,6 +69,17 @@ fn bad_windows_are_one_line_and_exit_2() {
         assert!(line.contains("no flow-control window"), "{args:?}: {line}");
     }
     one_line_exit_2(&["trace", "-p", "h2c", "--window", "x", "http://127.0.0.1:1/"]);
+    let line = one_line_exit_2(&[
+        "trace",
+        "-p",
+        "h2c",
+        "--window",
+        "3g",
+        "http://127.0.0.1:1/",
+    ]);
+    assert!(line.contains("--window 3g (3221225472 bytes): "), "{line}");
+    let line = one_line_exit_2(&["trace", "-p", "h1", "-w", "16", "http://127.0.0.1:1/"]);
+    assert!(line.contains("-w needs -p h2c"), "{line}");
     // h2load's -w/-W take bits: 1 to 30, and not with the size flag of the same window.
     for (extra, expected) in [
         (&["-w", "31"][..], "-w 31: use 1 to 30"),

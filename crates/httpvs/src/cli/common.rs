@@ -205,9 +205,26 @@ pub struct WindowFlags {
 
 impl WindowFlags {
     /// A window error in the spelling the user gave: h2load's `-w N`/`-W N` are checked as
-    /// `--window`/`--connection-window` of 2^N-1 bytes, and the line named those instead.
+    /// `--window`/`--connection-window` of 2^N-1 bytes, and the line named those instead; a
+    /// size typed with a unit (`3g`) is checked in bytes, and the line showed only those.
     pub fn as_given(&self, text: String) -> String {
         let mut text = text;
+        for (typed, long) in [
+            (&self.window, "--window"),
+            (&self.connection_window, "--connection-window"),
+        ] {
+            let Some(typed) = typed.as_deref() else {
+                continue;
+            };
+            if let Ok(bytes) = parse_size(typed) {
+                if typed != bytes.to_string() {
+                    text = text.replace(
+                        &format!("{long} {bytes}"),
+                        &format!("{long} {typed} ({bytes} bytes)"),
+                    );
+                }
+            }
+        }
         for (bits, short, long) in [
             (self.window_bits, "-w", "--window"),
             (self.connection_window_bits, "-W", "--connection-window"),

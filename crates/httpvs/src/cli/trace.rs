@@ -190,7 +190,9 @@ fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
         check_cacert(path)?;
     }
     let windows = args.windows.windows()?;
-    windows.check(protocol, https).map_err(usage)?;
+    windows
+        .check(protocol, https)
+        .map_err(|e| usage(args.windows.as_given(e)))?;
     let request = RequestSpec {
         method: method(args)?,
         uri: with_root_path(url.clone()),
