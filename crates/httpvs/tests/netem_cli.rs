@@ -41,6 +41,26 @@ fn a_bad_netem_token_is_named_in_one_line() {
     assert!(text(&out.stderr).contains("`moon`"));
     let out = httpvs(&["netem", "--both", "delay 5ms"]);
     assert_eq!(out.status.code(), Some(2), "a command is required");
+    // A unit-less value's note is for a run that goes ahead: a refusal is its one line alone.
+    for args in [
+        &["netem", "--both", "delay 20"][..],
+        &["netem", "--both", "delay 20", "--", "no-such-program-xyz"],
+    ] {
+        let out = httpvs(args);
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    }
+    // --profiles runs nothing: beside a spec or a command it would have left them unchecked.
+    for args in [
+        &["netem", "--profiles", "--both", "delay bad"][..],
+        &["netem", "--profiles", "--", "true"],
+    ] {
+        let out = httpvs(args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr.contains("give it alone"), "{args:?}: {stderr}");
+    }
     // Both directions name their seed: --seed would be dropped unseen.
     let out = httpvs(&[
         "netem",

@@ -61,26 +61,18 @@ impl Args {
 /// Runs `httpvs netem`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.profiles {
+        let link_flags = [&args.up, &args.down, &args.both, &args.profile];
+        if link_flags.iter().any(|f| f.is_some()) || args.seed.is_some() || !args.command.is_empty()
+        {
+            // Listed and exited 0, a bad spec beside it went unchecked and a command unrun.
+            return Err(usage(
+                "--profiles lists the named profiles and runs nothing: give it alone",
+            ));
+        }
         print_profiles();
         return Ok(ExitCode::SUCCESS);
     }
     let config = link_config(&args)?;
-    if !args.quiet {
-        let given = [
-            ("--up", &args.up),
-            ("--down", &args.down),
-            ("--both", &args.both),
-        ];
-        for (flag, spec) in given {
-            for note in spec
-                .as_deref()
-                .map(Impairment::unitless)
-                .unwrap_or_default()
-            {
-                say!("httpvs netem: note: {flag} {note}");
-            }
-        }
-    }
     let Some((program_os, program_args)) = args.command.split_first() else {
         return Err(usage(
             "give the command to run after `--`, e.g. httpvs netem --both \"delay 50ms\" -- curl http://127.0.0.1:8080/",
@@ -126,6 +118,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Lookup::NotFound => return refused(127, "not found"),
         Lookup::Directory => return refused(126, "a directory, not a program"),
         Lookup::NotExecutable => return refused(126, "not executable"),
+    }
+    // After every check that may refuse the run: a refusal is its one line alone.
+    if !args.quiet {
+        let given = [
+            ("--up", &args.up),
+            ("--down", &args.down),
+            ("--both", &args.both),
+        ];
+        for (flag, spec) in given {
+            for note in spec
+                .as_deref()
+                .map(Impairment::unitless)
+                .unwrap_or_default()
+            {
+                say!("httpvs netem: note: {flag} {note}");
+            }
+        }
     }
     let (up, down) = (config.up.clone(), config.down.clone());
     let link = Link::start(config).context("netem")?;
