@@ -716,6 +716,21 @@ fn ranked_verdict(
             line.push_str(&parenthesised(&[reason, note]));
             compared.push(worst);
             compared.extend(base);
+        } else if let Some((b, r)) = base
+            .filter(|b| !is_base(worst) && tied.iter().any(|t| std::ptr::eq(*t, *b)))
+            .and_then(|b| Some((b, ratio(worst, Some(b))?)))
+        {
+            // Tied with the baseline, which is in the tie, but not with the fastest: left out,
+            // the row was in neither part of the line ("tie: h1-tls ≈ h1 ≈ h2c ≈ h2" and no
+            // word of h3 at 0.95x h1).
+            line.push_str(&format!(
+                "; slowest {} {} {base_label} (tied with {base_label}, not with {})",
+                label(worst, rows),
+                format_ratio(r),
+                label(best, rows)
+            ));
+            compared.push(worst);
+            compared.push(b);
         }
     }
     Verdict {

@@ -921,6 +921,30 @@ fn a_slowest_row_that_ties_with_the_baseline_is_not_called_slowest() {
     assert!(!v.line.contains("slowest"), "{}", v.line);
 }
 
+/// A slowest row tied with the baseline, which is in the tie, but not with the fastest: the
+/// tie leaves it out, and it is named with both (it was in no part of the line).
+#[test]
+fn a_slowest_row_tied_with_a_tied_baseline_is_still_named() {
+    let single = |variant, rps| Row {
+        runs: 1,
+        ..row(variant, [rps, rps, rps])
+    };
+    let rows = [
+        single(Variant::H1, 1500.0),
+        single(Variant::H1Tls, 1540.0),
+        single(Variant::H2c, 1510.0),
+        single(Variant::H3, 1461.0),
+    ];
+    let v = verdict(&rows, Variant::H1, DELAYED);
+    assert!(v.line.starts_with("tie: h1-tls ≈ h2c ≈ h1"), "{}", v.line);
+    assert!(
+        v.line
+            .ends_with("; slowest h3 0.97x h1 (tied with h1, not with h1-tls)"),
+        "{}",
+        v.line
+    );
+}
+
 /// A table of one row (the plan or the probe left one protocol) names no "fastest" of one; the
 /// row still stands, so the run has its verdict.
 #[test]
