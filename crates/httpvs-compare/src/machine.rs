@@ -19,6 +19,10 @@ pub struct MachineFacts {
     pub httpvs_version: String,
     /// Library versions compare ran with (rustls, quinn, h2...).
     pub libraries: Vec<(String, String)>,
+    /// The kernel's TCP congestion control (`bbr`, `cubic`; empty if unknown): the TCP rows'
+    /// sockets use it, and h3 follows it. Absent from files of older releases.
+    #[serde(default)]
+    pub tcp_congestion_control: String,
 }
 
 impl MachineFacts {
@@ -48,18 +52,26 @@ impl MachineFacts {
                 .iter()
                 .map(|(n, v)| (n.to_string(), v.to_string()))
                 .collect(),
+            tcp_congestion_control: read("/proc/sys/net/ipv4/tcp_congestion_control")
+                .trim()
+                .to_string(),
         }
     }
 
-    /// One line: "2 cores (Intel Xeon ...), Linux 6.1, 24 GiB".
+    /// One line: "2 cores (Intel Xeon ...), Linux 6.1, TCP bbr, 24 GiB, httpvs 0.1.0".
     pub fn one_line(&self) -> String {
         let model = if self.cpu_model.is_empty() {
             String::new()
         } else {
             format!(" ({})", self.cpu_model)
         };
+        let tcp = if self.tcp_congestion_control.is_empty() {
+            String::new()
+        } else {
+            format!(", TCP {}", self.tcp_congestion_control)
+        };
         format!(
-            "{} cores{model}, Linux {}, {:.0} GiB, httpvs {}",
+            "{} cores{model}, Linux {}{tcp}, {:.0} GiB, httpvs {}",
             self.cores,
             self.kernel,
             self.memory_bytes as f64 / (1u64 << 30) as f64,

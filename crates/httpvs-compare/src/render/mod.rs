@@ -235,6 +235,33 @@ mod tests {
         }
     }
 
+    /// On an emulated link the server's TCP congestion control shapes the rows (BBR paces a
+    /// response of a few KiB over a long round trip): the text names it then, and the HTML's
+    /// machine line and the JSON always.
+    #[test]
+    fn the_tcp_congestion_control_is_named_where_a_link_was_emulated() {
+        let mut results = sample::results();
+        results.machine.tcp_congestion_control = "bbr".into();
+        let line = "TCP congestion control: bbr (the kernel's; the TCP rows use it, and h3 \
+                    follows it)\n";
+        assert!(text::render(&results).contains(line));
+        assert!(html::render(&results).contains(", TCP bbr, "));
+        let json: serde_json::Value = serde_json::from_str(&results.to_json().unwrap()).unwrap();
+        assert_eq!(json["machine"]["tcp_congestion_control"], "bbr");
+        // No cell ran on an emulated link (skipped, or a clean-only plan): no line.
+        results.cells.retain(|c| c.condition == "clean");
+        let t = text::render(&results);
+        assert!(!t.contains("TCP congestion control"), "{t}");
+        // A file of an older release has no such field: it reads as unknown, and no line.
+        let mut json = json;
+        json["machine"]
+            .as_object_mut()
+            .unwrap()
+            .remove("tcp_congestion_control");
+        let back: Results = serde_json::from_value(json).unwrap();
+        assert_eq!(back.machine.tcp_congestion_control, "");
+    }
+
     #[test]
     fn json_keeps_each_tables_verdict_with_the_in_flight_counts_it_compared() {
         let mut results = sample::results();

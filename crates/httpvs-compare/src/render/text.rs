@@ -105,6 +105,20 @@ fn setup_lines(results: &Results) -> String {
     if let Some(line) = results.interruption_line() {
         let _ = writeln!(out, "{line}");
     }
+    // On an emulated link the server's TCP congestion control shapes the TCP rows (BBR paces a
+    // response of a few KiB over a long round trip), and h3 follows it: worth a line there.
+    let emulated = results
+        .plan
+        .conditions
+        .iter()
+        .any(|c| !c.is_clean() && results.cells.iter().any(|cell| cell.condition == c.name));
+    let tcp = &results.machine.tcp_congestion_control;
+    if emulated && !tcp.is_empty() {
+        let _ = writeln!(
+            out,
+            "TCP congestion control: {tcp} (the kernel's; the TCP rows use it, and h3 follows it)"
+        );
+    }
     for list in [&s.skipped_protocols, &s.skipped_conditions] {
         for (names, reason) in crate::results::grouped(list) {
             let _ = writeln!(out, "skipped {names}: {reason}");
