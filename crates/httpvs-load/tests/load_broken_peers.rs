@@ -395,3 +395,58 @@ fn h1_bytes_no_request_asked_for_close_the_connection() {
         );
     }
 }
+
+/// An h1 server that answers every request with `100 Continue` heads, without end and without
+/// pause, until the client goes.
+fn serve_endless_interim(mut tcp: TcpStream) {
+    let _ = tcp.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut buf = [0u8; 4096];
+    if !matches!(tcp.read(&mut buf), Ok(n) if n > 0) {
+        return;
+    }
+    let heads = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(1000);
+    while tcp.write_all(&heads).is_ok() {}
+}
+
+/// Runs `config` on a thread and waits at most `bound` for its report: a run that outlives
+/// its own bounds by that much is the failure under test, not a slow machine.
+fn run_within(config: LoadConfig, bound: Duration) -> httpvs_load::Report {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(httpvs_load::run(&config, &mut Quiet).expect("run starts"));
+    });
+    rx.recv_timeout(bound)
+        .unwrap_or_else(|_| panic!("the run did not end within {bound:?}"))
+}
+
+/// A connection that always has bytes to read spent tokio's task budget on every poll, and the
+/// run's end and the request timeout, timers polled after it in the same task, never got any:
+/// a server streaming `100 Continue` heads kept a 3 s run going for 27 s to over 2 minutes,
+/// SIGTERM included, and a 1 s timeout fired after 4 to 10 s.
+#[test]
+fn a_server_that_never_stops_talking_cannot_hold_the_run() {
+    let addr = serve_each(serve_endless_interim);
+    let base = LoadConfig::new(&format!("http://{addr}/"))
+        .unwrap()
+        .protocol(ProtocolChoice::Fixed(ProtocolKind::H1))
+        .shape(2, 1)
+        .threads(1);
+    // `-z`: the run ends at its end, with both requests cut off.
+    let r = run_within(
+        base.clone().duration(Duration::from_millis(500)),
+        Duration::from_secs(30),
+    );
+    assert!(r.requests.identity_holds, "{:?}", r.requests);
+    assert_eq!(r.requests.succeeded, 0, "{:?}", r.requests);
+    // `--timeout`: each request times out, and the run goes on to its count.
+    let mut config = base.requests(4);
+    config.timeout = Some(Duration::from_millis(200));
+    let r = run_within(config, Duration::from_secs(30));
+    assert_eq!(r.requests.failed, 4, "{:?}", r.requests);
+    assert_eq!(
+        r.errors.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
+        ["request_timeout"],
+        "{:?}",
+        r.errors
+    );
+}

@@ -85,15 +85,21 @@ impl<P: Protocol> WorkerCtx<P> {
         if self.cancelled.get() {
             return;
         }
-        match self.shared.deadline {
-            Some(deadline) => {
-                tokio::select! {
-                    _ = tokio::time::sleep_until(deadline.into()) => {}
-                    _ = self.cancel.notified() => {}
+        // Outside tokio's task budget: the streams polled before this in the same task can
+        // spend it on every poll (a server streaming `100 Continue` heads without pause), and a
+        // timer with no budget says Pending however late it is: a 3 s run went on for 27 s.
+        tokio::task::unconstrained(async {
+            match self.shared.deadline {
+                Some(deadline) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(deadline.into()) => {}
+                        _ = self.cancel.notified() => {}
+                    }
                 }
+                None => self.cancel.notified().await,
             }
-            None => self.cancel.notified().await,
-        }
+        })
+        .await
     }
 
     /// Interrupts every stream of this worker (called when the run's stop flag is seen).

@@ -164,13 +164,19 @@ impl RequestDeadlines {
                 return Poll::Pending;
             };
             let at = tokio::time::Instant::from_std(armed);
-            if timer.deadline() != at {
-                timer.as_mut().reset(at);
-            }
             self.polled_for.set(Some(armed));
-            let mut timer_cx = Context::from_waker(&self.timer_waker);
-            if timer.as_mut().poll(&mut timer_cx).is_pending() {
-                return Poll::Pending;
+            // A deadline already past is not asked of the timer: tokio's timer says Pending
+            // once the task's budget is spent, however late it is, and a stream whose peer
+            // never pauses spends it on every poll before this one (its request then never
+            // timed out). Only a wake by the timer or a new deadline gets here.
+            if tokio::time::Instant::now() < at {
+                if timer.deadline() != at {
+                    timer.as_mut().reset(at);
+                }
+                let mut timer_cx = Context::from_waker(&self.timer_waker);
+                if timer.as_mut().poll(&mut timer_cx).is_pending() {
+                    return Poll::Pending;
+                }
             }
             // The timer fired at the armed deadline: that one has come even if the clock,
             // read a moment later, is a hair behind it (no spinning on sub-tick remainders).
@@ -286,6 +292,38 @@ mod tests {
                 watcher.abort();
             })
             .await;
+    }
+
+    /// Work that is always ready (a peer streaming bytes without pause) spends the task's
+    /// budget on every poll, and the watcher is polled after it in the same task: its timer
+    /// then said Pending however late it was, and the request never timed out.
+    #[test]
+    fn work_that_spends_the_task_budget_still_times_out() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let board = RequestDeadlines::new(1);
+            let out = runtime.block_on(async {
+                let busy = async {
+                    loop {
+                        tokio::task::consume_budget().await;
+                    }
+                };
+                let deadline = Instant::now() + Duration::from_millis(50);
+                tokio::select! {
+                    biased;
+                    out = board.within(0, Some(deadline), busy) => out,
+                    () = board.watch() => Some(()),
+                }
+            });
+            let _ = tx.send(out);
+        });
+        // Real time, not a paused clock: a task that is always woken never lets it advance.
+        let out = rx.recv_timeout(Duration::from_secs(10));
+        assert_eq!(out, Ok(None), "the request did not time out");
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
