@@ -957,6 +957,71 @@ fn an_interrupted_run_reports_what_ran_and_says_so() {
     }
 }
 
+/// A stop that takes the server down with it (a script's Ctrl-C reaches both; here SIGTERM to
+/// the run, then SIGKILL to its server): the workers looked at the stop flag every 100 ms and
+/// went on starting requests meanwhile, which the dead server refused, about 2,700 of them in a
+/// run like this one, and the responses in flight failed. The signal now wakes the workers at
+/// once: the requests in flight are cut off, and nothing fails.
+#[test]
+fn a_stop_that_takes_the_server_down_with_it_fails_nothing() {
+    use std::io::BufRead;
+    let mut server = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--https",
+            "off",
+            "--h3",
+            "off",
+        ])
+        .args(["--threads", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = std::io::BufReader::new(server.stdout.take().unwrap()).lines();
+    let url = lines
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.starts_with("http://"))
+                .map(String::from)
+        })
+        .expect("serve names its listener");
+    let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args([
+            "load",
+            &url,
+            "-n",
+            "100000000",
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling our own child processes.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    // The server dies moments later, as in a script: time for the run's thread to be scheduled
+    // on a loaded machine, well inside the 100 ms the workers took to look.
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    let _ = server.kill();
+    let _ = server.wait();
+    let out = child.wait_with_output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(out.status.code(), Some(130));
+    assert_eq!(json["interrupted"], true, "{json}");
+    assert_eq!(json["requests"]["identity_holds"], true);
+    assert_eq!(json["requests"]["failed"], 0, "{}", json["errors"]);
+}
+
 /// Ctrl-C in the warm-up: nothing was measured, and the report says so; the warm-up's
 /// requests in flight did not "outlive it" (they read so, with a duration of 1e-9 s). In the
 /// open model no schedule line is left over ("0 of 0 sends were late", percentiles of nothing).

@@ -14,6 +14,7 @@ mod pin;
 mod request_timer;
 pub mod setup;
 mod slot;
+pub mod stop_bell;
 mod stream;
 mod worker;
 

@@ -287,7 +287,9 @@ async fn until_precisely(at: Instant) {
 const STOP_POLL: Duration = Duration::from_millis(100);
 
 /// Every second (aligned to the run's origin), hands the interval to the coordinator; in
-/// between, watches the stop flag so an interrupt ends the streams within [`STOP_POLL`].
+/// between, watches the stop flag so an interrupt ends the streams within [`STOP_POLL`], or at
+/// once when the stop came with the stop bell ([`super::stop_bell`], rung by the CLI's signal
+/// handler).
 async fn send_intervals<P: crate::protocol::Protocol>(
     ctx: Rc<WorkerCtx<P>>,
     tx: Sender<WorkerMsg>,
@@ -295,11 +297,19 @@ async fn send_intervals<P: crate::protocol::Protocol>(
     let origin = ctx.shared.origin;
     let mut tick = 1u64;
     let mut next_send = origin + Duration::from_secs(tick);
+    let mut bell = super::stop_bell::Listener::watch();
     loop {
         let wake = (Instant::now() + STOP_POLL).min(next_send);
-        tokio::time::sleep_until(wake.into()).await;
+        let rung = tokio::select! {
+            () = tokio::time::sleep_until(wake.into()) => false,
+            () = bell.rung() => true,
+        };
         if ctx.shared.stopping() {
             ctx.interrupt();
+        }
+        if rung {
+            // Seen once: it stays rung, and another run's stop must not spin this loop.
+            bell.stop_listening();
         }
         if Instant::now() < next_send {
             continue;

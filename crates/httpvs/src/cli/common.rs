@@ -373,6 +373,8 @@ pub(super) fn interrupt_flag() -> Arc<AtomicBool> {
             if let Some(flag) = FLAG.get() {
                 flag.store(true, Ordering::Relaxed);
             }
+            // The workers look at the flag every 100 ms; the bell wakes them now.
+            httpvs_load::engine::stop_bell::ring();
             return;
         }
         // `timeout` signals its command and then the command's process group, and a shell's
@@ -391,13 +393,15 @@ pub(super) fn interrupt_flag() -> Arc<AtomicBool> {
     let flag = FLAG
         .get_or_init(|| Arc::new(AtomicBool::new(false)))
         .clone();
+    // Before the handlers: they ring it.
+    httpvs_load::engine::stop_bell::install();
     // Ctrl-C, SIGTERM as `timeout` and service managers send it, and SIGHUP as a closed
     // terminal or ssh session sends it: each ends the run with its report, so a long compare
     // still writes its JSON and HTML (a hang-up used to kill it with nothing written; `netem`
     // already passes SIGHUP on as a stop).
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: installing a handler that only reads the clock, stores to atomics and calls
-        // signal() and raise().
+        // SAFETY: installing a handler that only reads the clock, stores to atomics, writes
+        // to the stop bell's eventfd and calls signal() and raise().
         unsafe {
             libc::signal(
                 signal,
