@@ -450,3 +450,50 @@ fn a_server_that_never_stops_talking_cannot_hold_the_run() {
         r.errors
     );
 }
+
+/// An h1 server that reads a request, then resets the connection (SO_LINGER 0) or, with
+/// `answer`, answers it whole and closes as `Connection: close` asked.
+fn serve_one_then(mut tcp: TcpStream, answer: bool) {
+    let _ = tcp.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut buf = [0u8; 4096];
+    if !matches!(tcp.read(&mut buf), Ok(n) if n > 0) {
+        return;
+    }
+    if answer {
+        let _ =
+            tcp.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi");
+    } else {
+        let _ = socket2::SockRef::from(&tcp).set_linger(Some(Duration::ZERO));
+    }
+}
+
+/// `--no-keepalive` marked each connection closed by us as its request went out, so a server
+/// that reset every one read "closed by the server 0 (... reset 0); by us 20" beside 20 reset
+/// errors. The server's cut is its own; a close after a whole answer is the one we asked for.
+#[test]
+fn without_keepalive_the_servers_resets_are_the_servers() {
+    for (answer, by_server, reset, by_us) in [(false, 10, 10, 0), (true, 0, 0, 10)] {
+        let addr = serve_each(move |tcp| serve_one_then(tcp, answer));
+        let mut config = LoadConfig::new(&format!("http://{addr}/"))
+            .unwrap()
+            .protocol(ProtocolChoice::Fixed(ProtocolKind::H1))
+            .shape(1, 1)
+            .threads(1)
+            .requests(10);
+        config.keepalive = false;
+        let r = httpvs_load::run(&config, &mut Quiet).expect("run starts");
+        let c = &r.connections;
+        assert_eq!(
+            r.requests.succeeded,
+            if answer { 10 } else { 0 },
+            "{:?}",
+            r.requests
+        );
+        assert_eq!(
+            c.closed_by_server.total, by_server,
+            "answer {answer}: {c:?}"
+        );
+        assert_eq!(c.closed_by_server.reset, reset, "answer {answer}: {c:?}");
+        assert_eq!(c.closed_locally, by_us, "answer {answer}: {c:?}");
+    }
+}

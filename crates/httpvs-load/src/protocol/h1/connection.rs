@@ -153,6 +153,14 @@ impl Http1Connection {
         self.next_turn.get() == self.writes.queued_through()
     }
 
+    /// `--no-keepalive`: this connection carries exactly one request, and it has it. The
+    /// connection is not retired then: a server that resets or cuts it off before the answer
+    /// is its cause (it read "closed by us" for every one), while a close after a whole
+    /// response is the one the request asked for, ours.
+    fn spent(&self) -> bool {
+        !self.keepalive && self.writes.queued_through() > 0
+    }
+
     fn retire(&self, cause: CloseCause) {
         if self.cause.get() == CloseCause::Open {
             self.cause.set(cause);
@@ -340,7 +348,10 @@ impl Http1Connection {
                 let last = if head.close {
                     // A body delimited by the close ends with the server's FIN, not with a
                     // `Connection: close` it never sent.
-                    let cause = if head.status == 101 || head.faulty_framing {
+                    let cause = if !self.keepalive {
+                        // The close the request asked for (`Connection: close`).
+                        CloseCause::Local
+                    } else if head.status == 101 || head.faulty_framing {
                         // Switched protocols, or framing we will not trust for the next
                         // response: we leave the connection, the server ended nothing.
                         CloseCause::Local
@@ -444,15 +455,11 @@ impl Http1Connection {
     /// whether this send is to write the queue ([`Http1Connection::flush_queued`]): no flush
     /// is under way, which would take it along.
     fn queue_request(&self, req: &RequestSpec) -> Result<(u64, bool), SendError> {
-        if self.cause.get() != CloseCause::Open {
+        if self.cause.get() != CloseCause::Open || self.spent() {
             return Err(RETRY);
         }
         let (ticket, head_len) = self.writes.queue(req, self.keepalive);
         self.counter.add_header_sent(head_len as u64);
-        if !self.keepalive {
-            // `--no-keepalive`: this connection carries exactly this request.
-            self.retire(CloseCause::Local);
-        }
         Ok((ticket, !self.writes.is_flushing()))
     }
 
@@ -810,7 +817,7 @@ impl crate::protocol::Connection for Http1Connection {
     }
 
     fn accepts_requests(&self) -> bool {
-        if self.cause.get() != CloseCause::Open {
+        if self.cause.get() != CloseCause::Open || self.spent() {
             return false;
         }
         // Idle (every response read) and the server spoke: it closed the connection while it
