@@ -1215,17 +1215,17 @@ fn the_report_says_what_succeeded_means() {
 #[test]
 fn connections_beyond_the_open_file_limit_are_refused_up_front() {
     for (flags, words) in [
-        ("-c 1000 -t 1", "-c 1000 needs about 1068 open files"),
+        ("-c 1000 -t 1", "-c 1000 needs about 1069 open files"),
         // Without keep-alive each of a connection's -m requests opens a connection of its own.
         (
             "-c 150 -m 4 --no-keepalive -t 1",
-            "-c 150 x -m 4 with --no-keepalive needs about 668 open files",
+            "-c 150 x -m 4 with --no-keepalive needs about 669 open files",
         ),
-        // Each worker's runtime holds 4 files: 40 workers could not all start, and the others
+        // Each worker holds 5 files: 40 workers could not all start, and the others
         // ran the whole load, whose report was then lost to that error.
         (
             "-c 60 -t 40",
-            "-c 60 on 40 threads needs about 284 open files, and this process may open 256 \
+            "-c 60 on 40 threads needs about 324 open files, and this process may open 256 \
              (ulimit -n): raise the limit or lower -c or -t",
         ),
     ] {

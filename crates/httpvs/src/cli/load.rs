@@ -717,8 +717,9 @@ fn request_urls(args: &Args) -> anyhow::Result<Vec<(String, Option<String>)>> {
 /// connection, an output file.
 const FD_SLACK: u64 = 64;
 
-/// Open files each worker thread holds: its runtime's epoll, eventfd and timer (measured: 4).
-const FDS_PER_WORKER: u64 = 4;
+/// Open files each worker thread holds: its runtime's epoll, eventfd and timer, and its watch
+/// on the stop bell (measured: 5).
+const FDS_PER_WORKER: u64 = 5;
 
 /// Raises the open-file limit as far as it goes; `-c` beyond it is one clear line, not a run
 /// whose connects fail as `io` errors.
