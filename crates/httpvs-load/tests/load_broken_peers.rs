@@ -29,6 +29,15 @@ fn serve_each(serve: impl Fn(TcpStream) + Clone + Send + 'static) -> std::net::S
     addr
 }
 
+/// A run of `kind` against `addr` on one worker thread, `connections` x `streams`.
+fn one_thread(addr: std::net::SocketAddr, kind: ProtocolKind, shape: (u32, u32)) -> LoadConfig {
+    LoadConfig::new(&format!("http://{addr}/"))
+        .unwrap()
+        .protocol(ProtocolChoice::Fixed(kind))
+        .shape(shape.0, shape.1)
+        .threads(1)
+}
+
 fn serve_oversize(mut tcp: TcpStream) {
     let _ = tcp.set_read_timeout(Some(Duration::from_secs(10)));
     let settings = [0u8, 0, 0, 4, 0, 0, 0, 0, 0];
@@ -70,12 +79,7 @@ fn saw_headers(bytes: &[u8]) -> bool {
 #[test]
 fn an_h2_protocol_error_fails_its_requests_without_retries() {
     let addr = oversize_frame_server();
-    let config = LoadConfig::new(&format!("http://{addr}/"))
-        .unwrap()
-        .protocol(ProtocolChoice::Fixed(ProtocolKind::H2c))
-        .shape(1, 1)
-        .threads(1)
-        .requests(5);
+    let config = one_thread(addr, ProtocolKind::H2c, (1, 1)).requests(5);
     let r = httpvs_load::run(&config, &mut Quiet).expect("run starts");
     assert!(r.requests.identity_holds, "{:?}", r.requests);
     assert_eq!(r.requests.failed, 5, "{:?}", r.requests);
@@ -169,12 +173,7 @@ fn an_h2_flood_ends_the_connection_instead_of_filling_memory() {
         Flood::EmptyContinuation,
     ] {
         let addr = flood_server(flood);
-        let config = LoadConfig::new(&format!("http://{addr}/"))
-            .unwrap()
-            .protocol(ProtocolChoice::Fixed(ProtocolKind::H2c))
-            .shape(1, 1)
-            .threads(1)
-            .requests(3);
+        let config = one_thread(addr, ProtocolKind::H2c, (1, 1)).requests(3);
         let r = httpvs_load::run(&config, &mut Quiet).expect("run starts");
         assert!(r.requests.identity_holds, "{flood:?}: {:?}", r.requests);
         assert_eq!(r.requests.failed, 3, "{flood:?}: {:?}", r.requests);
@@ -213,12 +212,7 @@ fn opening_server(opening: Vec<u8>) -> std::net::SocketAddr {
 
 /// The one line of a one-request h2c run whose first connection to `addr` never became usable.
 fn first_connection_error(addr: std::net::SocketAddr) -> String {
-    let config = LoadConfig::new(&format!("http://{addr}/"))
-        .unwrap()
-        .protocol(ProtocolChoice::Fixed(ProtocolKind::H2c))
-        .shape(1, 1)
-        .threads(1)
-        .requests(1);
+    let config = one_thread(addr, ProtocolKind::H2c, (1, 1)).requests(1);
     let err = httpvs_load::run(&config, &mut Quiet).expect_err("no usable connection");
     err.to_string()
 }
@@ -265,12 +259,7 @@ fn a_goaway_in_place_of_settings_is_named_as_a_refusal() {
 fn a_server_allowing_no_streams_is_refused_up_front() {
     // MAX_CONCURRENT_STREAMS (3) = 0.
     let addr = one_setting_server(3, 0);
-    let config = LoadConfig::new(&format!("http://{addr}/"))
-        .unwrap()
-        .protocol(ProtocolChoice::Fixed(ProtocolKind::H2c))
-        .shape(1, 4)
-        .threads(1)
-        .requests(10);
+    let config = one_thread(addr, ProtocolKind::H2c, (1, 4)).requests(10);
     let err = httpvs_load::run(&config, &mut Quiet).expect_err("no stream to send on");
     assert!(
         err.to_string().contains("allows no concurrent streams"),
@@ -313,12 +302,7 @@ fn serve_then_goaway_error(mut tcp: TcpStream) {
 #[test]
 fn goaways_with_an_error_code_are_counted_apart() {
     let addr = goaway_error_server();
-    let config = LoadConfig::new(&format!("http://{addr}/"))
-        .unwrap()
-        .protocol(ProtocolChoice::Fixed(ProtocolKind::H2c))
-        .shape(1, 1)
-        .threads(1)
-        .requests(6);
+    let config = one_thread(addr, ProtocolKind::H2c, (1, 1)).requests(6);
     let r = httpvs_load::run(&config, &mut Quiet).expect("run starts");
     assert!(r.requests.identity_holds, "{:?}", r.requests);
     assert_eq!(r.requests.succeeded, 6, "{:?}", r.requests);
@@ -376,12 +360,7 @@ fn h1_bytes_no_request_asked_for_close_the_connection() {
         ),
     ] {
         let addr = serve_each(move |tcp| serve_extra(tcp, answers, stray));
-        let mut config = LoadConfig::new(&format!("http://{addr}/"))
-            .unwrap()
-            .protocol(ProtocolChoice::Fixed(ProtocolKind::H1))
-            .shape(1, 1)
-            .threads(1)
-            .requests(10);
+        let mut config = one_thread(addr, ProtocolKind::H1, (1, 1)).requests(10);
         config.rate = rate;
         let r = httpvs_load::run(&config, &mut Quiet).expect("run starts");
         let what = format!("{answers} answers, stray {stray:?}: {:?}", r.connections);
@@ -426,11 +405,7 @@ fn run_within(config: LoadConfig, bound: Duration) -> httpvs_load::Report {
 #[test]
 fn a_server_that_never_stops_talking_cannot_hold_the_run() {
     let addr = serve_each(serve_endless_interim);
-    let base = LoadConfig::new(&format!("http://{addr}/"))
-        .unwrap()
-        .protocol(ProtocolChoice::Fixed(ProtocolKind::H1))
-        .shape(2, 1)
-        .threads(1);
+    let base = one_thread(addr, ProtocolKind::H1, (2, 1));
     // `-z`: the run ends at its end, with both requests cut off.
     let r = run_within(
         base.clone().duration(Duration::from_millis(500)),
@@ -474,12 +449,7 @@ fn serve_one_then(mut tcp: TcpStream, answer: bool) {
 fn without_keepalive_the_servers_resets_are_the_servers() {
     for (answer, by_server, reset, by_us) in [(false, 10, 10, 0), (true, 0, 0, 10)] {
         let addr = serve_each(move |tcp| serve_one_then(tcp, answer));
-        let mut config = LoadConfig::new(&format!("http://{addr}/"))
-            .unwrap()
-            .protocol(ProtocolChoice::Fixed(ProtocolKind::H1))
-            .shape(1, 1)
-            .threads(1)
-            .requests(10);
+        let mut config = one_thread(addr, ProtocolKind::H1, (1, 1)).requests(10);
         config.keepalive = false;
         let r = httpvs_load::run(&config, &mut Quiet).expect("run starts");
         let c = &r.connections;

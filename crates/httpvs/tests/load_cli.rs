@@ -14,6 +14,16 @@ fn httpvs(args: &[&str]) -> Output {
         .expect("httpvs runs")
 }
 
+/// httpvs started with `args`, its stdout and stderr piped (to be signalled, then read).
+fn spawn(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 fn one_line_error(out: &Output) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(stderr.lines().count(), 1, "not one line: {stderr:?}");
@@ -932,15 +942,9 @@ fn an_interrupted_run_reports_what_ran_and_says_so() {
         &[libc::SIGINT, libc::SIGINT],
         &[libc::SIGHUP],
     ] {
-        let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
-            .args([
-                "load", &url, "-z", "20s", "-c", "2", "-t", "1", "--rate", "200",
-            ])
-            .arg("--json")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = spawn(&[
+            "load", &url, "-z", "20s", "-c", "2", "-t", "1", "--rate", "200", "--json",
+        ]);
         std::thread::sleep(std::time::Duration::from_millis(1500));
         for &signal in signals {
             // SAFETY: signalling our own child process.
@@ -989,22 +993,17 @@ fn a_stop_that_takes_the_server_down_with_it_fails_nothing() {
                 .map(String::from)
         })
         .expect("serve names its listener");
-    let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
-        .args([
-            "load",
-            &url,
-            "-n",
-            "100000000",
-            "-c",
-            "4",
-            "-t",
-            "1",
-            "--json",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(&[
+        "load",
+        &url,
+        "-n",
+        "100000000",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "--json",
+    ]);
     std::thread::sleep(std::time::Duration::from_millis(1500));
     // SAFETY: signalling our own child processes.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
@@ -1030,13 +1029,8 @@ fn an_interrupt_in_the_warmup_says_nothing_was_measured() {
     let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
     let url = format!("http://{}/?delay=5s", server.http_addr().unwrap());
     for model in [&[][..], &["--rate", "50"]] {
-        let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
-            .args(["load", &url, "-c", "2", "--warmup", "20s", "-z", "1s"])
-            .args(model)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let base = ["load", &url, "-c", "2", "--warmup", "20s", "-z", "1s"];
+        let child = spawn(&[&base[..], model].concat());
         // Well inside the 20 s warm-up, and past the start (the probe) on a loaded machine.
         std::thread::sleep(std::time::Duration::from_millis(3000));
         // SAFETY: signalling our own child process.
@@ -1063,12 +1057,7 @@ fn an_interrupt_while_checking_the_target_ends_at_once() {
     // The kernel completes the TCP handshakes; nobody ever reads or answers.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("https://{}/", silent.local_addr().unwrap());
-    let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
-        .args(["load", &url, "-k", "-n", "5", "--connect-timeout", "60s"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(&["load", &url, "-k", "-n", "5", "--connect-timeout", "60s"]);
     std::thread::sleep(std::time::Duration::from_millis(500));
     // SAFETY: signalling our own child process.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
