@@ -968,31 +968,13 @@ fn an_interrupted_run_reports_what_ran_and_says_so() {
 /// once: the requests in flight are cut off, and nothing fails.
 #[test]
 fn a_stop_that_takes_the_server_down_with_it_fails_nothing() {
-    use std::io::BufRead;
-    let mut server = Command::new(env!("CARGO_BIN_EXE_httpvs"))
-        .args([
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--https",
-            "off",
-            "--h3",
-            "off",
-        ])
-        .args(["--threads", "1"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let lines = std::io::BufReader::new(server.stdout.take().unwrap()).lines();
-    let url = lines
-        .map_while(Result::ok)
-        .find_map(|l| {
-            l.split_whitespace()
-                .find(|w| w.starts_with("http://"))
-                .map(String::from)
-        })
-        .expect("serve names its listener");
+    let (mut server, _stdout, banner) =
+        support::spawn_serve(&["--https", "off", "--h3", "off", "--threads", "1"]);
+    let url = banner
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("serve names its listener")
+        .to_string();
     let child = spawn(&[
         "load",
         &url,
