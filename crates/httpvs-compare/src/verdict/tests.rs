@@ -54,6 +54,14 @@ fn row(variant: Variant, rps: [f64; 3]) -> Row {
     }
 }
 
+/// A row of a single run at `rps` (no spread).
+fn single(variant: Variant, rps: f64) -> Row {
+    Row {
+        runs: 1,
+        ..row(variant, [rps, rps, rps])
+    }
+}
+
 #[test]
 fn fastest_with_ratio_and_spread() {
     let rows = [
@@ -91,10 +99,6 @@ fn overlapping_spreads_are_a_tie() {
 
 #[test]
 fn single_runs_tie_within_five_percent() {
-    let single = |variant, rps| Row {
-        runs: 1,
-        ..row(variant, [rps, rps, rps])
-    };
     let rows = [single(Variant::H1, 100.0), single(Variant::H2c, 103.0)];
     let v = verdict(&rows, Variant::H1, CLEAN);
     assert!(
@@ -907,10 +911,6 @@ fn another_shape_of_the_baseline_protocol_is_compared_with_the_baseline_row() {
 /// A slowest row within the tie rule of the baseline is not named slowest against it.
 #[test]
 fn a_slowest_row_that_ties_with_the_baseline_is_not_called_slowest() {
-    let single = |variant, rps| Row {
-        runs: 1,
-        ..row(variant, [rps, rps, rps])
-    };
     let rows = [
         single(Variant::H1Tls, 582.0),
         single(Variant::H3, 1570.0),
@@ -925,10 +925,6 @@ fn a_slowest_row_that_ties_with_the_baseline_is_not_called_slowest() {
 /// tie leaves it out, and it is named with both (it was in no part of the line).
 #[test]
 fn a_slowest_row_tied_with_a_tied_baseline_is_still_named() {
-    let single = |variant, rps| Row {
-        runs: 1,
-        ..row(variant, [rps, rps, rps])
-    };
     let rows = [
         single(Variant::H1, 1500.0),
         single(Variant::H1Tls, 1540.0),
