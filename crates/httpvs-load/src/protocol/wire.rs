@@ -20,12 +20,26 @@ pub trait WireTap {
     fn received(&mut self, bytes: &[u8]);
     /// A read found the end of the stream (the peer's FIN, with or without TLS's close_notify).
     fn closed(&mut self) {}
+
+    /// The most one read takes, when the tap's work per byte is heavy: tokio's task budget
+    /// counts reads, not bytes, so a task's poll ends only after 128 reads, and with every
+    /// 25-byte `100 Continue` of a 64 KiB read made an event, a trace's `--timeout` and Ctrl-C
+    /// waited seconds behind a flood for the poll to end.
+    fn read_limit(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// A tap chosen at run time (`httpvs trace`).
 pub struct BoxedTap(pub Box<dyn WireTap + Send>);
 
 impl WireTap for BoxedTap {
+    /// A trace records an event per frame or head: 4 KiB reads keep a poll of 128 of them
+    /// to tens of milliseconds under any flood.
+    fn read_limit(&self) -> Option<usize> {
+        Some(4096)
+    }
+
     fn sent(&mut self, bytes: &[u8]) {
         self.0.sent(bytes)
     }
@@ -182,6 +196,20 @@ impl<S: AsyncRead + Unpin, T: WireTap + Unpin> AsyncRead for TapIo<S, T> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if let Some(limit) = this
+            .tap
+            .read_limit()
+            .filter(|&limit| buf.remaining() > limit)
+        {
+            let mut part = buf.take(limit);
+            let poll = Pin::new(&mut *this).poll_read(cx, &mut part);
+            let n = part.filled().len();
+            // SAFETY: the inner read initialized the first `n` bytes of `part`, which are the
+            // first `n` unfilled bytes of `buf`.
+            unsafe { buf.assume_init(n) };
+            buf.advance(n);
+            return poll;
+        }
         let before = buf.filled().len();
         let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
         match &poll {

@@ -77,6 +77,8 @@ pub enum EventKind {
         text: Option<String>,
         /// The connection ended before the body did (`length` is what arrived).
         cut_off: bool,
+        /// The server's close ended it (else we did: `--timeout`, Ctrl-C, a protocol error).
+        closed_by_server: bool,
         /// The length the head announced (`content-length` framing).
         announced: Option<u64>,
         /// A chunked body's trailer fields, as they came.
@@ -149,6 +151,16 @@ pub enum EventKind {
         /// The remark.
         text: String,
     },
+}
+
+impl TraceEvent {
+    /// A request's outcome, or the connection's error: what a trace must always show.
+    pub fn is_outcome(&self) -> bool {
+        matches!(
+            self.kind,
+            EventKind::Response { .. } | EventKind::RequestFailed { .. } | EventKind::Error { .. }
+        )
+    }
 }
 
 /// An HTTP/2 frame as read from the byte stream.

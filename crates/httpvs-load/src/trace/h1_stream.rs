@@ -69,15 +69,16 @@ impl H1Wire {
         }
     }
 
-    /// The connection is over: a body delimited by the close ends here.
-    pub fn finish(&self) {
+    /// The connection is over (`by_server`: the server closed it; else the trace ended it): a
+    /// body delimited by the close ends here.
+    pub fn finish(&self, by_server: bool) {
         let mut state = self.lock();
         let state = &mut *state;
         if let Some(body) = state.received.body.take() {
             // A direction parked after an unparseable head has no body to show: its note
             // already said so, and "cut off: the connection ended first" would blame the close.
             if body.framing != UNPARSED {
-                body_event(&state.recorder, Direction::Recv, body);
+                body_event(&state.recorder, Direction::Recv, body, by_server);
             }
         }
     }
@@ -99,7 +100,7 @@ impl WireTap for H1Wire {
     /// A body delimited by the close ends here, before the response it completes is shown;
     /// then the close itself, once.
     fn closed(&mut self) {
-        self.finish();
+        self.finish(true);
         let mut state = self.lock();
         if !state.peer_closed {
             state.peer_closed = true;
@@ -122,7 +123,7 @@ impl H1State {
                 bytes = &bytes[used..];
                 if body.is_done() {
                     if let Some(body) = reader.body.take() {
-                        body_event(&self.recorder, dir, body);
+                        body_event(&self.recorder, dir, body, false);
                     }
                 }
                 continue;
@@ -163,7 +164,7 @@ impl H1State {
                 self.recorder.record(dir, EventKind::H1Head(head));
                 if let Some(body) = body {
                     if body.is_done() {
-                        body_event(&self.recorder, dir, body);
+                        body_event(&self.recorder, dir, body, false);
                     } else {
                         self.reader(dir).body = Some(body);
                     }
@@ -350,7 +351,7 @@ impl Body {
 /// The framing of a direction parked after a head that could not be parsed.
 const UNPARSED: &str = "unparsed";
 
-fn body_event(recorder: &Recorder, dir: Direction, body: Body) {
+fn body_event(recorder: &Recorder, dir: Direction, body: Body, closed_by_server: bool) {
     let cut_off = match &body.left {
         BodyLeft::Length(left) => *left > 0,
         BodyLeft::Chunked(chunked, _) => !chunked.is_done(),
@@ -367,6 +368,7 @@ fn body_event(recorder: &Recorder, dir: Direction, body: Body) {
             framing: body.framing,
             text: body.text.map(|t| String::from_utf8_lossy(&t).into_owned()),
             cut_off,
+            closed_by_server,
             announced,
             trailers: trailer_fields(&body.trailers),
         },
@@ -493,7 +495,7 @@ HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nHTTP/1.1 204 No Content\r\nConnec
         wire.sent(b"GET / HTTP/1.1\r\n\r\n");
         wire.received(b"HTTP/1.0 200 OK\r\n\r\nhello");
         wire.received(b" world");
-        wire.finish();
+        wire.finish(true);
         assert_eq!(heads_and_bodies(&recorder)[2], "recv body 11 until-close");
         let garbage = Recorder::start_now();
         let mut wire = H1Wire::new(garbage.clone(), false);
@@ -504,7 +506,7 @@ HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nHTTP/1.1 204 No Content\r\nConnec
             .iter()
             .any(|e| matches!(&e.kind, EventKind::Note { text } if text.contains("unparseable"))));
         // At the close, no body line blames the connection for what was never parsed.
-        wire.finish();
+        wire.finish(true);
         assert!(!garbage
             .events()
             .iter()
@@ -526,12 +528,24 @@ HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nHTTP/1.1 204 No Content\r\nConnec
         let mut wire = H1Wire::new(recorder.clone(), false);
         wire.sent(b"GET / HTTP/1.1\r\n\r\n");
         wire.received(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc");
-        wire.finish();
+        wire.finish(true);
         let text = rendered(&recorder);
         assert!(
             text.contains(
                 "recv body: 3 of 100 bytes (content-length, cut off: the connection ended first)"
             ),
+            "{text}"
+        );
+        // Ended by us (`--timeout`, Ctrl-C) while the server still held it open: it read as
+        // the server's close.
+        let recorder = Recorder::start_now();
+        let mut wire = H1Wire::new(recorder.clone(), false);
+        wire.sent(b"GET / HTTP/1.1\r\n\r\n");
+        wire.received(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc");
+        wire.finish(false);
+        let text = rendered(&recorder);
+        assert!(
+            text.contains("recv body: 3 of 100 bytes (content-length, cut off: we ended the connection first)"),
             "{text}"
         );
     }

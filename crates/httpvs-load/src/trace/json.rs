@@ -75,12 +75,15 @@ fn kind_json(kind: &EventKind) -> (String, Value) {
             framing,
             text,
             cut_off,
+            closed_by_server,
             announced,
             trailers,
         } => (
             "h1_body".into(),
             json!({"proto": "h1", "length": length, "framing": framing, "text": text,
-                   "cut_off": cut_off, "announced": announced, "trailers": fields(trailers)}),
+                   "cut_off": cut_off,
+                   "cut_off_by": cut_off.then_some(if *closed_by_server { "server" } else { "client" }),
+                   "announced": announced, "trailers": fields(trailers)}),
         ),
         EventKind::H3StreamOpened { stream } => (
             "stream_opened".into(),

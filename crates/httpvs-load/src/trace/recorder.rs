@@ -45,6 +45,11 @@ struct Inner {
 struct Kept {
     first: Vec<TraceEvent>,
     last: VecDeque<TraceEvent>,
+    /// Outcomes (a response, a request's failure, the connection's error) that left `last`:
+    /// kept whatever came after them, one per request at most, beside the connection's
+    /// errors. A flood after a timeout pushed the failure itself out, and the trace showed
+    /// no outcome for its request.
+    outcomes: Vec<TraceEvent>,
     dropped: u64,
     tally: Tally,
     /// Live printing: once opened, how many of `first` (then in time order) were handed out;
@@ -63,8 +68,10 @@ impl Kept {
             return;
         }
         if self.last.len() == LAST_KEPT {
-            self.last.pop_front();
-            self.dropped += 1;
+            match self.last.pop_front() {
+                Some(out) if out.is_outcome() => self.outcomes.push(out),
+                _ => self.dropped += 1,
+            }
         }
         self.last.push_back(event);
     }
@@ -210,19 +217,20 @@ impl Recorder {
         if kept.dropped == 0 {
             // Nothing dropped: one list in time order (events can be recorded after later ones,
             // stamped with when they happened).
-            events.extend(kept.last.iter().cloned());
+            events.extend(kept.outcomes.iter().chain(&kept.last).cloned());
             events[shown..].sort_by_key(|e| e.at);
             return events;
         }
         events[shown..].sort_by_key(|e| e.at);
-        let mut last: Vec<TraceEvent> = kept.last.iter().cloned().collect();
+        let mut last: Vec<TraceEvent> = kept.outcomes.iter().chain(&kept.last).cloned().collect();
         last.sort_by_key(|e| e.at);
         events.push(TraceEvent {
             at: last.first().map_or(Duration::ZERO, |e| e.at),
             dir: Direction::Local,
             kind: EventKind::Note {
                 text: format!(
-                    "{} events not shown: a trace keeps its first {FIRST_KEPT} and last {LAST_KEPT}",
+                    "{} events not shown: a trace keeps its first {FIRST_KEPT} and last {LAST_KEPT}, \
+                     and every request's outcome",
                     kept.dropped
                 ),
             },
@@ -300,7 +308,8 @@ mod tests {
         assert_eq!(
             text(&events[FIRST_KEPT]),
             format!(
-                "123 events not shown: a trace keeps its first {FIRST_KEPT} and last {LAST_KEPT}"
+                "123 events not shown: a trace keeps its first {FIRST_KEPT} and last {LAST_KEPT}, \
+                 and every request's outcome"
             )
         );
         assert_eq!(
@@ -308,5 +317,41 @@ mod tests {
             (FIRST_KEPT + 123).to_string()
         );
         assert_eq!(text(events.last().unwrap()), (total - 1).to_string());
+    }
+
+    /// A request's outcome recorded inside a flood (a timeout, then frames the server kept
+    /// sending) stays in the trace however many events come after it: it was pushed out of the
+    /// last events kept, and the trace showed no outcome for the request.
+    #[test]
+    fn an_outcome_outlives_the_flood_after_it() {
+        let recorder = Recorder::start_now();
+        let note = |i: usize| EventKind::Note {
+            text: i.to_string(),
+        };
+        let mut at = 0;
+        let mut record = |kind| {
+            at += 1;
+            recorder.record_at(Duration::from_micros(at), Direction::Recv, kind);
+        };
+        (0..FIRST_KEPT + 10).for_each(|i| record(note(i)));
+        record(EventKind::RequestFailed {
+            request: 1,
+            error: "request_timeout".into(),
+        });
+        (0..3 * LAST_KEPT).for_each(|i| record(note(i)));
+        let events = recorder.events();
+        let failed: Vec<_> = events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::RequestFailed { request: 1, .. }))
+            .collect();
+        assert_eq!(failed.len(), 1);
+        // In time order: after the note of what went unshown, before the last events.
+        let at = |e: &TraceEvent| e.at;
+        let i = events.iter().position(|e| e.is_outcome()).unwrap();
+        assert!(
+            matches!(events[i - 1].kind, EventKind::Note { ref text } if text.contains("not shown"))
+        );
+        assert!(events[i + 1..].iter().all(|e| at(e) > at(&events[i])));
+        assert_eq!(events.len(), FIRST_KEPT + 1 + 1 + LAST_KEPT);
     }
 }

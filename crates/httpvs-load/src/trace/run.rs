@@ -64,11 +64,16 @@ const INTERRUPTED_CONNECTING: &str = "interrupted while connecting (Ctrl-C)";
 /// What a request cut off by Ctrl-C reads as.
 const INTERRUPTED: &str = "interrupted: Ctrl-C came before its response";
 
-/// Resolves once `stop` is set (checked every 10 ms: a trace is not a hot path).
+/// Resolves once `stop` is set (checked every 10 ms: a trace is not a hot path). Outside
+/// tokio's task budget: a flood being read beside it spends the budget, and its timer would
+/// then say Pending however late.
 async fn stopped(stop: &AtomicBool) {
-    while !stop.load(Ordering::Relaxed) {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    tokio::task::unconstrained(async {
+        while !stop.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
 }
 
 /// How often a live trace hands its new events to the printer.
@@ -243,7 +248,9 @@ async fn trace(
             let tap = wire.clone();
             let protocol = Http1::with_trace(PlaintextTaps::new(move || Box::new(tap.clone())));
             let outcome = session.exchange(&protocol).await;
-            wire.finish();
+            // A close by the server ended the body already (the tap's `closed`): one still
+            // open here was ended by us.
+            wire.finish(false);
             outcome
         }
         (None, ProtocolKind::H2 | ProtocolKind::H2c) => {

@@ -50,6 +50,7 @@ pub fn render_event(out: &mut String, event: &TraceEvent) {
             framing,
             text,
             cut_off,
+            closed_by_server,
             announced,
             trailers,
         } => {
@@ -57,10 +58,11 @@ pub fn render_event(out: &mut String, event: &TraceEvent) {
                 Some(n) if *cut_off => format!(" of {n}"),
                 _ => String::new(),
             };
-            let cut = if *cut_off {
-                ", cut off: the connection ended first"
-            } else {
-                ""
+            let cut = match (*cut_off, *closed_by_server) {
+                (false, _) => "",
+                (true, true) => ", cut off: the connection ended first",
+                // Our --timeout or Ctrl-C: the server had not closed (it read as if it had).
+                (true, false) => ", cut off: we ended the connection first",
             };
             line(out, format!("{dir} body: {length}{of} bytes ({framing}{cut})"));
             if let Some(text) = text {
