@@ -19,9 +19,54 @@ pub struct ConnState {
     io_ops: AtomicU64,
     delaying: AtomicU32,
     requests: AtomicU64,
+    /// The TCP socket, for [`ConnState::delay_while_there`] to see the client leave.
+    socket: Option<Arc<TcpStream>>,
+    /// Told when a delayed HTTP/1.1 request's client has gone: its connection then ends.
+    gone: tokio::sync::Notify,
 }
 
 impl ConnState {
+    /// The state of a connection on `socket`.
+    pub fn on(socket: Arc<TcpStream>) -> ConnState {
+        ConnState {
+            socket: Some(socket),
+            ..ConnState::default()
+        }
+    }
+
+    /// Waits `delay` as [`ConnState::delay`] does, unless the client resets the connection
+    /// first: then returns `false` and tells [`ConnState::client_gone`]. For HTTP/1.1, which
+    /// reads nothing while it answers: a client that reset a `?delay=600s` kept its
+    /// connection, and its place under `--max-connections`, for the whole delay. (h2 and h3
+    /// read on, and a stream's reset drops its delay.) A FIN is not a leave: a client that
+    /// shuts its writing side after its request still gets its answer. Bytes behind the
+    /// request (pipelining) end the watch: nothing more can be learnt without reading them,
+    /// which is hyper's to do.
+    pub async fn delay_while_there(&self, delay: Duration) -> bool {
+        let Some(socket) = &self.socket else {
+            self.delay(delay).await;
+            return true;
+        };
+        let gone = async {
+            let mut byte = [0u8; 1];
+            if socket.peek(&mut byte).await.is_ok() {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            () = self.delay(delay) => true,
+            () = gone => {
+                self.gone.notify_one();
+                false
+            }
+        }
+    }
+
+    /// Resolves once a delayed request found its client gone.
+    pub async fn client_gone(&self) {
+        self.gone.notified().await
+    }
+
     /// Counts a request on this connection and returns its 1-based number.
     pub fn next_request(&self) -> u64 {
         self.requests.fetch_add(1, Relaxed) + 1

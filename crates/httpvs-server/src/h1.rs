@@ -55,6 +55,10 @@ where
                 answering.done();
                 return;
             }
+            () = state.client_gone() => {
+                answering.done();
+                return;
+            }
             _ = crate::worker::stopping(&mut shutdown), if !draining => {
                 conn.as_mut().graceful_shutdown();
                 draining = true;
@@ -213,7 +217,10 @@ async fn answer_later(
         }
     }
     if let Some(delay) = pending.plan.delay {
-        state.delay(delay).await;
+        if !state.delay_while_there(delay).await {
+            // The client has gone: `serve` ends the connection, and no answer is written.
+            std::future::pending::<()>().await;
+        }
     }
     pending.answer(collector.finish())
 }

@@ -67,7 +67,7 @@ async fn serve_cleartext(mut stream: TcpStream, ctx: Arc<WorkerCtx>, _slot: Conn
         return;
     };
     let socket = Arc::new(stream);
-    let state = Arc::new(ConnState::default());
+    let state = Arc::new(ConnState::on(socket.clone()));
     match kind {
         Opening::H2 => {
             ctx.counters.connection(Proto::H2c);
@@ -101,7 +101,7 @@ where
 
 async fn serve_tls(stream: TcpStream, acceptor: TlsAcceptor, ctx: Arc<WorkerCtx>, _slot: ConnSlot) {
     let socket = Arc::new(stream);
-    let state = Arc::new(ConnState::default());
+    let state = Arc::new(ConnState::on(socket.clone()));
     let io = ConnIo::new(socket.clone(), Vec::new(), state.clone());
     // As for a cleartext opening: a handshake unfinished at the stop ends there.
     let mut shutdown = ctx.shutdown.clone();

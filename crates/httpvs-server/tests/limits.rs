@@ -102,6 +102,54 @@ fn connections_over_the_limit_are_refused() {
     drop(held);
 }
 
+/// An HTTP/1.1 client that resets its connection while its request waits out a `?delay`: the
+/// connection, and its place under `max_connections`, is freed then, not at the delay's end
+/// (hyper reads nothing while it answers; two such clients locked everyone out for 60 s).
+/// One that only shuts its writing side still gets its answer (the README's half-close).
+#[test]
+fn a_delayed_request_whose_client_resets_frees_its_place() {
+    let server = support::server(Limits {
+        max_connections: 2,
+        ..Limits::default()
+    });
+    let addr = server.http_addr().unwrap();
+    for _ in 0..2 {
+        let c = TcpStream::connect(addr).unwrap();
+        (&c).write_all(b"GET /?delay=60s HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        socket2::SockRef::from(&c)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+        drop(c);
+    }
+    // Let both requests reach the server and both resets land, then ask: a place is free again
+    // (within 10 s; each try the server refuses closes at once).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let answered = loop {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _ = c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        let mut buf = [0u8; 12];
+        if c.read_exact(&mut buf).is_ok() && buf.starts_with(b"HTTP/1.1 200") {
+            break true;
+        }
+        if std::time::Instant::now() > deadline {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(answered, "the reset clients still hold their places");
+    // Half-closed after its request: still answered.
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.write_all(b"GET /?delay=200ms HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    c.shutdown(std::net::Shutdown::Write).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut response = String::new();
+    let _ = c.read_to_string(&mut response);
+    assert!(response.starts_with("HTTP/1.1 200"), "{response:?}");
+}
+
 #[test]
 fn shutdown_lets_in_flight_requests_finish() {
     let server = support::server(Limits::default());
