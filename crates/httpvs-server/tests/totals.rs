@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::raw_h2::{frame, get_headers, RawH2, DATA};
+use support::raw_h2::{frame, get_headers, get_headers_with, RawH2, DATA};
 
 /// Waits (bounded) until `done` holds for the totals, then returns them.
 fn totals_when(server: &RunningServer, done: impl Fn(&ServerTotals) -> bool) -> ServerTotals {
@@ -147,6 +147,24 @@ fn requests_still_in_progress_when_the_grace_runs_out_are_counted() {
         assert!(started.elapsed() < Duration::from_secs(5), "{engine:?}");
         assert_eq!(t.failed.cut_off_at_stop, 3, "{engine:?}: {t:?}");
         assert_eq!(t.statuses.total(), 1, "{engine:?}: {t:?}");
+    }
+}
+
+/// A stream answered 413 while its client still has a body to send stays open on our side
+/// until the client ends it; answered, it is not cut off at the stop (it read "cut off at
+/// stop 1" beside its 413).
+#[test]
+fn an_answered_stream_still_open_is_not_cut_off() {
+    for engine in [H2Engine::Owned, H2Engine::Hyper] {
+        let server = support::server_on(Limits::default(), engine);
+        let mut h2 = RawH2::connect(server.http_addr().unwrap());
+        let mut headers = get_headers_with(1, "/echo", &[("content-length", b"900000000")]);
+        headers[4] = 0x4; // END_HEADERS only: the body is still to come.
+        h2.send(&headers);
+        let t = totals_when(&server, |t| t.statuses.total() == 1);
+        assert_eq!(t.statuses.total(), 1, "{engine:?}: {t:?}");
+        let t = server.shutdown(Duration::from_millis(200));
+        assert_eq!(t.failed.cut_off_at_stop, 0, "{engine:?}: {t:?}");
     }
 }
 

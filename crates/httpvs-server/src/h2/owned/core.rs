@@ -225,6 +225,12 @@ impl ServerCore {
         self.streams.len()
     }
 
+    /// Open streams whose answer has not all gone out: a stream answered (a 413 to a body
+    /// still coming) stays open until the client ends its side, and is not cut off.
+    pub fn unanswered_streams(&self) -> usize {
+        self.streams.values().filter(|s| !s.send_closed).count()
+    }
+
     /// Whether the connection has nothing left to do after a GOAWAY (ours or the peer's).
     pub fn is_finished(&self) -> bool {
         (self.goaway_last.is_some() || self.peer_goaway) && self.streams.is_empty()

@@ -146,11 +146,11 @@ where
     }
 }
 
-/// Dropped with streams still open after the drain deadline (the worker's runtime dropping what
-/// is left), a connection counts them as cut off.
+/// Dropped with streams still unanswered after the drain deadline (the worker's runtime
+/// dropping what is left), a connection counts them as cut off.
 impl Drop for Shell<'_> {
     fn drop(&mut self) {
-        self.ctx.count_cut_off(self.core.open_streams());
+        self.ctx.count_cut_off(self.core.unanswered_streams());
     }
 }
 
