@@ -220,11 +220,6 @@ impl ServerCore {
         std::mem::take(&mut self.goaway_unreported)
     }
 
-    /// Streams open now (answers not yet whole), for the count of those cut off at stop.
-    pub fn open_streams(&self) -> usize {
-        self.streams.len()
-    }
-
     /// Open streams whose answer has not all gone out: a stream answered (a 413 to a body
     /// still coming) stays open until the client ends its side, and is not cut off.
     pub fn unanswered_streams(&self) -> usize {
