@@ -522,32 +522,24 @@ HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nHTTP/1.1 204 No Content\r\nConnec
         text
     }
 
+    /// A body cut short says so, with what was announced, and who ended the connection: by
+    /// us (`--timeout`, Ctrl-C) while the server still held it open, it read as the server's
+    /// close.
     #[test]
     fn a_body_the_close_cut_short_says_so_and_what_was_announced() {
-        let recorder = Recorder::start_now();
-        let mut wire = H1Wire::new(recorder.clone(), false);
-        wire.sent(b"GET / HTTP/1.1\r\n\r\n");
-        wire.received(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc");
-        wire.finish(true);
-        let text = rendered(&recorder);
-        assert!(
-            text.contains(
-                "recv body: 3 of 100 bytes (content-length, cut off: the connection ended first)"
-            ),
-            "{text}"
-        );
-        // Ended by us (`--timeout`, Ctrl-C) while the server still held it open: it read as
-        // the server's close.
-        let recorder = Recorder::start_now();
-        let mut wire = H1Wire::new(recorder.clone(), false);
-        wire.sent(b"GET / HTTP/1.1\r\n\r\n");
-        wire.received(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc");
-        wire.finish(false);
-        let text = rendered(&recorder);
-        assert!(
-            text.contains("recv body: 3 of 100 bytes (content-length, cut off: we ended the connection first)"),
-            "{text}"
-        );
+        for (by_server, who) in [
+            (true, "the connection ended first"),
+            (false, "we ended the connection first"),
+        ] {
+            let recorder = Recorder::start_now();
+            let mut wire = H1Wire::new(recorder.clone(), false);
+            wire.sent(b"GET / HTTP/1.1\r\n\r\n");
+            wire.received(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc");
+            wire.finish(by_server);
+            let text = rendered(&recorder);
+            let line = format!("recv body: 3 of 100 bytes (content-length, cut off: {who})");
+            assert!(text.contains(&line), "{text}");
+        }
     }
 
     /// A chunk size that is not one breaks the framing: the body line says so, where it read
