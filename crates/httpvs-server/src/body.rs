@@ -1,6 +1,7 @@
 //! Response bodies without per-response copies: a static fixed body, echoed bytes, or `size=N`
 //! bytes streamed as slices of one shared buffer.
 
+use crate::echo::EchoLease;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use std::convert::Infallible;
@@ -18,6 +19,14 @@ static FILL: [u8; CHUNK] = [b'x'; CHUNK];
 pub enum Body {
     /// Bytes known up front (fixed body, echo, error text); taken on the first poll.
     Whole(Option<Bytes>),
+    /// A request's body echoed, with its part of the connection's echo budget, given back
+    /// when the body is dropped.
+    Echoed {
+        /// The bytes; taken on the first poll, as [`Body::Whole`]'s are.
+        bytes: Option<Bytes>,
+        /// Their part of the budget.
+        lease: EchoLease,
+    },
     /// Generated filler still to send.
     Generated {
         /// Bytes left.
@@ -41,6 +50,14 @@ impl Body {
         Body::Whole(Some(b.into()))
     }
 
+    /// An echo of `bytes`, holding `lease` until it is dropped.
+    pub fn echoed(bytes: Bytes, lease: EchoLease) -> Body {
+        Body::Echoed {
+            bytes: Some(bytes),
+            lease,
+        }
+    }
+
     /// `size` bytes of filler.
     pub fn generated(size: u64) -> Body {
         Body::Generated { remaining: size }
@@ -49,7 +66,9 @@ impl Body {
     /// Bytes left to send.
     pub fn len(&self) -> u64 {
         match self {
-            Body::Whole(b) => b.as_ref().map_or(0, |b| b.len() as u64),
+            Body::Whole(b) | Body::Echoed { bytes: b, .. } => {
+                b.as_ref().map_or(0, |b| b.len() as u64)
+            }
             Body::Generated { remaining } => *remaining,
         }
     }
@@ -62,7 +81,7 @@ impl Body {
     /// The next chunk of at most `max` bytes (whole bodies are split too), or `None` at the end.
     pub fn next_chunk(&mut self, max: usize) -> Option<Bytes> {
         match self {
-            Body::Whole(slot) => {
+            Body::Whole(slot) | Body::Echoed { bytes: slot, .. } => {
                 let b = slot.as_mut()?;
                 if b.len() <= max {
                     slot.take().filter(|b| !b.is_empty())

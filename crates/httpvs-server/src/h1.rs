@@ -191,7 +191,7 @@ async fn answer_later(
     ctx: &WorkerCtx,
     state: &ConnState,
 ) -> Answer {
-    let mut collector = respond::BodyCollector::new(ctx.limits.max_body_bytes, pending.echo);
+    let mut collector = pending.collector(&ctx.limits, None);
     if !body_empty {
         while let Some(frame) = body.frame().await {
             let Ok(frame) = frame else {

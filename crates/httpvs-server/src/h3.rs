@@ -8,6 +8,7 @@
 use crate::authority;
 use crate::body::CHUNK;
 use crate::date;
+use crate::echo::EchoBudget;
 use crate::respond::{self, Answer, Decision, RequestView};
 use crate::totals::{Event, Proto};
 use crate::worker::{Answering, ConnSlot, WorkerCtx};
@@ -141,8 +142,8 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
     let mut accepted: u64 = 0;
     let mut goaway_sent = false;
     let in_progress = Arc::new(AtomicU32::new(0));
-    // Echo bytes the connection's requests hold while their bodies arrive, together.
-    let echo = Arc::new(respond::EchoBudget::new(&ctx.limits));
+    // The echo bytes the connection's requests hold, together, until each echo is sent.
+    let echo = Arc::new(EchoBudget::new(&ctx.limits));
     let mut idle = pin!(idle(&quic, &in_progress, ctx.limits.idle_timeout));
     loop {
         let resolver = tokio::select! {
@@ -218,34 +219,6 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
     }
 }
 
-/// One request's part of its connection's [`respond::EchoBudget`], given back when the body is
-/// complete or refused, or the task ends any other way.
-struct EchoShare<'a> {
-    budget: &'a respond::EchoBudget,
-    mine: u64,
-}
-
-impl<'a> EchoShare<'a> {
-    fn new(budget: &'a respond::EchoBudget) -> EchoShare<'a> {
-        EchoShare { budget, mine: 0 }
-    }
-
-    /// Takes `bytes` more of the budget, unless it has no room for them.
-    fn take(&mut self, bytes: u64) -> bool {
-        let taken = self.budget.take(bytes);
-        if taken {
-            self.mine += bytes;
-        }
-        taken
-    }
-}
-
-impl Drop for EchoShare<'_> {
-    fn drop(&mut self) {
-        self.budget.give_back(self.mine);
-    }
-}
-
 /// The HTTP/3 error code for a close without error (RFC 9114 §8.1).
 const H3_NO_ERROR: quinn::VarInt = quinn::VarInt::from_u32(0x100);
 
@@ -308,7 +281,7 @@ async fn answer(
     mut stream: H3Stream,
     ctx: &WorkerCtx,
     close_tx: tokio::sync::mpsc::UnboundedSender<()>,
-    echo: &respond::EchoBudget,
+    echo: &Arc<EchoBudget>,
 ) {
     if !authority::request_names_a_valid_one(&request) {
         // Malformed (RFC 9114 §4.1.2), as the h3 crate treats an authority it cannot parse.
@@ -328,9 +301,7 @@ async fn answer(
     let answer = match respond::decide(&view, &ctx.limits, &ctx.counters) {
         Decision::Now(answer) => answer,
         Decision::Later(pending) => {
-            let mut collector =
-                respond::BodyCollector::new(ctx.limits.max_body_bytes, pending.echo);
-            let mut share = EchoShare::new(echo);
+            let mut collector = pending.collector(&ctx.limits, Some(echo));
             let mut too_large = false;
             loop {
                 // A body that stops arriving for the idle timeout ends the request, as a
@@ -351,16 +322,11 @@ async fn answer(
                     }
                 };
                 let bytes = chunk.copy_to_bytes(chunk.remaining());
-                if collector.keeps() && !share.take(bytes.len() as u64) {
-                    too_large = true;
-                    break;
-                }
                 if collector.push(bytes).is_err() {
                     too_large = true;
                     break;
                 }
             }
-            drop(share);
             if too_large {
                 respond::body_too_large(&ctx.limits, &ctx.counters)
             } else {

@@ -10,6 +10,7 @@ pub mod cert;
 mod config;
 mod conn_io;
 mod date;
+pub mod echo;
 mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;

@@ -3,12 +3,13 @@
 
 use crate::body::Body;
 use crate::config::Limits;
+use crate::echo::{EchoBudget, EchoLease};
 use crate::query::{parse_query, ResponsePlan, ResponseSpec};
 use crate::totals::{Counters, Event};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, Uri};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 
 const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain");
 /// `FIXED_BODY.len()` as a header value, so `GET /` allocates no header value.
@@ -53,6 +54,8 @@ pub struct Pending {
     pub plan: ResponsePlan,
     /// Whether the body is echoed (else drained).
     pub echo: bool,
+    /// The declared Content-Length, which sizes an echo's buffer at once.
+    pub length: Option<u64>,
 }
 
 /// Decides the answer from the request head.
@@ -68,7 +71,8 @@ pub fn decide(req: &RequestView<'_>, limits: &Limits, counters: &Counters) -> De
     if req.body_empty && is_fast_path(req.method, req.uri) {
         return Decision::Now(fixed_answer());
     }
-    if content_length(req.headers).is_some_and(|n| n > limits.max_body_bytes) {
+    let length = content_length(req.headers);
+    if length.is_some_and(|n| n > limits.max_body_bytes) {
         return Decision::Now(body_too_large(limits, counters));
     }
     let spec = match req.uri.query() {
@@ -84,7 +88,12 @@ pub fn decide(req: &RequestView<'_>, limits: &Limits, counters: &Counters) -> De
     let plan = spec.plan(|| rand::random_range(0..1_000_000));
     // HEAD too, so its head is GET's: the Content-Length of the (empty) body it would echo.
     let echo = req.uri.path() == ECHO_PATH;
-    Decision::Later(Box::new(Pending { spec, plan, echo }))
+    Decision::Later(Box::new(Pending {
+        spec,
+        plan,
+        echo,
+        length,
+    }))
 }
 
 /// The declared Content-Length, if any and valid.
@@ -109,45 +118,6 @@ pub fn fixed_answer() -> Answer {
     Answer {
         response,
         close: false,
-    }
-}
-
-/// Full-size `/echo` bodies one connection may hold while they arrive, together (64 MiB at the
-/// default 8 MiB limit): room for a load of several large uploads at once, not for a client
-/// that opens 128 streams and never ends their bodies (1 GiB per connection).
-const ECHO_BODIES: u64 = 8;
-
-/// The `/echo` bytes one connection's requests hold while their bodies arrive, together, and
-/// how many they may: a request that would pass it gets 413, as a body over the limit does.
-/// One per connection, shared by its streams (h2's shell, h3's request tasks).
-#[derive(Debug)]
-pub struct EchoBudget {
-    held: AtomicU64,
-    most: u64,
-}
-
-impl EchoBudget {
-    /// An empty budget of [`ECHO_BODIES`] bodies of `limits.max_body_bytes`.
-    pub fn new(limits: &Limits) -> EchoBudget {
-        EchoBudget {
-            held: AtomicU64::new(0),
-            most: limits.max_body_bytes.saturating_mul(ECHO_BODIES),
-        }
-    }
-
-    /// Takes `bytes` more, unless together they would pass the budget.
-    pub fn take(&self, bytes: u64) -> bool {
-        let before = self.held.fetch_add(bytes, Relaxed);
-        if before + bytes > self.most {
-            self.held.fetch_sub(bytes, Relaxed);
-            return false;
-        }
-        true
-    }
-
-    /// Gives back `bytes` taken (a body complete, refused or reset).
-    pub fn give_back(&self, bytes: u64) {
-        self.held.fetch_sub(bytes, Relaxed);
     }
 }
 
@@ -187,13 +157,35 @@ fn text_answer(body: Body) -> Answer {
 }
 
 impl Pending {
+    /// What reads the body: it keeps an echo within `limits` and a part of `budget` (the
+    /// connection's; `None` for HTTP/1.1, whose one request at a time gets its own), and only
+    /// counts any other body.
+    pub fn collector(&self, limits: &Limits, budget: Option<&Arc<EchoBudget>>) -> BodyCollector {
+        let echo = self.echo.then(|| {
+            let lease = match budget {
+                Some(budget) => budget.lease(),
+                None => Arc::new(EchoBudget::new(limits)).lease(),
+            };
+            Echoing {
+                body: Vec::new(),
+                lease,
+                declared: self.length,
+            }
+        });
+        BodyCollector {
+            limit: limits.max_body_bytes,
+            seen: 0,
+            echo,
+        }
+    }
+
     /// The answer once the body is read (`echoed` holds it when echoing).
-    pub fn answer(&self, echoed: Option<Bytes>) -> Answer {
+    pub fn answer(&self, echoed: Option<Body>) -> Answer {
         let status = StatusCode::from_u16(self.plan.status).unwrap_or(StatusCode::OK);
         let mut answer = if status_has_body(status) {
             text_answer(match (self.plan.size, echoed) {
                 (Some(size), _) => Body::generated(size),
-                (None, Some(bytes)) => Body::bytes(bytes),
+                (None, Some(echoed)) => echoed,
                 (None, None) => Body::fixed(),
             })
         } else {
@@ -230,67 +222,73 @@ pub fn status_has_body(status: StatusCode) -> bool {
 #[derive(Debug, Clone, Copy)]
 pub struct BodyTooLarge;
 
-/// Collected request body bytes, or `Err(BodyTooLarge)` when over the limit.
+/// Collected request body bytes, or `Err(BodyTooLarge)` when over the limit or the echo budget.
 pub struct BodyCollector {
     limit: u64,
-    keep: bool,
     seen: u64,
-    /// The kept bytes, in one buffer: a body sent as 1-byte pieces (1-byte DATA frames,
-    /// 1-byte chunks) cost an allocation and a list entry each as a list of pieces, about 64
-    /// bytes held a byte (a 4 MiB echo held 270 MB), past any limit on body bytes.
-    body: BytesMut,
+    /// The echo so far; `None` when the body is only counted.
+    echo: Option<Echoing>,
+}
+
+/// An echo being collected.
+struct Echoing {
+    /// The bytes, in one buffer: a body sent as 1-byte pieces (1-byte DATA frames, 1-byte
+    /// chunks) cost an allocation and a list entry each as a list of pieces, about 64 bytes
+    /// held a byte (a 4 MiB echo held 270 MB), past any limit on body bytes.
+    body: Vec<u8>,
+    /// The buffer's capacity, in the connection's budget.
+    lease: EchoLease,
+    /// The declared Content-Length.
+    declared: Option<u64>,
 }
 
 impl BodyCollector {
-    /// Collects (`keep`) or only counts body bytes up to `limit`.
-    pub fn new(limit: u64, keep: bool) -> BodyCollector {
-        BodyCollector {
-            limit,
-            keep,
-            seen: 0,
-            body: BytesMut::new(),
-        }
-    }
-
-    /// Adds a chunk; `Err` once the limit is passed.
+    /// Adds a chunk; `Err` once the limit is passed, or when the echo's buffer would pass the
+    /// connection's budget.
     pub fn push(&mut self, chunk: Bytes) -> Result<(), BodyTooLarge> {
         self.seen += chunk.len() as u64;
         if self.seen > self.limit {
             return Err(BodyTooLarge);
         }
-        if self.keep {
-            // A copy, not the chunk: a chunk is a slice of the transport's receive buffer
-            // (quinn's, a whole batch of datagrams; hyper's read buffer), which it keeps alive
-            // whole. The echo budget counts bytes, and 4 h3 connections holding their 64 MiB
-            // each held 1 GB.
-            self.body.extend_from_slice(&chunk);
+        let Some(echo) = self.echo.as_mut() else {
+            return Ok(());
+        };
+        let needed = echo.body.len() + chunk.len();
+        if needed > echo.body.capacity() {
+            let capacity = grown(echo.body.capacity(), needed, echo.declared, self.limit);
+            if !echo.lease.hold(capacity as u64) {
+                return Err(BodyTooLarge);
+            }
+            echo.body.reserve_exact(capacity - echo.body.len());
         }
+        // A copy, not the chunk: a chunk is a slice of the transport's receive buffer
+        // (quinn's, a whole batch of datagrams; hyper's read buffer), which it keeps alive
+        // whole: the budget counts the copy's buffer, and 4 h3 connections whose slices it
+        // counted as 64 MiB each held 1 GB.
+        echo.body.extend_from_slice(&chunk);
         Ok(())
     }
 
-    /// Whether it keeps the bytes (an echo) rather than only counting them.
-    pub fn keeps(&self) -> bool {
-        self.keep
-    }
-
-    /// Bytes kept so far.
-    pub fn kept(&self) -> u64 {
-        if self.keep {
-            self.seen
-        } else {
-            0
-        }
-    }
-
-    /// The kept bytes.
-    pub fn finish(self) -> Option<Bytes> {
-        self.keep.then(|| self.body.freeze())
+    /// The echo, holding its part of the budget until it is dropped; `None` when not echoing.
+    pub fn finish(self) -> Option<Body> {
+        let echo = self.echo?;
+        Some(Body::echoed(Bytes::from(echo.body), echo.lease))
     }
 
     /// Heap bytes it holds for what it kept.
     #[cfg(test)]
     fn held(&self) -> usize {
-        self.body.capacity()
+        self.echo.as_ref().map_or(0, |e| e.body.capacity())
+    }
+}
+
+/// The capacity an echo's buffer grows to, to hold `needed` bytes: the declared length when it
+/// covers them (one allocation, for an honest client), else double, never past the body limit.
+fn grown(capacity: usize, needed: usize, declared: Option<u64>, limit: u64) -> usize {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    match declared.and_then(|n| usize::try_from(n).ok()) {
+        Some(n) if n >= needed && n <= limit => n,
+        _ => capacity.saturating_mul(2).min(limit).max(needed),
     }
 }
 
@@ -299,15 +297,42 @@ mod tests {
     use super::*;
     use crate::body::FIXED_BODY;
 
+    /// A pending `/echo` request that declared `length`.
+    fn echo_request(length: Option<u64>) -> Pending {
+        let spec = ResponseSpec::default();
+        Pending {
+            plan: spec.plan(|| 0),
+            spec,
+            echo: true,
+            length,
+        }
+    }
+
+    /// A collector for an echo within a 1 MiB limit, with a budget of its own.
+    fn echo_collector(length: Option<u64>) -> BodyCollector {
+        let limits = Limits {
+            max_body_bytes: 1 << 20,
+            ..Limits::default()
+        };
+        echo_request(length).collector(&limits, None)
+    }
+
+    /// The echo's bytes, all in one piece.
+    fn whole(mut body: Body) -> Bytes {
+        let bytes = body.next_chunk(usize::MAX).unwrap_or_default();
+        assert!(body.is_empty());
+        bytes
+    }
+
     /// A kept chunk is a copy of its bytes, not a slice that keeps the transport's whole
     /// receive buffer alive (4 h3 connections holding 64 MiB of echo each held 1 GB).
     #[test]
     fn an_echo_keeps_copies_not_the_transports_buffers() {
         let buffer = Bytes::from(vec![7u8; 64 * 1024]);
         let slice = buffer.slice(100..110);
-        let mut collector = BodyCollector::new(1 << 20, true);
+        let mut collector = echo_collector(None);
         collector.push(slice.clone()).unwrap();
-        let kept = collector.finish().unwrap();
+        let kept = whole(collector.finish().unwrap());
         assert_eq!(kept, slice);
         let within = buffer.as_ptr_range().contains(&kept.as_ptr());
         assert!(!within, "the kept bytes point into the receive buffer");
@@ -317,20 +342,57 @@ mod tests {
     /// a body byte before (a 4 MiB echo in 1-byte chunks took `httpvs serve` to 270 MB).
     #[test]
     fn an_echo_in_one_byte_pieces_holds_about_its_bytes() {
-        let mut collector = BodyCollector::new(1 << 20, true);
+        let mut collector = echo_collector(None);
         let piece = Bytes::from_static(b"x");
         for _ in 0..100_000 {
             collector.push(piece.clone()).unwrap();
         }
-        assert_eq!(collector.kept(), 100_000);
-        assert!(
-            collector.held() <= 2 * 100_000,
-            "{} bytes held",
-            collector.held()
-        );
-        let kept = collector.finish().unwrap();
+        let held = collector.held();
+        assert!(held <= 2 * 100_000, "{held} bytes held");
+        let kept = whole(collector.finish().unwrap());
         assert_eq!(kept.len(), 100_000);
         assert!(kept.iter().all(|&b| b == b'x'));
+    }
+
+    /// A declared length sizes the buffer once; a longer body still grows it, within the limit.
+    #[test]
+    fn an_echo_of_declared_length_is_held_in_one_buffer_of_that_length() {
+        let mut collector = echo_collector(Some(100_000));
+        for _ in 0..100 {
+            collector.push(Bytes::from(vec![b'x'; 1000])).unwrap();
+            assert_eq!(collector.held(), 100_000);
+        }
+        collector.push(Bytes::from_static(b"y")).unwrap();
+        assert_eq!(collector.held(), 200_000);
+        assert_eq!(whole(collector.finish().unwrap()).len(), 100_001);
+        let mut collector = echo_collector(Some(10));
+        collector.push(Bytes::from(vec![b'x'; 1 << 20])).unwrap();
+        assert_eq!(collector.held(), 1 << 20);
+        assert!(collector.push(Bytes::from_static(b"x")).is_err());
+    }
+
+    /// The echo holds its part of the connection's budget until its body is dropped (sent, or
+    /// cut off), not only while it arrives; past the budget a body is refused as too large.
+    #[test]
+    fn an_echo_holds_its_budget_until_its_body_is_dropped() {
+        let limits = Limits {
+            max_body_bytes: 1000,
+            ..Limits::default()
+        };
+        let budget = Arc::new(EchoBudget::new(&limits));
+        let mut bodies = Vec::new();
+        for _ in 0..8 {
+            let mut collector = echo_request(Some(1000)).collector(&limits, Some(&budget));
+            collector.push(Bytes::from_static(b"x")).unwrap();
+            bodies.push(collector.finish().unwrap());
+        }
+        assert_eq!(budget.held(), 8000);
+        let mut ninth = echo_request(Some(1000)).collector(&limits, Some(&budget));
+        assert!(ninth.push(Bytes::from_static(b"x")).is_err());
+        bodies.pop();
+        assert!(ninth.push(Bytes::from_static(b"x")).is_ok());
+        drop((bodies, ninth));
+        assert_eq!(budget.held(), 0);
     }
 
     #[test]
@@ -355,7 +417,7 @@ mod tests {
                 panic!("{method}: answered before the body");
             };
             assert!(pending.echo, "{method}");
-            let answer = pending.answer(Some(Bytes::new()));
+            let answer = pending.answer(Some(Body::bytes(Bytes::new())));
             assert_eq!(
                 answer.response.headers().get(CONTENT_LENGTH).unwrap(),
                 "0",
@@ -372,6 +434,7 @@ mod tests {
             plan: spec.plan(|| 0),
             spec,
             echo: false,
+            length: None,
         };
         let answer = pending.answer(None);
         let types: Vec<_> = answer
@@ -391,8 +454,9 @@ mod tests {
                 plan: spec.plan(|| 0),
                 spec,
                 echo: false,
+                length: None,
             };
-            let answer = pending.answer(Some(Bytes::from_static(b"echoed")));
+            let answer = pending.answer(Some(Body::bytes("echoed")));
             let response = &answer.response;
             assert_eq!(response.status().as_u16(), status);
             assert!(response.body().is_empty(), "{query}");

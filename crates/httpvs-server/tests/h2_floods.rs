@@ -5,6 +5,7 @@
 
 mod support;
 
+use bytes::Bytes;
 use httpvs_server::{H2Engine, Limits};
 use std::time::Duration;
 use support::raw_h2::{frame, RawH2, DATA, HEADERS};
@@ -88,6 +89,18 @@ fn a_flood_of_empty_continuations_is_cut_off() {
     assert_eq!(goaway.map(|g| g.1), Some(ENHANCE_YOUR_CALM), "{frames:?}");
 }
 
+/// The head of `POST /echo` declaring `length` bytes of body.
+fn echo_head(length: u32) -> Vec<u8> {
+    // :method POST, :scheme http, :path /echo, then content-length (static name 28) literal.
+    let mut head = vec![
+        0x83, 0x86, 0x04, 5, b'/', b'e', b'c', b'h', b'o', 0x0f, 0x0d,
+    ];
+    let value = length.to_string();
+    head.push(value.len() as u8);
+    head.extend_from_slice(value.as_bytes());
+    head
+}
+
 /// Echo bodies that never end are held up to eight times the body limit per connection; past
 /// it the stream gets 413 like a body over the limit.
 #[test]
@@ -100,9 +113,8 @@ fn echo_bodies_held_on_a_connection_are_bounded() {
     let mut client = RawH2::connect(server.http_addr().unwrap());
     let chunk = vec![b'x'; 16_384];
     for stream in (1..=23u32).step_by(2) {
-        let head = [0x83, 0x86, 0x04, 5, b'/', b'e', b'c', b'h', b'o'];
-        client.send(&frame(HEADERS, END_HEADERS, stream, &head));
         // 192 KiB each, under the 256 KiB body limit, never ended: 2.25 MiB in all.
+        client.send(&frame(HEADERS, END_HEADERS, stream, &echo_head(192 * 1024)));
         for _ in 0..12 {
             client.send(&frame(DATA, 0, stream, &chunk));
         }
@@ -111,4 +123,50 @@ fn echo_bodies_held_on_a_connection_are_bounded() {
     let t = server.totals();
     // The budget of 2 MiB holds ten bodies; the eleventh and twelfth are refused with 413.
     assert_eq!(t.statuses.s4xx, 2, "{t:?}");
+}
+
+/// An echo holds its part of the budget until it has been sent, not only while its body
+/// arrives: a client that ended its bodies and never opened its window to their echoes held
+/// 800 MB of 8 MiB echoes on one connection, where the budget was 64 MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echoes_the_client_does_not_take_hold_their_budget() {
+    for engine in [H2Engine::Owned, H2Engine::Hyper] {
+        let limits = Limits {
+            max_body_bytes: 256 * 1024,
+            ..Limits::default()
+        };
+        let server = support::server_on(limits, engine);
+        let tcp = tokio::net::TcpStream::connect(server.http_addr().unwrap())
+            .await
+            .unwrap();
+        // A window of 0 on every stream: no echo can be sent back.
+        let (client, conn) = h2::client::Builder::new()
+            .initial_window_size(0)
+            .handshake::<_, Bytes>(tcp)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let mut answers = Vec::new();
+        for _ in 0..12 {
+            let request = http::Request::post("http://localhost/echo")
+                .header("content-length", 192 * 1024)
+                .body(())
+                .unwrap();
+            let mut client = client.clone().ready().await.unwrap();
+            let (answer, mut body) = client.send_request(request, false).unwrap();
+            body.send_data(Bytes::from(vec![b'x'; 192 * 1024]), true)
+                .unwrap();
+            answers.push(answer);
+        }
+        let mut statuses = Vec::new();
+        for answer in answers {
+            let answer = tokio::time::timeout(Duration::from_secs(10), answer).await;
+            statuses.push(answer.expect("a head in time").unwrap().status().as_u16());
+        }
+        statuses.sort();
+        // Ten echoes of 192 KiB wait within the 2 MiB budget; the other two get 413.
+        let mut expected = vec![200; 10];
+        expected.extend([413, 413]);
+        assert_eq!(statuses, expected, "{engine:?}");
+    }
 }

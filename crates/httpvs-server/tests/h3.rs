@@ -405,6 +405,42 @@ async fn echo_bodies_held_on_an_h3_connection_are_bounded() {
     drop(streams);
 }
 
+/// An echo holds its part of the budget until it has been sent, through a `?delay=` too: it
+/// was given back once the body had come, so delayed echoes were held without bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delayed_echoes_on_an_h3_connection_hold_their_budget() {
+    let server = support::server(Limits {
+        max_body_bytes: 64 * 1024,
+        ..Limits::default()
+    });
+    let mut client = connect(&server).await;
+    let mut streams = Vec::new();
+    // 12 bodies of 60 KiB, each ended, each echoed after 5 s: 720 KiB against 512 KiB.
+    for _ in 0..12 {
+        let uri = format!("https://localhost:{}/echo?delay=5s", client.port);
+        let request = http::Request::post(uri)
+            .header("content-length", 60 * 1024)
+            .body(())
+            .unwrap();
+        let mut stream = client.send.send_request(request).await.unwrap();
+        stream
+            .send_data(Bytes::from(vec![b'x'; 60 * 1024]))
+            .await
+            .unwrap();
+        stream.finish().await.unwrap();
+        streams.push(stream);
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(4);
+    while server.totals().statuses.s4xx < 4 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let t = server.totals();
+    // Eight fit (8 x 60 KiB = 480 KiB); the other four are refused.
+    assert_eq!(t.statuses.s4xx, 4, "{t:?}");
+    assert_eq!(t.rejected.bodies_too_large, 4, "{t:?}");
+    drop(streams);
+}
+
 /// A HEADERS frame announcing far more than the field-section limit is refused at its frame
 /// header (H3_EXCESSIVE_LOAD both ways), before its payload is held: the h3 crate buffered such
 /// a frame whole (20 MiB a stream, 400 MB for 16) before checking the limit. The connection

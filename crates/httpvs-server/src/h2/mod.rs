@@ -16,6 +16,7 @@ pub use gate::{FrameGate, GateSignal, GatedIo};
 pub use owned::fuzz::server as fuzz_owned_server;
 
 use crate::conn_io::ConnState;
+use crate::echo::EchoBudget;
 use crate::totals::{Event, Proto};
 use crate::worker::WorkerCtx;
 use bytes::Bytes;
@@ -78,6 +79,8 @@ async fn run<I>(
     let mut idle = pin!(state.idle(ctx.limits.idle_timeout));
     let mut shutdown = ctx.shutdown.clone();
     let mut going_away = false;
+    // The echo bytes the connection's streams hold, together, until each echo is sent.
+    let echo = Arc::new(EchoBudget::new(&ctx.limits));
     // The h2 crate's own guard (`max_pending_accept_reset_streams`) counts reset streams still
     // in its accept queue, which a client resetting one stream per read never fills.
     let mut resets = ResetBudget::new(ctx.limits.max_pending_reset_streams);
@@ -102,7 +105,7 @@ async fn run<I>(
                     going_away = true;
                     continue;
                 }
-                let close = stream::answer(request, respond, proto, ctx, &state);
+                let close = stream::answer(request, respond, proto, ctx, &state, &echo);
                 if close && !going_away {
                     go_away(&mut conn, ctx, &mut going_away);
                 }

@@ -6,6 +6,7 @@ use crate::authority;
 use crate::body::{Body, CHUNK};
 use crate::conn_io::ConnState;
 use crate::date;
+use crate::echo::EchoBudget;
 use crate::respond::{self, Answer, Decision, Pending, RequestView};
 use crate::totals::Proto;
 use crate::worker::{Answering, WorkerCtx};
@@ -23,6 +24,7 @@ pub fn answer(
     proto: Proto,
     ctx: &Arc<WorkerCtx>,
     state: &Arc<ConnState>,
+    echo: &Arc<EchoBudget>,
 ) -> bool {
     if !authority::request_names_a_valid_one(&request) {
         // Malformed (RFC 9113 §8.1.1), as the owned engine and the h2 crate itself treat it.
@@ -53,12 +55,13 @@ pub fn answer(
             let close = pending.plan.close;
             let ctx = ctx.clone();
             let state = state.clone();
+            let echo = echo.clone();
             tokio::spawn(async move {
                 let answering = Answering::new(&ctx);
                 // A stream the client resets stops here, as on the owned engine: a reset delayed
                 // stream neither keeps a task nor holds the connection open until its delay ends.
                 let (answer, unread) = tokio::select! {
-                    answered = answer_later(*pending, body, &ctx, &state) => answered,
+                    answered = answer_later(*pending, body, &ctx, &state, &echo) => answered,
                     _ = std::future::poll_fn(|cx| respond.poll_reset(cx)) => {
                         answering.done();
                         return;
@@ -97,8 +100,9 @@ async fn answer_later(
     mut body: RecvStream,
     ctx: &WorkerCtx,
     state: &ConnState,
+    echo: &Arc<EchoBudget>,
 ) -> (Answer, Option<RecvStream>) {
-    let mut collector = respond::BodyCollector::new(ctx.limits.max_body_bytes, pending.echo);
+    let mut collector = pending.collector(&ctx.limits, Some(echo));
     while let Some(chunk) = body.data().await {
         let Ok(chunk) = chunk else { break };
         let _ = body.flow_control().release_capacity(chunk.len());

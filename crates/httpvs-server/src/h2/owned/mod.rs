@@ -16,6 +16,7 @@ use self::core::{CoreLimits, Event, ServerCore};
 use self::head::RequestHead;
 use crate::conn_io::ConnState;
 use crate::date::{self, Stamp};
+use crate::echo::EchoBudget;
 use crate::respond::{self, Answer, BodyCollector, Decision, Pending, RequestView};
 use crate::totals::{Event as Count, Proto};
 use crate::worker::WorkerCtx;
@@ -50,8 +51,8 @@ struct Shell<'a> {
     /// The worker's date when the current read or timer turn began.
     date: Stamp,
     collecting: StreamIdMap<Collecting>,
-    /// Echo bytes the collecting streams hold, together.
-    echo: respond::EchoBudget,
+    /// The echo bytes its streams hold, together, until each echo is sent.
+    echo: Arc<EchoBudget>,
     delayed: BTreeMap<(Instant, u32), (Answer, bool)>,
     /// When each delayed stream is due, so a reset can drop its answer at once.
     delayed_at: StreamIdMap<Instant>,
@@ -78,7 +79,7 @@ where
         state: &state,
         date: date::now(),
         collecting: StreamIdMap::default(),
-        echo: respond::EchoBudget::new(&ctx.limits),
+        echo: Arc::new(EchoBudget::new(&ctx.limits)),
         delayed: BTreeMap::new(),
         delayed_at: StreamIdMap::default(),
     };
@@ -268,7 +269,7 @@ impl Shell<'_> {
         match decision {
             Decision::Now(answer) => self.send(stream, answer, head_only),
             Decision::Later(pending) => {
-                let collector = BodyCollector::new(self.ctx.limits.max_body_bytes, pending.echo);
+                let collector = pending.collector(&self.ctx.limits, Some(&self.echo));
                 let collecting = Collecting {
                     pending,
                     collector,
@@ -287,10 +288,7 @@ impl Shell<'_> {
         let Some(collecting) = self.collecting.get_mut(&stream) else {
             return; // answered early: the rest of the body is read and dropped
         };
-        // Taken before the push, which counts it in the collector's `kept` either way.
-        let over_budget = collecting.collector.keeps() && !self.echo.take(chunk.len() as u64);
-        let refused = over_budget || collecting.collector.push(chunk).is_err();
-        if refused {
+        if collecting.collector.push(chunk).is_err() {
             let head_only = collecting.head_only;
             self.stop_collecting(stream);
             let answer = respond::body_too_large(&self.ctx.limits, &self.ctx.counters);
@@ -303,11 +301,9 @@ impl Shell<'_> {
         }
     }
 
-    /// Takes a stream out of the collecting set, giving back the bytes it kept.
+    /// Takes a stream out of the collecting set.
     fn stop_collecting(&mut self, stream: u32) -> Option<Collecting> {
-        let collecting = self.collecting.remove(&stream)?;
-        self.echo.give_back(collecting.collector.kept());
-        Some(collecting)
+        self.collecting.remove(&stream)
     }
 
     /// The body is complete: answer now or after the delay.
