@@ -394,6 +394,33 @@ fn h3_against_serve_succeeds() {
     assert!(r.wire.header_savings.is_some());
 }
 
+/// Every h3 connection closed at a run's end tells the server: the worker's runtime used to stop
+/// before quinn's task had sent most CONNECTION_CLOSEs (about 20 of 300 got out), and the
+/// server held the rest until its idle timeout, sending each a GOAWAY at its stop.
+#[test]
+fn an_h3_run_s_closes_reach_the_server() {
+    let s = server(Limits::default());
+    let url = format!("https://127.0.0.1:{}/", s.h3_addr().unwrap().port());
+    let c = LoadConfig::new(&url)
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H3))
+        .shape(100, 1)
+        .threads(1)
+        .requests(1000)
+        .tls(TlsOptions {
+            insecure: true,
+            cacert: None,
+            client_identity: None,
+        });
+    let r = run(&c);
+    assert_eq!(r.requests.succeeded, 1000, "{:?}", r.errors);
+    // Time for the server to read the closes already sent.
+    std::thread::sleep(Duration::from_millis(300));
+    let t = s.shutdown(Duration::from_secs(2));
+    assert_eq!(t.requests.h3, 1000, "{t:?}");
+    assert_eq!(t.goaways_sent, 0, "connections left open: {t:?}");
+}
+
 #[test]
 fn status_mix_and_delays_keep_the_identity() {
     let s = server(Limits::default());

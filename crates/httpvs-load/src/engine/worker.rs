@@ -176,6 +176,7 @@ pub fn run_worker<F: ProtocolFactory>(
             slot.release();
         }
         drop(slots);
+        ctx.protocol.wind_down().await;
         let rest = ctx.recorder.borrow_mut().take_rest();
         for (tick, stats) in rest {
             let _ = tx.send(WorkerMsg::Interval { tick, stats });

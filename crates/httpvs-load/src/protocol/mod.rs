@@ -402,4 +402,10 @@ pub trait Protocol: 'static {
     fn failure_detail(&self) -> Option<String> {
         None
     }
+    /// Lets the connections closed at the run's end tell their peer before the worker's runtime
+    /// stops. TCP's FINs leave with the close; h3's CONNECTION_CLOSEs leave from the endpoint's
+    /// task, which has to run for them.
+    fn wind_down(&self) -> impl Future<Output = ()> {
+        std::future::ready(())
+    }
 }
