@@ -252,6 +252,9 @@ fn bad_plan_gets_one_line_naming_the_field() {
 fn bad_flags_get_one_line() {
     let dir = scratch_dir("compare-bad-flags");
     std::fs::write(dir.join("tiny-not-pem.toml"), "name = \"x\"\n").unwrap();
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    // A symlink to a file not written yet.
+    let _ = std::os::unix::fs::symlink("a.json", dir.join("b.json"));
     for (args, words) in [
         (
             vec!["compare", "--shape", "h2c=8y60"],
@@ -367,6 +370,23 @@ fn bad_flags_get_one_line() {
         (
             vec!["compare", "--quick", "--json", "same", "--html", "./same"],
             "--json and --html both name ./same",
+        ),
+        // Neither exists yet: the paths are resolved as the writes would (the HTML report
+        // overwrote the JSON).
+        (
+            vec![
+                "compare",
+                "--quick",
+                "--json",
+                "sub/../x.json",
+                "--html",
+                "x.json",
+            ],
+            "--json and --html both name x.json",
+        ),
+        (
+            vec!["compare", "--quick", "--json", "a.json", "--html", "b.json"],
+            "--json and --html both name b.json",
         ),
     ] {
         let out = httpvs(&dir, &args);

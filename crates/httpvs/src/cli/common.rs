@@ -53,14 +53,36 @@ pub(super) fn file_id(path: &std::path::Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
-/// Whether two output paths are one file: the same file on disk, or the same path spelled
-/// alike once made absolute (neither exists yet).
+/// Whether two output paths are one file: the same file on disk, or, when one is not there
+/// yet, the same file once written (`sub/../x` and `x`, a symlink and the file it names).
 pub(super) fn same_path(a: &std::path::Path, b: &std::path::Path) -> bool {
     if let (Some(x), Some(y)) = (file_id(a), file_id(b)) {
         return x == y;
     }
-    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    absolute(a) == absolute(b)
+    to_be_written(a) == to_be_written(b)
+}
+
+/// The file a write to `path` would make: symlinks followed (a dangling one names the file it
+/// would create), the directory resolved, the name kept.
+fn to_be_written(path: &std::path::Path) -> std::path::PathBuf {
+    let mut path = path.to_path_buf();
+    // As the kernel's limit on links followed.
+    for _ in 0..40 {
+        let Ok(target) = std::fs::read_link(&path) else {
+            break;
+        };
+        path = match path.parent() {
+            Some(dir) => dir.join(target),
+            None => target,
+        };
+    }
+    let absolute = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+    match (absolute.parent(), absolute.file_name()) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+            .map(|dir| dir.join(name))
+            .unwrap_or(absolute.clone()),
+        _ => absolute,
+    }
 }
 
 /// Refuses an output `path` (`flag`) that is the same file as one of the run's `inputs`.
