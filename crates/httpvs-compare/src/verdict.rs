@@ -236,8 +236,18 @@ pub fn unfit(row: &Row) -> Option<String> {
     };
     if row.started == 0 && row.succeeded == 0 {
         return Some(if row.cut_off > 0 {
+            // Requests wait in flight for their connection's handshake: on a slow link most of
+            // them may have had no connection yet.
+            let opened = match (missing_connections(row), row.fewest_connections) {
+                (0, _) => String::new(),
+                (_, 0) => " (no connection had opened)".into(),
+                (_, n) => format!(
+                    " (only {n} of {} connections had opened)",
+                    row.shape.connections
+                ),
+            };
             format!(
-                "completed nothing in {period}: its {} warm-up requests were still in flight at the end",
+                "completed nothing in {period}: its {} warm-up requests were still in flight at the end{opened}",
                 row.cut_off
             )
         } else {

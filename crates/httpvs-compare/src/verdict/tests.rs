@@ -467,6 +467,20 @@ fn a_few_missing_connections_of_many_are_flagged_but_ranked() {
     );
 }
 
+/// On a link too slow for the handshakes (rate 1kbit), the requests in flight were mostly
+/// waiting for a connection: said, since the row's `new conns` read 9 for a shape of 64.
+#[test]
+fn warm_up_requests_in_flight_say_how_few_connections_had_opened() {
+    let mut h1 = run_of((Variant::H1, 64, 1), 0.3, 0, 0, 9);
+    h1.cut_off = 64;
+    h1.ceiling_rps = f64::INFINITY;
+    assert_eq!(
+        unfit(&h1).unwrap(),
+        "completed nothing in 0.3 s: its 64 warm-up requests were still in flight at the end \
+         (only 9 of 64 connections had opened)"
+    );
+}
+
 #[test]
 fn a_row_whose_warm_up_requests_outlived_the_warm_up_says_so_not_lost_handshakes() {
     // jitter/large from the review: h3's 32 warm-up requests were all still in flight.
@@ -478,7 +492,7 @@ fn a_row_whose_warm_up_requests_outlived_the_warm_up_says_so_not_lost_handshakes
     assert_eq!(
         v.line,
         "no verdict: h3 completed nothing in 1 s: its 32 warm-up requests were still in flight \
-         at the end; run longer with --duration"
+         at the end (no connection had opened); run longer with --duration"
     );
 }
 
