@@ -19,7 +19,7 @@ mod stream;
 mod worker;
 
 pub use factory::ProtocolFactory;
-pub use setup::LoadError;
+pub use setup::{connect_timeout_line, LoadError};
 
 use crate::config::{LoadConfig, StopAfter};
 use crate::protocol::{ConnectInfo, ConnectOptions, Connection, Protocol, ProtocolKind, Target};

@@ -53,7 +53,7 @@ pub enum LoadError {
         addr: SocketAddr,
     },
     /// The first connection did not complete in time.
-    #[error("{}", connect_timeout_line(*addr, *timeout, detail))]
+    #[error("{}", connect_timeout_line(*addr, *timeout, detail, Some("--connect-timeout")))]
     ConnectTimeout {
         /// The address tried.
         addr: SocketAddr,
@@ -97,12 +97,18 @@ pub enum LoadError {
 }
 
 /// The line for a first connection the connect timeout cut: "no connection" only when TCP
-/// itself did not connect.
-fn connect_timeout_line(addr: SocketAddr, timeout: Duration, detail: &str) -> String {
+/// itself did not connect; `flag` names the timeout's flag, for a command that has one.
+pub fn connect_timeout_line(
+    addr: SocketAddr,
+    timeout: Duration,
+    detail: &str,
+    flag: Option<&str>,
+) -> String {
+    let flag = flag.map_or_else(String::new, |f| format!(" ({f})"));
     if detail.is_empty() {
-        format!("no connection to {addr} within {timeout:?} (--connect-timeout)")
+        format!("no connection to {addr} within {timeout:?}{flag}")
     } else {
-        format!("connection to {addr} not ready within {timeout:?} (--connect-timeout): {detail}")
+        format!("connection to {addr} not ready within {timeout:?}{flag}: {detail}")
     }
 }
 
@@ -461,6 +467,21 @@ fn request_spec(config: &LoadConfig, url: &http::Uri) -> RequestSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// load names its flag; compare, which has none, does not.
+    #[test]
+    fn a_connect_timeout_line_names_the_flag_only_when_given() {
+        let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let t = Duration::from_secs(10);
+        assert_eq!(
+            connect_timeout_line(addr, t, "", Some("--connect-timeout")),
+            "no connection to 127.0.0.1:1 within 10s (--connect-timeout)"
+        );
+        assert_eq!(
+            connect_timeout_line(addr, t, "TLS", None),
+            "connection to 127.0.0.1:1 not ready within 10s: TLS"
+        );
+    }
 
     #[test]
     fn resolves_loopback_and_names_refusal() {
