@@ -421,6 +421,42 @@ fn an_h3_run_s_closes_reach_the_server() {
     assert_eq!(t.goaways_sent, 0, "connections left open: {t:?}");
 }
 
+/// A server's idle timeout, shorter than the gaps of an open-model run, ends each connection
+/// between requests: h2 (GOAWAY) and h3 (CONNECTION_CLOSE) say so as HTTP/1.1 does, where the
+/// note asked whether keep-alive was off, and an h3 close read as a FIN.
+#[test]
+fn idle_closes_between_requests_are_named_on_h2_and_h3() {
+    let s = server(Limits {
+        idle_timeout: Duration::from_millis(150),
+        ..Limits::default()
+    });
+    let h3 = format!("https://127.0.0.1:{}/", s.h3_addr().unwrap().port());
+    for (url, kind) in [
+        (http_url(&s, "/"), ProtocolKind::H2c),
+        (h3, ProtocolKind::H3),
+    ] {
+        let c = LoadConfig::new(&url)
+            .unwrap()
+            .protocol(fixed(kind))
+            .shape(1, 1)
+            .threads(1)
+            .rate(4.0)
+            .duration(Duration::from_secs(2))
+            .tls(TlsOptions {
+                insecure: true,
+                cacert: None,
+                client_identity: None,
+            });
+        let r = run(&c);
+        let note = r.connections.diagnosis.clone().unwrap_or_default();
+        assert!(note.contains("idle connections"), "{kind:?}: {note}");
+        if kind == ProtocolKind::H3 {
+            let text = httpvs_load::report::text::render(&r);
+            assert!(text.contains("CONNECTION_CLOSE"), "{text}");
+        }
+    }
+}
+
 #[test]
 fn status_mix_and_delays_keep_the_identity() {
     let s = server(Limits::default());

@@ -139,7 +139,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
             })
             .collect(),
         wire: wire(stats, r.succeeded, facts.kind),
-        connections: connections(config, stats, facts.probes),
+        connections: connections(config, stats, facts.probes, facts.kind),
         quic: quic(config, stats),
         network: None,
         request_log: config.request_log.as_ref().map(|log| {
@@ -397,7 +397,12 @@ fn wire(stats: &WorkerStats, succeeded: u64, kind: ProtocolKind) -> Wire {
     }
 }
 
-fn connections(config: &LoadConfig, stats: &WorkerStats, probes: u64) -> Connections {
+fn connections(
+    config: &LoadConfig,
+    stats: &WorkerStats,
+    probes: u64,
+    kind: ProtocolKind,
+) -> Connections {
     let c = &stats.connections;
     Connections {
         opened: c.opened,
@@ -422,7 +427,7 @@ fn connections(config: &LoadConfig, stats: &WorkerStats, probes: u64) -> Connect
             },
             max: c.requests_max,
         },
-        diagnosis: churn_diagnosis(config, stats),
+        diagnosis: churn_diagnosis(config, stats, kind),
         probes,
     }
 }

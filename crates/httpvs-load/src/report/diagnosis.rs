@@ -1,10 +1,16 @@
 //! Explains connection churn: why a run opened many more connections than it was asked to.
 
 use crate::config::LoadConfig;
+use crate::protocol::ProtocolKind;
 use crate::stats::WorkerStats;
 
 /// A sentence when connections opened exceed twice the configured connections, else `None`.
-pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<String> {
+/// `kind` names a plain close: a FIN, or over HTTP/3 a CONNECTION_CLOSE.
+pub fn churn_diagnosis(
+    config: &LoadConfig,
+    stats: &WorkerStats,
+    kind: ProtocolKind,
+) -> Option<String> {
     let c = &stats.connections;
     let configured = u64::from(config.connections);
     // Fewer than the work needed, none failed: the rest were still connecting when the run
@@ -82,15 +88,19 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
     }
     let every = c.requests_sum_server_closed as f64 / closed as f64;
     // The most common way (the first of equals in this order).
+    let with_fin = match kind {
+        ProtocolKind::H3 => "with CONNECTION_CLOSE",
+        _ => "with FIN",
+    };
     let (how, count) = [
         ("with GOAWAY", c.closed_goaway),
         ("with Connection: close", c.closed_connection_close),
         ("with resets", c.closed_reset),
-        ("with FIN", c.closed_fin),
+        (with_fin, c.closed_fin),
     ]
     .into_iter()
     .fold(
-        ("with FIN", 0),
+        (with_fin, 0),
         |most, kind| {
             if kind.1 > most.1 {
                 kind
@@ -124,7 +134,7 @@ pub fn churn_diagnosis(config: &LoadConfig, stats: &WorkerStats) -> Option<Strin
         // (In the closed model a gap is only the client's turn-around: a server that closes
         // after every answer without saying so is keep-alive off, below.)
         return Some(format!(
-            "the server closed {} idle connections (a FIN while no request was in flight): its keep-alive idle timeout is shorter than the gaps between requests here (nginx keepalive_timeout); httpvs saw each close and opened a new connection instead of sending on it",
+            "the server closed {} idle connections (closed while no request was in flight): its keep-alive idle timeout is shorter than the gaps between requests here (nginx keepalive_timeout); httpvs saw each close and opened a new connection instead of sending on it",
             group(c.closed_idle)
         ));
     } else if asked_to_close && c.closed_connection_close >= closed / 2 {
@@ -215,13 +225,13 @@ mod tests {
     fn names_the_keepalive_limit() {
         let config = shaped(4, 50);
         let mut stats = closed_every(200, CloseCause::Goaway, 100);
-        let d = churn_diagnosis(&config, &stats).unwrap();
+        let d = churn_diagnosis(&config, &stats, ProtocolKind::H1).unwrap();
         assert_eq!(
             d,
             "the server closed connections 200 times with GOAWAY, about every 100 requests: check its max requests per connection (nginx keepalive_requests)"
         );
         stats.connections.opened = 8;
-        assert_eq!(churn_diagnosis(&config, &stats), None);
+        assert_eq!(churn_diagnosis(&config, &stats, ProtocolKind::H1), None);
     }
 
     /// Closes of mixed kinds are named by the most common, as such: "1,004 times with FIN"
@@ -234,7 +244,7 @@ mod tests {
             stats.connections.retire(CloseCause::Reset, 100);
         }
         stats.connections.opened = 1004;
-        let d = churn_diagnosis(&config, &stats).unwrap();
+        let d = churn_diagnosis(&config, &stats, ProtocolKind::H1).unwrap();
         assert!(
             d.starts_with("the server closed connections 1,004 times mostly with FIN,"),
             "{d}"
@@ -244,7 +254,7 @@ mod tests {
         let mut stats = closed_every(2, CloseCause::Fin, 100);
         stats.connections.retire(CloseCause::Goaway, 100);
         stats.connections.opened = 300;
-        let d = churn_diagnosis(&shaped(1, 1), &stats).unwrap();
+        let d = churn_diagnosis(&shaped(1, 1), &stats, ProtocolKind::H1).unwrap();
         assert!(d.contains("3 times mostly with FIN"), "{d}");
     }
 
@@ -256,14 +266,14 @@ mod tests {
         let mut stats = closed_every(100, CloseCause::Fin, 1);
         stats.connections.closed_idle = 100;
         let closed_model = shaped(2, 1);
-        let d = churn_diagnosis(&closed_model, &stats).unwrap();
+        let d = churn_diagnosis(&closed_model, &stats, ProtocolKind::H1).unwrap();
         assert_eq!(
             d,
             "the server closed connections 100 times with FIN, after about every request: is keep-alive off there?"
         );
         let mut open_model = shaped(2, 1);
         open_model.rate = Some(2.0);
-        let d = churn_diagnosis(&open_model, &stats).unwrap();
+        let d = churn_diagnosis(&open_model, &stats, ProtocolKind::H1).unwrap();
         assert!(d.contains("100 idle connections"), "{d}");
     }
 
@@ -278,16 +288,16 @@ mod tests {
         for _ in 0..50 {
             stats.status.count(101);
         }
-        let d = churn_diagnosis(&config, &stats).unwrap();
+        let d = churn_diagnosis(&config, &stats, ProtocolKind::H1).unwrap();
         assert!(d.ends_with("it answered 101 Switching Protocols 50 times, and httpvs leaves a switched connection rather than reuse it"), "{d}");
         stats.status = Default::default();
-        let d = churn_diagnosis(&config, &stats).unwrap();
+        let d = churn_diagnosis(&config, &stats, ProtocolKind::H1).unwrap();
         assert!(
             d.ends_with("httpvs closed them itself (see Connections)"),
             "{d}"
         );
         stats.requests.failed = 3;
-        let d = churn_diagnosis(&config, &stats).unwrap();
+        let d = churn_diagnosis(&config, &stats, ProtocolKind::H1).unwrap();
         assert!(d.ends_with("they failed or timed out (see errors)"), "{d}");
         // A server that hangs up on garbage closed them, as failures: not "closed none".
         assert!(!d.contains("closed none"), "{d}");
@@ -302,27 +312,27 @@ mod tests {
         let mut stats = WorkerStats::default();
         stats.connections.opened = 110;
         stats.requests.started = 60_000;
-        let d = churn_diagnosis(&config, &stats).unwrap_or_default();
+        let d = churn_diagnosis(&config, &stats, ProtocolKind::H1).unwrap_or_default();
         assert!(
             d.starts_with("only 110 of the 256 connections opened"),
             "{d}"
         );
         stats.requests.started = 100;
-        assert_eq!(churn_diagnosis(&config, &stats), None);
+        assert_eq!(churn_diagnosis(&config, &stats, ProtocolKind::H1), None);
         stats.requests.started = 60_000;
         stats.connections.failed_to_open = 3;
-        assert_eq!(churn_diagnosis(&config, &stats), None);
+        assert_eq!(churn_diagnosis(&config, &stats, ProtocolKind::H1), None);
         // `-n 50 -c 10 -m 10` needs 5 connections at most (each worker opened 3): all it
         // needed opened, none is missing.
         let config = shaped(10, 10);
         let mut stats = WorkerStats::default();
         stats.connections.opened = 6;
         stats.requests.started = 50;
-        assert_eq!(churn_diagnosis(&config, &stats), None);
+        assert_eq!(churn_diagnosis(&config, &stats, ProtocolKind::H1), None);
         // ... but 3 where 6 were needed (`-n 60`) is connections lost.
         stats.connections.opened = 3;
         stats.requests.started = 60;
-        let d = churn_diagnosis(&config, &stats).unwrap_or_default();
+        let d = churn_diagnosis(&config, &stats, ProtocolKind::H1).unwrap_or_default();
         assert!(
             d.starts_with(
                 "only 3 connections opened during the run, where its requests needed 6 (of 10 configured), and none failed"
@@ -338,7 +348,7 @@ mod tests {
         let config = shaped(2, 4);
         let mut stats = closed_every(19, CloseCause::Goaway, 5);
         stats.connections.closed_goaway_error = 19;
-        let d = churn_diagnosis(&config, &stats).unwrap();
+        let d = churn_diagnosis(&config, &stats, ProtocolKind::H1).unwrap();
         assert!(d.contains("19 of them with an error code"), "{d}");
         assert!(!d.contains("keepalive_requests"), "{d}");
     }
@@ -353,7 +363,7 @@ mod tests {
             http::HeaderValue::from_static("close"),
         ));
         let stats = closed_every(20, CloseCause::ConnectionClose, 1);
-        let d = churn_diagnosis(&config, &stats).unwrap();
+        let d = churn_diagnosis(&config, &stats, ProtocolKind::H1).unwrap();
         assert!(
             d.ends_with("as this run's -H 'Connection: close' asks"),
             "{d}"
@@ -373,7 +383,7 @@ mod tests {
             }
         }
         stats.requests.succeeded = 119_136;
-        let d = churn_diagnosis(&config, &stats).unwrap();
+        let d = churn_diagnosis(&config, &stats, ProtocolKind::H1).unwrap();
         assert!(d.contains("up to 17,821 on one: not a fixed limit"), "{d}");
         assert!(!d.contains("keepalive_requests"), "{d}");
     }

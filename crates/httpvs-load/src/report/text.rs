@@ -687,9 +687,14 @@ fn connections(out: &mut String, r: &Report) {
         group(c.failed_to_open),
         group(c.reused_requests)
     );
+    // QUIC has no FIN: the plain close is the server's CONNECTION_CLOSE without an error.
+    let fin = match r.protocol.negotiated.as_str() {
+        "h3" => "CONNECTION_CLOSE",
+        _ => "FIN",
+    };
     let _ = writeln!(
         out,
-        "  closed by the server {} (GOAWAY {}{}, Connection: close {}, FIN {}, reset {}); by us {}{}",
+        "  closed by the server {} (GOAWAY {}{}, Connection: close {}, {fin} {}, reset {}); by us {}{}",
         group(s.total),
         group(s.goaway),
         match s.goaway_error {

@@ -126,6 +126,9 @@ pub struct ConnCore {
     /// Bytes of answers to the server's frames queued in `out` since the driver last took it.
     answer_backlog: usize,
     goaway: Option<(u32, u32)>,
+    /// The first GOAWAY came while no request was in flight: the server ended an idle
+    /// connection (its idle timeout), not one it was serving.
+    goaway_idle: bool,
     end: Option<ConnEnd>,
     local_close: bool,
     /// The run is over ([`ConnCore::quiesce`]): streams dropped now are not cancelled.
@@ -174,6 +177,7 @@ impl ConnCore {
             block_buf: Vec::new(),
             answer_backlog: 0,
             goaway: None,
+            goaway_idle: false,
             end: None,
             local_close: false,
             quiet: false,
@@ -702,6 +706,9 @@ impl ConnCore {
         let last =
             u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & MAX_STREAM_ID;
         let error = u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
+        if self.goaway.is_none() {
+            self.goaway_idle = self.streams.open() == 0;
+        }
         // A later GOAWAY may only lower the last stream id.
         let last = self.goaway.map_or(last, |(seen, _)| seen.min(last));
         self.goaway = Some((last, error));

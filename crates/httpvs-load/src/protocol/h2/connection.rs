@@ -4,7 +4,7 @@
 use super::conn_core::ConnCore;
 use super::driver::lock;
 use crate::protocol::wire::WireCounter;
-use crate::protocol::{CloseCause, RequestSpec, ResponseInfo, SendError, WireBytes};
+use crate::protocol::{CloseCause, CloseDetail, RequestSpec, ResponseInfo, SendError, WireBytes};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -130,6 +130,10 @@ impl crate::protocol::Connection for Http2Connection {
 
     fn goaway_error(&self) -> Option<u64> {
         lock(&self.core).goaway_error()
+    }
+
+    fn close_detail(&self) -> Option<CloseDetail> {
+        lock(&self.core).closed_idle().then_some(CloseDetail::Idle)
     }
 
     fn protocol_breach(&self) -> Option<String> {

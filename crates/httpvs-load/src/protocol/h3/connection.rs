@@ -7,7 +7,7 @@ use super::reference::ReferenceConnection;
 use super::tap::H3TapObserver;
 use crate::error::ErrorKind;
 use crate::protocol::{
-    CloseCause, Connection, QuicStats, RequestSpec, ResponseInfo, SendError, WireBytes,
+    CloseCause, CloseDetail, Connection, QuicStats, RequestSpec, ResponseInfo, SendError, WireBytes,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -109,6 +109,14 @@ impl Connection for H3Connection {
         match &self.inner {
             Inner::Owned(c) => c.accepts_requests(),
             Inner::Reference(c) => c.accepts_requests(),
+        }
+    }
+
+    fn close_detail(&self) -> Option<CloseDetail> {
+        match &self.inner {
+            Inner::Owned(c) => c.close_detail(),
+            // The reference engine (trace's, and the differential test's) does not track it.
+            Inner::Reference(_) => None,
         }
     }
 

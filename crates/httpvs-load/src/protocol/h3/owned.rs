@@ -19,12 +19,12 @@ use super::response::{
 };
 use crate::error::ErrorKind;
 use crate::protocol::{
-    CloseCause, Connection, QuicStats, RequestSpec, ResponseInfo, SendError, WireBytes,
+    CloseCause, CloseDetail, Connection, QuicStats, RequestSpec, ResponseInfo, SendError, WireBytes,
 };
 use bytes::Bytes;
 use futures_util::FutureExt;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -73,6 +73,11 @@ struct ConnState {
     /// A request waits for stream credit: the background task writes [`NUDGE`] (several
     /// waits before it runs write once).
     nudge: tokio::sync::Notify,
+    /// Requests under way now.
+    in_flight: AtomicU32,
+    /// Whether none was under way when the server first said it was ending the connection
+    /// (its first GOAWAY, or its close): an idle timeout's close, not one after a request.
+    idle_at_end: OnceLock<bool>,
 }
 
 impl ConnState {
@@ -82,6 +87,17 @@ impl ConnState {
         let _ = self.ended.set(ErrorKind::H3(code));
         self.closed_locally.store(true, Ordering::Release);
         quic.close(quinn::VarInt::from_u64(code).unwrap_or_default(), b"");
+    }
+
+    /// The server is ending the connection (GOAWAY, or its close): notes whether it was idle.
+    /// Not after our own close, which ends it too.
+    fn server_ending(&self) {
+        if self.closed_locally.load(Ordering::Acquire) {
+            return;
+        }
+        let _ = self
+            .idle_at_end
+            .set(self.in_flight.load(Ordering::Acquire) == 0);
     }
 
     fn goaway_id(&self) -> Option<u64> {
@@ -141,6 +157,8 @@ impl OwnedConnection {
             early: AtomicBool::new(zero_rtt.is_some()),
             early_rejected: AtomicBool::new(false),
             nudge: tokio::sync::Notify::new(),
+            in_flight: AtomicU32::new(0),
+            idle_at_end: OnceLock::new(),
         });
         let background = tokio::spawn(watch_connection(
             quic.clone(),
@@ -313,10 +331,19 @@ impl OwnedConnection {
 struct CancelOnDrop<'a> {
     recv: &'a mut quinn::RecvStream,
     settled: bool,
+    /// Counts the request out of [`ConnState::in_flight`].
+    state: &'a ConnState,
+    quic: &'a quinn::Connection,
 }
 
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
+        // A request the connection's end failed was under way when it ended, whether or not
+        // the background task has seen the end yet.
+        if !self.settled && self.quic.close_reason().is_some() {
+            self.state.server_ending();
+        }
+        self.state.in_flight.fetch_sub(1, Ordering::AcqRel);
         if !self.settled {
             let code = quinn::VarInt::from_u64(classify::H3_REQUEST_CANCELLED)
                 .unwrap_or(quinn::VarInt::from_u32(0));
@@ -375,6 +402,7 @@ async fn watch_connection(
                     tokio::spawn(read_server_stream(stream, quic.clone(), state.clone()));
                 }
                 Err(e) => {
+                    state.server_ending();
                     let _ = state.ended.set(classify::connection_failure(&e));
                     return;
                 }
@@ -469,6 +497,7 @@ impl ControlCheck {
             // may not name a higher stream than an earlier one.
             FrameEvent::Goaway(id) if id % 4 != 0 => Some(H3_ID_ERROR),
             FrameEvent::Goaway(id) => {
+                state.server_ending();
                 let earlier = state.goaway.fetch_min(id, Ordering::AcqRel);
                 state.goaway_seen.notify_waiters();
                 (earlier != u64::MAX && id > earlier).then_some(H3_ID_ERROR)
@@ -495,9 +524,12 @@ impl Connection for OwnedConnection {
             self.failure(StreamFailure::Connection(kind), None)
         })?;
         let id = quinn::VarInt::from(send.id()).into_inner();
+        self.state.in_flight.fetch_add(1, Ordering::AcqRel);
         let mut cancel = CancelOnDrop {
             recv: &mut recv,
             settled: false,
+            state: &self.state,
+            quic: &self.quic,
         };
         self.write_request(send, req, id).await?;
         let read = tokio::select! {
@@ -518,6 +550,12 @@ impl Connection for OwnedConnection {
             && self.state.ended.get().is_none()
             && !self.state.closed_locally.load(Ordering::Acquire)
             && self.quic.close_reason().is_none()
+    }
+
+    /// Asked as the engine retires the connection, after our close: what the server did
+    /// before it is in `idle_at_end`.
+    fn close_detail(&self) -> Option<CloseDetail> {
+        (self.state.idle_at_end.get() == Some(&true)).then_some(CloseDetail::Idle)
     }
 
     fn close_cause(&self) -> CloseCause {
@@ -551,6 +589,10 @@ impl Connection for OwnedConnection {
     }
 
     fn close(&self) {
+        // Ended by the server already, before the background task has seen it.
+        if self.quic.close_reason().is_some() {
+            self.state.server_ending();
+        }
         self.state.closed_locally.store(true, Ordering::Release);
         self.quic
             .close(quinn::VarInt::from_u32(H3_NO_ERROR as u32), b"");

@@ -149,6 +149,12 @@ impl ConnCore {
         super::super::conn_state::goaway_error(self.goaway)
     }
 
+    /// The server's GOAWAY ended the connection while no request was in flight (asked after
+    /// we have closed it too, as the engine retires it).
+    pub fn closed_idle(&self) -> bool {
+        self.goaway_idle && self.goaway.is_some()
+    }
+
     /// Why the connection stopped accepting requests.
     pub fn close_cause(&self) -> CloseCause {
         if self.local_close {
