@@ -87,7 +87,9 @@ impl ErrorKind {
             }
             ErrorKind::H3(c) => format!("h3({})", code_label(h3_code_name(*c), *c)),
             ErrorKind::QuicTransport(OTHER_CODE) => "quic_transport(other)".into(),
-            ErrorKind::QuicTransport(c) => format!("quic_transport(0x{c:x})"),
+            ErrorKind::QuicTransport(c) => {
+                format!("quic_transport({})", code_label(quic_code_name(*c), *c))
+            }
             ErrorKind::IdleTimeout => "idle_timeout".into(),
             ErrorKind::Unreachable => "unreachable".into(),
             ErrorKind::Protocol => "protocol".into(),
@@ -114,6 +116,31 @@ fn code_label(name: &'static str, code: u64) -> std::borrow::Cow<'static, str> {
         format!("0x{code:x}").into()
     } else {
         name.into()
+    }
+}
+
+/// The RFC 9000 §20.1 name of a QUIC transport error code (the TLS alerts, 0x100-0x1ff, are
+/// read as `tls` before they get here).
+pub fn quic_code_name(code: u64) -> &'static str {
+    match code {
+        0x0 => "NO_ERROR",
+        0x1 => "INTERNAL_ERROR",
+        0x2 => "CONNECTION_REFUSED",
+        0x3 => "FLOW_CONTROL_ERROR",
+        0x4 => "STREAM_LIMIT_ERROR",
+        0x5 => "STREAM_STATE_ERROR",
+        0x6 => "FINAL_SIZE_ERROR",
+        0x7 => "FRAME_ENCODING_ERROR",
+        0x8 => "TRANSPORT_PARAMETER_ERROR",
+        0x9 => "CONNECTION_ID_LIMIT_ERROR",
+        0xa => "PROTOCOL_VIOLATION",
+        0xb => "INVALID_TOKEN",
+        0xc => "APPLICATION_ERROR",
+        0xd => "CRYPTO_BUFFER_EXCEEDED",
+        0xe => "KEY_UPDATE_ERROR",
+        0xf => "AEAD_LIMIT_REACHED",
+        0x10 => "NO_VIABLE_PATH",
+        _ => "UNKNOWN",
     }
 }
 
@@ -176,6 +203,14 @@ mod tests {
             "rst_stream(REFUSED_STREAM)"
         );
         assert_eq!(ErrorKind::H3(0x10b).name(), "h3(H3_REQUEST_REJECTED)");
+        assert_eq!(
+            ErrorKind::QuicTransport(0xa).name(),
+            "quic_transport(PROTOCOL_VIOLATION)"
+        );
+        assert_eq!(
+            ErrorKind::QuicTransport(0x99).name(),
+            "quic_transport(0x99)"
+        );
         assert_eq!(ErrorKind::Refused.to_string(), "refused");
     }
 }

@@ -28,6 +28,13 @@ pub fn handshake_failure(err: &quinn::ConnectionError) -> ErrorKind {
         quinn::ConnectionError::ConnectionClosed(c) if is_crypto_error(u64::from(c.error_code)) => {
             ErrorKind::Tls
         }
+        // The server turned the connection away (its connection limit): said by its code, not
+        // as a handshake that failed for no reason given.
+        quinn::ConnectionError::ConnectionClosed(c)
+            if u64::from(c.error_code) == CONNECTION_REFUSED =>
+        {
+            ErrorKind::QuicTransport(CONNECTION_REFUSED)
+        }
         quinn::ConnectionError::ApplicationClosed(_)
         | quinn::ConnectionError::ConnectionClosed(_)
         | quinn::ConnectionError::TransportError(_)
@@ -59,6 +66,9 @@ fn transport_code(code: u64) -> ErrorKind {
         c => ErrorKind::QuicTransport(c),
     }
 }
+
+/// QUIC's CONNECTION_REFUSED (RFC 9000 §20.1): the server will not take the connection.
+const CONNECTION_REFUSED: u64 = 0x2;
 
 /// An HTTP/3 application close code: H3_NO_ERROR is a plain close.
 fn application_code(code: u64) -> ErrorKind {
@@ -217,6 +227,19 @@ mod tests {
         assert_eq!(transport_code(0), ErrorKind::ConnectionClosed);
         assert_eq!(transport_code(0x12a), ErrorKind::Tls);
         assert_eq!(transport_code(0x3), ErrorKind::QuicTransport(3));
+    }
+
+    /// A server at its connection limit refuses the handshake with CONNECTION_REFUSED: named,
+    /// where it read as a bare `handshake`.
+    #[test]
+    fn a_refused_handshake_is_named() {
+        let refused = quinn::ConnectionError::ConnectionClosed(quinn::ConnectionClose {
+            error_code: quinn::TransportErrorCode::CONNECTION_REFUSED,
+            frame_type: None,
+            reason: bytes::Bytes::from_static(b"server refused"),
+        });
+        let kind = handshake_failure(&refused);
+        assert_eq!(kind.name(), "quic_transport(CONNECTION_REFUSED)");
     }
 
     #[test]
