@@ -287,6 +287,11 @@ fn bad_flags_get_one_line() {
             vec!["compare", "https://127.0.0.1:1/", "--protocols", "h1"],
             "--protocols h1: needs an http:// URL; for https://127.0.0.1:1/ choose among h1-tls",
         ),
+        // A baseline the URL rules out, as a protocol list (it ran, with a note on stderr).
+        (
+            vec!["compare", "http://127.0.0.1:1/", "--baseline", "h2"],
+            "--baseline h2: needs an https:// URL; for http://127.0.0.1:1/ choose among h1,",
+        ),
         (
             vec!["compare", "--from", "nothing.json"],
             "cannot read --from nothing.json",

@@ -157,6 +157,15 @@ fn check_fd_limit(config: &httpvs_compare::session::CompareConfig) -> anyhow::Re
     }
 }
 
+/// For a protocol that cannot run on a URL: the scheme it needs, and those that run on the
+/// URL's (`https`: whether it is https://).
+fn scheme_choices(https: bool) -> (&'static str, &'static str) {
+    match https {
+        true => ("http://", "h1-tls, h2 or h3"),
+        false => ("https://", "h1, h1-close or h2c"),
+    }
+}
+
 /// Runs `httpvs compare`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let (true, Some(path)) = (args.print_plan, &args.from) {
@@ -432,10 +441,7 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
         // was exit 1, "answered none of the protocols", of protocols never tried).
         if let (Some(url), Some(https)) = (&args.url, https) {
             if plan.protocols.iter().all(|v| v.tls() != https) {
-                let (needs, others) = match https {
-                    true => ("http://", "h1-tls, h2 or h3"),
-                    false => ("https://", "h1, h1-close or h2c"),
-                };
+                let (needs, others) = scheme_choices(https);
                 return Err(super::usage(format!(
                     "--protocols {list}: {} an {needs} URL; for {url} choose among {others}",
                     if plan.protocols.len() == 1 {
@@ -448,10 +454,20 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
         }
     }
     if let Some(b) = &args.baseline {
-        plan.baseline = Some(
-            b.parse()
-                .map_err(|e| super::usage(format!("--baseline: {e}")))?,
-        );
+        let baseline: Variant = b
+            .parse()
+            .map_err(|e| super::usage(format!("--baseline: {e}")))?;
+        // One the URL's scheme rules out, as --protocols refuses such a list (it ran, with a
+        // note that the ratios were to another row).
+        if let (Some(url), Some(https)) = (&args.url, https) {
+            if baseline.tls() != https {
+                let (needs, others) = scheme_choices(https);
+                return Err(super::usage(format!(
+                    "--baseline {b}: needs an {needs} URL; for {url} choose among {others}"
+                )));
+            }
+        }
+        plan.baseline = Some(baseline);
     }
     if let Some(list) = &args.conditions {
         let names: Vec<&str> = list.split(',').map(str::trim).collect();
