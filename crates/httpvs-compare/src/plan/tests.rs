@@ -86,6 +86,10 @@ fn bad_values_name_their_field_and_line() {
     assert!(e.starts_with("p.toml:7: conditions[0].netem:"), "{e}");
     let e = error_of(&MINIMAL.replace("\"1s\"", "\"soon\""));
     assert!(e.contains("duration: 'soon' is not a duration"), "{e}");
+    // Hours are a unit; past a day is said as such (both read "is not a duration").
+    let e = error_of(&MINIMAL.replace("\"1s\"", "\"25h\""));
+    assert!(e.contains("duration: '25h' is over a day"), "{e}");
+    assert_eq!("2h".parse::<Span>().map(|s| s.0.as_secs()), Ok(7200));
     let e = error_of(&format!("{MINIMAL}[shapes]\nh2c = \"4y32\"\n"));
     assert!(e.contains(":8: shapes.h2c: '4y32' is not a shape"), "{e}");
     let e = error_of(&MINIMAL.replace("name = \"small\"", "name = \"small\"\nsize = \"1q\""));

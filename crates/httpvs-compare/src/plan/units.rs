@@ -83,7 +83,7 @@ impl FromStr for Span {
     type Err = String;
     fn from_str(text: &str) -> Result<Self, String> {
         let t = text.trim();
-        let bad = || format!("'{text}' is not a duration (examples: 500ms, 1.5s, 2m)");
+        let bad = || format!("'{text}' is not a duration (examples: 500ms, 1.5s, 2m, 1h)");
         let (num, unit) = t
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .map_or((t, "s"), |i| (&t[..i], &t[i..]));
@@ -93,10 +93,14 @@ impl FromStr for Span {
             "ms" => value / 1e3,
             "s" | "" => value,
             "m" | "min" => value * 60.0,
+            "h" => value * 3600.0,
             _ => return Err(bad()),
         };
-        if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
+        if !secs.is_finite() || secs < 0.0 {
             return Err(bad());
+        }
+        if secs > 86_400.0 {
+            return Err(format!("'{text}' is over a day, the most a duration may be"));
         }
         Ok(Span(Duration::from_secs_f64(secs)))
     }
