@@ -248,7 +248,7 @@ pub fn unfit(row: &Row) -> Option<String> {
             };
             format!(
                 "completed nothing in {period}: its {} warm-up requests were still in flight at the end{opened}",
-                row.cut_off
+                count(row.cut_off)
             )
         } else {
             format!("completed nothing in {period}")
@@ -256,7 +256,8 @@ pub fn unfit(row: &Row) -> Option<String> {
     }
     let mut why = format!(
         "completed {} of {} started in {period}",
-        row.succeeded, row.started
+        count(row.succeeded),
+        count(row.started)
     );
     if row.cut_off <= row.succeeded {
         let thinnest = if row.runs > 1 {
@@ -271,7 +272,8 @@ pub fn unfit(row: &Row) -> Option<String> {
     let from_warmup = row.cut_off.saturating_sub(measured_cut);
     if from_warmup > 0 {
         why.push_str(&format!(
-            ", and {from_warmup} started in the warm-up were still in flight"
+            ", and {} started in the warm-up were still in flight",
+            count(from_warmup)
         ));
     }
     Some(why)

@@ -100,7 +100,9 @@ impl FromStr for Span {
             return Err(bad());
         }
         if secs > 86_400.0 {
-            return Err(format!("'{text}' is over a day, the most a duration may be"));
+            return Err(format!(
+                "'{text}' is over a day, the most a duration may be"
+            ));
         }
         Ok(Span(Duration::from_secs_f64(secs)))
     }

@@ -324,6 +324,14 @@ fn run_of(shape: (Variant, u32, u32), seconds: f64, started: u64, ok: u64, opene
     r
 }
 
+/// Counts read as the anomaly lines beside them do: "1,104 of 1,296", not "1104 of 1296".
+#[test]
+fn a_thin_row_s_counts_have_thousands_separators() {
+    let row = run_of((Variant::H1, 2000, 1), 1.0, 3296, 1104, 2000);
+    let why = unfit(&row).unwrap();
+    assert!(why.starts_with("completed 1,104 of 3,296 started"), "{why}");
+}
+
 #[test]
 fn rows_with_most_requests_cut_off_name_no_winner() {
     // rate/large from the review: 94% and 87% of the started requests were cut off.
