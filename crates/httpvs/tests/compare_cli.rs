@@ -468,6 +468,27 @@ fn print_plan_follows_the_other_flags() {
         "{}",
         text(&out.stdout)
     );
+    // With --duration the repeats are not short; `severe` runs only the small payload.
+    let out = httpvs(
+        &dir,
+        &[
+            "compare",
+            "--print-plan",
+            "--quick",
+            "--duration",
+            "5s",
+            "--conditions",
+            "severe",
+        ],
+    );
+    let plan = text(&out.stdout);
+    assert!(
+        plan.contains("small responses; on severe (--quick: one repeat each)"),
+        "{plan}"
+    );
+    let out = httpvs(&dir, &["compare", "--print-plan", "--conditions", "severe"]);
+    let plan = text(&out.stdout);
+    assert!(plan.contains("; small responses; on severe."), "{plan}");
     // A plan file without a name is named by its file, not left blank in the reports' title.
     std::fs::write(
         dir.join("unnamed-plan.toml"),

@@ -504,7 +504,7 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
     }
     if args.quick || args.protocols.is_some() || args.conditions.is_some() {
         // The plan's own sentence would name what no longer runs (the reports show it).
-        plan.description = narrowed_description(&plan, args.quick);
+        plan.description = narrowed_description(&plan, args.quick, args.duration.is_none());
     }
     if let Some(d) = &args.duration {
         plan.duration = d
@@ -568,18 +568,32 @@ fn config(args: &Args) -> anyhow::Result<CompareConfig> {
     })
 }
 
-/// What a narrowed plan runs, in one sentence: its protocols, payloads and links.
-fn narrowed_description(plan: &Plan, quick: bool) -> String {
+/// What a narrowed plan runs, in one sentence: its protocols, payloads and links. `short`:
+/// `--quick`'s own duration holds (not one given with `--duration`).
+fn narrowed_description(plan: &Plan, quick: bool, short: bool) -> String {
+    let short = if short { " short" } else { "" };
     let protocols: Vec<String> = plan.protocols.iter().map(|v| v.to_string()).collect();
-    let payloads: Vec<&str> = plan.payloads.iter().map(|p| p.name.as_str()).collect();
+    // Those some chosen condition runs (`severe` runs `small` only).
+    let payloads: Vec<&str> = plan
+        .payloads
+        .iter()
+        .map(|p| p.name.as_str())
+        .filter(|name| {
+            plan.conditions.iter().any(|c| {
+                c.payloads
+                    .as_ref()
+                    .is_none_or(|only| only.iter().any(|o| o == name))
+            })
+        })
+        .collect();
     httpvs_compare::plan::run_sentence(
         &protocols.join(", "),
         &format!("{} responses", payloads.join(", ")),
         &plan.conditions,
         &match (quick, plan.repeats) {
             (false, _) => String::new(),
-            (true, 1) => " (--quick: one short repeat each)".into(),
-            (true, n) => format!(" (--quick: {n} short repeats each)"),
+            (true, 1) => format!(" (--quick: one{short} repeat each)"),
+            (true, n) => format!(" (--quick: {n}{short} repeats each)"),
         },
     )
 }
