@@ -87,7 +87,10 @@ pub fn parse(text: &str) -> Result<Impairment, ParseError> {
     let mut gap_given = false;
     while let Some(word) = tokens.next() {
         match word.to_ascii_lowercase().as_str() {
-            "limit" => imp.limit = parse_count(tokens.value("limit", "a packet count")?, "limit")?,
+            "limit" => {
+                let count = tokens.value("limit", "a packet count")?;
+                imp.limit = parse_whole(count, "limit", 1, u32::MAX)?;
+            }
             "delay" | "latency" => {
                 imp.delay = parse_time(tokens.value("delay", "a time such as 50ms")?)?;
                 if let Some(t) = tokens.optional_number() {
@@ -176,9 +179,6 @@ fn validate(
     }
     if imp.ecn && imp.loss.is_none() {
         return Err(ParseError::new("`ecn` needs a loss model"));
-    }
-    if imp.limit == 0 {
-        return Err(ParseError::new("bad limit `0`: at least one packet"));
     }
     Ok(imp)
 }
@@ -371,18 +371,24 @@ fn parse_signed(token: &str, what: &str) -> Result<i32, ParseError> {
 /// number" of a whole number.
 fn parse_whole<T>(token: &str, what: &str, min: T, max: T) -> Result<T, ParseError>
 where
-    T: std::str::FromStr<Err = std::num::ParseIntError> + std::fmt::Display,
+    T: std::str::FromStr<Err = std::num::ParseIntError> + std::fmt::Display + PartialOrd,
 {
-    token.parse().map_err(|e: std::num::ParseIntError| {
-        use std::num::IntErrorKind::{NegOverflow, PosOverflow};
-        let range = match e.kind() {
-            PosOverflow | NegOverflow => format!(" from {min} to {max}"),
-            _ => String::new(),
-        };
+    let out_of_range = || {
         ParseError::new(format!(
-            "bad {what} `{token}`: expected a whole number{range}"
+            "bad {what} `{token}`: expected a whole number from {min} to {max}"
         ))
-    })
+    };
+    let value: T = token.parse().map_err(|e: std::num::ParseIntError| {
+        use std::num::IntErrorKind::{NegOverflow, PosOverflow};
+        match e.kind() {
+            PosOverflow | NegOverflow => out_of_range(),
+            _ => ParseError::new(format!("bad {what} `{token}`: expected a whole number")),
+        }
+    })?;
+    if value < min || value > max {
+        return Err(out_of_range());
+    }
+    Ok(value)
 }
 
 #[cfg(test)]
@@ -392,11 +398,16 @@ mod tests {
     /// A whole number too large for its field says so (it read "expected a whole number").
     #[test]
     fn a_whole_number_out_of_range_names_the_range() {
-        let e = parse("limit 4294967296").unwrap_err().to_string();
-        assert!(
-            e.contains("bad limit `4294967296`: expected a whole number from 0 to 4294967295"),
-            "{e}"
-        );
+        // The range a limit may take: 0 is refused too (it said "from 0", then refused 0).
+        for limit in ["4294967296", "0"] {
+            let e = parse(&format!("limit {limit}")).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!(
+                    "bad limit `{limit}`: expected a whole number from 1 to 4294967295"
+                )),
+                "{e}"
+            );
+        }
         let e = parse("seed 18446744073709551616").unwrap_err().to_string();
         assert!(e.contains("from 0 to 18446744073709551615"), "{e}");
         let e = parse("limit ten").unwrap_err().to_string();
