@@ -36,6 +36,27 @@ fn run(config: &LoadConfig) -> Report {
     r
 }
 
+/// `-k`: the server's self-signed certificate taken as it is.
+fn insecure() -> TlsOptions {
+    TlsOptions {
+        insecure: true,
+        cacert: None,
+        client_identity: None,
+    }
+}
+
+/// `requests` GETs of `/` over h3 with `shape` (connections, streams) on `threads` workers.
+fn h3_requests(s: &RunningServer, shape: (u32, u32), threads: usize, requests: u64) -> LoadConfig {
+    let url = format!("https://127.0.0.1:{}/", s.h3_addr().unwrap().port());
+    LoadConfig::new(&url)
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H3))
+        .shape(shape.0, shape.1)
+        .threads(threads)
+        .requests(requests)
+        .tls(insecure())
+}
+
 fn fixed(kind: ProtocolKind) -> ProtocolChoice {
     ProtocolChoice::Fixed(kind)
 }
@@ -221,11 +242,7 @@ fn resumed_tls_handshakes_are_counted() {
         .shape(1, 1)
         .threads(1)
         .requests(20)
-        .tls(TlsOptions {
-            insecure: true,
-            cacert: None,
-            client_identity: None,
-        });
+        .tls(insecure());
     c.keepalive = false;
     let r = run(&c);
     assert_eq!(r.requests.succeeded, 20, "{:?}", r.errors);
@@ -375,19 +392,7 @@ fn the_end_of_a_run_does_not_look_like_a_rapid_reset() {
 #[test]
 fn h3_against_serve_succeeds() {
     let s = server(Limits::default());
-    let url = format!("https://127.0.0.1:{}/", s.h3_addr().unwrap().port());
-    let c = LoadConfig::new(&url)
-        .unwrap()
-        .protocol(fixed(ProtocolKind::H3))
-        .shape(2, 8)
-        .threads(2)
-        .requests(1000)
-        .tls(TlsOptions {
-            insecure: true,
-            cacert: None,
-            client_identity: None,
-        });
-    let r = run(&c);
+    let r = run(&h3_requests(&s, (2, 8), 2, 1000));
     assert_eq!(r.requests.succeeded, 1000, "{:?}", r.errors);
     let q = r.quic.expect("h3 reports QUIC statistics");
     assert!(q.datagrams_sent > 0 && q.datagrams_received > 0);
@@ -400,19 +405,7 @@ fn h3_against_serve_succeeds() {
 #[test]
 fn an_h3_run_s_closes_reach_the_server() {
     let s = server(Limits::default());
-    let url = format!("https://127.0.0.1:{}/", s.h3_addr().unwrap().port());
-    let c = LoadConfig::new(&url)
-        .unwrap()
-        .protocol(fixed(ProtocolKind::H3))
-        .shape(100, 1)
-        .threads(1)
-        .requests(1000)
-        .tls(TlsOptions {
-            insecure: true,
-            cacert: None,
-            client_identity: None,
-        });
-    let r = run(&c);
+    let r = run(&h3_requests(&s, (100, 1), 1, 1000));
     assert_eq!(r.requests.succeeded, 1000, "{:?}", r.errors);
     // Time for the server to read the closes already sent.
     std::thread::sleep(Duration::from_millis(300));
@@ -442,11 +435,7 @@ fn idle_closes_between_requests_are_named_on_h2_and_h3() {
             .threads(1)
             .rate(4.0)
             .duration(Duration::from_secs(2))
-            .tls(TlsOptions {
-                insecure: true,
-                cacert: None,
-                client_identity: None,
-            });
+            .tls(insecure());
         let r = run(&c);
         let note = r.connections.diagnosis.clone().unwrap_or_default();
         assert!(note.contains("idle connections"), "{kind:?}: {note}");
@@ -496,11 +485,7 @@ fn an_early_answer_to_a_body_cut_off_mid_write_is_read() {
             .shape(1, 1)
             .threads(1)
             .requests(3)
-            .tls(TlsOptions {
-                insecure: true,
-                cacert: None,
-                client_identity: None,
-            });
+            .tls(insecure());
         c.method = http::Method::POST;
         c.body = bytes::Bytes::from(vec![b'x'; 16 << 20]);
         let r = run(&c);
@@ -679,11 +664,7 @@ fn an_h3_count_run_against_a_server_gone_fails_its_rest_promptly() {
         .shape(1, 4)
         .threads(1)
         .requests(5_000)
-        .tls(TlsOptions {
-            insecure: true,
-            cacert: None,
-            client_identity: None,
-        });
+        .tls(insecure());
     let killer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(300));
         s.shutdown(Duration::ZERO);

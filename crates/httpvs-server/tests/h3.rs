@@ -372,26 +372,33 @@ async fn a_stop_past_the_grace_period_closes_h3_connections() {
     assert!(error.contains("ApplicationClose: H3_NO_ERROR"), "{error}");
 }
 
-/// `/echo` bodies still arriving on one connection hold at most eight bodies' worth together:
-/// past it a stream gets 413 (a client opening 128 streams and never ending their bodies could
-/// hold 1 GiB).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn echo_bodies_held_on_an_h3_connection_are_bounded() {
+/// Sends 12 bodies of 60 KiB to `path` on one connection (budget 512 KiB), each `ended` or not,
+/// and checks that eight fit (480 KiB) and the other four get 413.
+async fn twelve_echoes_four_refused(path: &str, ended: bool) {
     let server = support::server(Limits {
         max_body_bytes: 64 * 1024,
         ..Limits::default()
     });
     let mut client = connect(&server).await;
     let mut streams = Vec::new();
-    // 12 bodies of 60 KiB, none ended: 720 KiB against a budget of 512 KiB.
     for _ in 0..12 {
-        let uri = format!("https://localhost:{}/echo", client.port);
-        let request = http::Request::post(uri).body(()).unwrap();
-        let mut stream = client.send.send_request(request).await.unwrap();
+        let uri = format!("https://localhost:{}{path}", client.port);
+        let mut request = http::Request::post(uri);
+        if ended {
+            request = request.header("content-length", 60 * 1024);
+        }
+        let mut stream = client
+            .send
+            .send_request(request.body(()).unwrap())
+            .await
+            .unwrap();
         stream
             .send_data(Bytes::from(vec![b'x'; 60 * 1024]))
             .await
             .unwrap();
+        if ended {
+            stream.finish().await.unwrap();
+        }
         streams.push(stream);
     }
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -399,46 +406,25 @@ async fn echo_bodies_held_on_an_h3_connection_are_bounded() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let t = server.totals();
-    // Eight fit (8 x 60 KiB = 480 KiB); the other four are refused.
-    assert_eq!(t.statuses.s4xx, 4, "{t:?}");
-    assert_eq!(t.rejected.bodies_too_large, 4, "{t:?}");
+    assert_eq!(t.statuses.s4xx, 4, "{path}: {t:?}");
+    assert_eq!(t.rejected.bodies_too_large, 4, "{path}: {t:?}");
     drop(streams);
 }
 
+/// `/echo` bodies still arriving on one connection hold at most eight bodies' worth together:
+/// past it a stream gets 413 (a client opening 128 streams and never ending their bodies could
+/// hold 1 GiB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echo_bodies_held_on_an_h3_connection_are_bounded() {
+    twelve_echoes_four_refused("/echo", false).await;
+}
+
 /// An echo holds its part of the budget until it has been sent, through a `?delay=` too: it
-/// was given back once the body had come, so delayed echoes were held without bound.
+/// was given back once the body had come, so delayed echoes (here of 5 s) were held without
+/// bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delayed_echoes_on_an_h3_connection_hold_their_budget() {
-    let server = support::server(Limits {
-        max_body_bytes: 64 * 1024,
-        ..Limits::default()
-    });
-    let mut client = connect(&server).await;
-    let mut streams = Vec::new();
-    // 12 bodies of 60 KiB, each ended, each echoed after 5 s: 720 KiB against 512 KiB.
-    for _ in 0..12 {
-        let uri = format!("https://localhost:{}/echo?delay=5s", client.port);
-        let request = http::Request::post(uri)
-            .header("content-length", 60 * 1024)
-            .body(())
-            .unwrap();
-        let mut stream = client.send.send_request(request).await.unwrap();
-        stream
-            .send_data(Bytes::from(vec![b'x'; 60 * 1024]))
-            .await
-            .unwrap();
-        stream.finish().await.unwrap();
-        streams.push(stream);
-    }
-    let deadline = std::time::Instant::now() + Duration::from_secs(4);
-    while server.totals().statuses.s4xx < 4 && std::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let t = server.totals();
-    // Eight fit (8 x 60 KiB = 480 KiB); the other four are refused.
-    assert_eq!(t.statuses.s4xx, 4, "{t:?}");
-    assert_eq!(t.rejected.bodies_too_large, 4, "{t:?}");
-    drop(streams);
+    twelve_echoes_four_refused("/echo?delay=5s", true).await;
 }
 
 /// A HEADERS frame announcing far more than the field-section limit is refused at its frame
