@@ -119,6 +119,9 @@ fn code_label(name: &'static str, code: u64) -> std::borrow::Cow<'static, str> {
     }
 }
 
+/// QUIC's CONNECTION_REFUSED (RFC 9000 §20.1): the server will not take the connection.
+pub const QUIC_CONNECTION_REFUSED: u64 = 0x2;
+
 /// The RFC 9000 §20.1 name of a QUIC transport error code (the TLS alerts, 0x100-0x1ff, are
 /// read as `tls` before they get here).
 pub fn quic_code_name(code: u64) -> &'static str {

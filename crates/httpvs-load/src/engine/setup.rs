@@ -221,7 +221,7 @@ pub(crate) fn first_connection_hint(kind: ErrorKind) -> &'static str {
             " (the server's first bytes were not the protocol asked for: -p h2c to a server \
              without cleartext HTTP/2?)"
         }
-        ErrorKind::QuicTransport(0x2) => {
+        ErrorKind::QuicTransport(crate::error::QUIC_CONNECTION_REFUSED) => {
             " (the server turned the connection away: at its connection limit?)"
         }
         _ => "",

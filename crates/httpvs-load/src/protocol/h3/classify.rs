@@ -1,7 +1,7 @@
 //! Maps quinn and h3 failures to one [`ErrorKind`] each: H3 codes by name, QUIC transport codes,
 //! idle timeout, TLS and handshake failures, version negotiation.
 
-use crate::error::ErrorKind;
+use crate::error::{ErrorKind, QUIC_CONNECTION_REFUSED};
 use crate::protocol::{RetryReason, SendError};
 use h3::error::{ConnectionError, LocalError, StreamError};
 use h3::quic::ConnectionErrorIncoming;
@@ -31,9 +31,9 @@ pub fn handshake_failure(err: &quinn::ConnectionError) -> ErrorKind {
         // The server turned the connection away (its connection limit): said by its code, not
         // as a handshake that failed for no reason given.
         quinn::ConnectionError::ConnectionClosed(c)
-            if u64::from(c.error_code) == CONNECTION_REFUSED =>
+            if u64::from(c.error_code) == QUIC_CONNECTION_REFUSED =>
         {
-            ErrorKind::QuicTransport(CONNECTION_REFUSED)
+            ErrorKind::QuicTransport(QUIC_CONNECTION_REFUSED)
         }
         quinn::ConnectionError::ApplicationClosed(_)
         | quinn::ConnectionError::ConnectionClosed(_)
@@ -66,9 +66,6 @@ fn transport_code(code: u64) -> ErrorKind {
         c => ErrorKind::QuicTransport(c),
     }
 }
-
-/// QUIC's CONNECTION_REFUSED (RFC 9000 §20.1): the server will not take the connection.
-const CONNECTION_REFUSED: u64 = 0x2;
 
 /// An HTTP/3 application close code: H3_NO_ERROR is a plain close.
 fn application_code(code: u64) -> ErrorKind {
