@@ -817,7 +817,7 @@ fn a_plan_beyond_the_open_file_limit_is_refused_up_front() {
         stderr.trim(),
         "httpvs: the plan's largest cell opens 64 connections (and the embedded server as many): \
          about 256 open files, and this process may open 200 (ulimit -n): raise the limit or \
-         give smaller shapes (--plan)"
+         give smaller shapes (--shape or --plan)"
     );
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
 }

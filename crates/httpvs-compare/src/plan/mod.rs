@@ -243,6 +243,17 @@ pub fn default_shape(variant: Variant) -> Shape {
     }
 }
 
+/// A plan file's stem, or `plan` for one that is not a file: `--plan <(...)` reads
+/// `/dev/fd/63`, whose stem names nothing.
+fn name_from_path(path: &Path) -> String {
+    match path.file_stem() {
+        Some(stem) if std::fs::metadata(path).is_ok_and(|m| m.is_file()) => {
+            stem.to_string_lossy().into_owned()
+        }
+        _ => "plan".into(),
+    }
+}
+
 impl Plan {
     /// The default matrix.
     pub fn default_plan() -> Plan {
@@ -259,9 +270,7 @@ impl Plan {
         let mut plan = Plan::parse(&text, &origin)?;
         if plan.name.trim().is_empty() {
             // The reports' title would read "httpvs compare: " with nothing after it.
-            plan.name = path
-                .file_stem()
-                .map_or_else(|| "plan".into(), |s| s.to_string_lossy().into_owned());
+            plan.name = name_from_path(path);
         }
         Ok(plan)
     }

@@ -270,3 +270,16 @@ fn a_number_too_large_for_its_field_says_so() {
     let e = error_of(&format!("{MINIMAL}[server]\nmax_streams = 99999999999\n"));
     assert!(e.ends_with("too large (at most 4294967295)"), "{e}");
 }
+
+/// A plan without a name is named by its file's stem; `--plan <(cat p.toml)` reads
+/// `/dev/fd/63`, not a file, and was named "63".
+#[test]
+fn an_unnamed_plan_is_named_by_its_file_or_else_plan() {
+    let dir = std::env::temp_dir().join(format!("httpvs-plan-name-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("lan.toml");
+    std::fs::write(&file, MINIMAL).unwrap();
+    assert_eq!(Plan::load(&file).unwrap().name, "lan");
+    assert_eq!(name_from_path(Path::new("/dev/null")), "plan");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

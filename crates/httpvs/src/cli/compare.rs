@@ -150,7 +150,7 @@ fn check_fd_limit(config: &httpvs_compare::session::CompareConfig) -> anyhow::Re
             Err(super::usage(format!(
                 "the plan's largest cell opens {largest} connections{server}: about {need} open \
                  files, and this process may open {limit} (ulimit -n): raise the limit or give \
-                 smaller shapes (--plan)"
+                 smaller shapes (--shape or --plan)"
             )))
         }
         _ => Ok(()),
