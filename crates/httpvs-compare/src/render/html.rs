@@ -4,6 +4,7 @@ use super::svg::{bar_chart, escape, line_chart, BarSeries, LineSeries};
 use super::text::{row_cells, HEADERS};
 use super::{views, TableView};
 use crate::results::{CellResult, Results, RunResult};
+use crate::variant::Variant;
 use std::fmt::Write;
 
 /// Twenty colours (Tableau's, dark then light): a plan of up to twenty rows (recipes have twelve)
@@ -54,23 +55,44 @@ pub fn render(results: &Results) -> String {
     out
 }
 
-/// One colour per row label, stable across every chart of the report.
-struct Colors(Vec<String>);
+/// One colour per row label, the same in every chart of the report, and from one report to
+/// the next for each protocol's first shape: h2c is green whichever protocols a plan lists.
+struct Colors(Vec<(String, &'static str)>);
 
 impl Colors {
     fn new(views: &[TableView<'_>]) -> Colors {
-        let mut labels: Vec<String> = Vec::new();
-        for l in views.iter().flat_map(|v| v.labels.iter()) {
-            if !labels.contains(l) {
-                labels.push(l.clone());
+        Colors::of_rows(
+            views
+                .iter()
+                .flat_map(|v| v.rows.iter().map(|r| r.variant).zip(&v.labels)),
+        )
+    }
+
+    /// Each label in turn takes its protocol's colour, else that colour's light pair, else
+    /// the first colour no label has yet.
+    fn of_rows<'a>(rows: impl Iterator<Item = (Variant, &'a String)>) -> Colors {
+        let mut given: Vec<(String, &'static str)> = Vec::new();
+        for (variant, label) in rows {
+            if given.iter().any(|(l, _)| l == label) {
+                continue;
             }
+            let own = Variant::ALL.iter().position(|v| *v == variant).unwrap_or(0);
+            let free = |c: &&str| !given.iter().any(|(_, g)| g == c);
+            let color = [PALETTE[own], PALETTE[own + PALETTE.len() / 2]]
+                .into_iter()
+                .chain(PALETTE)
+                .find(free)
+                .unwrap_or(PALETTE[given.len() % PALETTE.len()]);
+            given.push((label.clone(), color));
         }
-        Colors(labels)
+        Colors(given)
     }
 
     fn of(&self, label: &str) -> &'static str {
-        let i = self.0.iter().position(|l| l == label).unwrap_or(0);
-        PALETTE[i % PALETTE.len()]
+        self.0
+            .iter()
+            .find(|(l, _)| l == label)
+            .map_or(PALETTE[0], |(_, c)| c)
     }
 }
 
@@ -303,6 +325,29 @@ mod tests {
             report,
             link: None,
         }
+    }
+
+    /// A protocol's colour was its position among the report's rows: h2c was blue in a plan
+    /// that listed it first and green in one that listed h1 first.
+    #[test]
+    fn a_protocol_keeps_its_colour_whatever_the_plan_lists() {
+        let label = |s: &str| s.to_string();
+        let (h2c, h1, h2c_wide) = (label("h2c"), label("h1"), label("h2c 8x32"));
+        let colors = Colors::of_rows(
+            [
+                (Variant::H2c, &h2c),
+                (Variant::H1, &h1),
+                (Variant::H2c, &h2c),
+                (Variant::H2c, &h2c_wide),
+            ]
+            .into_iter(),
+        );
+        let alone = Colors::of_rows([(Variant::H1, &h1), (Variant::H2c, &h2c)].into_iter());
+        assert_eq!(colors.of("h2c"), alone.of("h2c"));
+        assert_eq!(colors.of("h1"), alone.of("h1"));
+        assert_ne!(colors.of("h2c"), colors.of("h1"));
+        // A protocol's second shape takes the light pair of its colour.
+        assert_eq!(colors.of("h2c 8x32"), PALETTE[3 + 10]);
     }
 
     #[test]
