@@ -39,6 +39,9 @@ struct Behaviour {
     connects_allowed: u64,
     /// Each connect takes this long.
     connect_delay: Duration,
+    /// The response after this many on a connection says `Connection: close` and ends after
+    /// the run did (0: never): as one whose last bytes come in the cut-off timer's last tick.
+    late_close_after: u64,
 }
 
 struct Fake {
@@ -102,6 +105,17 @@ impl Connection for FakeConn {
         if self.b.fail_every > 0 && global.is_multiple_of(self.b.fail_every) {
             return Err(SendError::Failed(ErrorKind::Reset));
         }
+        if self.b.late_close_after > 0 && n > self.b.late_close_after {
+            self.open.set(false);
+            return Ok(ResponseInfo {
+                status: 200,
+                ttfb: self.b.delay,
+                header_bytes: 40,
+                body_bytes: 50,
+                close_requested: true,
+                done_at: Some(std::time::Instant::now() + Duration::from_secs(3600)),
+            });
+        }
         let status =
             if self.b.status_503_every > 0 && global.is_multiple_of(self.b.status_503_every) {
                 503
@@ -123,6 +137,8 @@ impl Connection for FakeConn {
     fn close_cause(&self) -> CloseCause {
         if self.b.goaway_after > 0 && self.sent.get() >= self.b.goaway_after {
             CloseCause::Goaway
+        } else if self.b.late_close_after > 0 && self.sent.get() > self.b.late_close_after {
+            CloseCause::ConnectionClose
         } else if self.open.get() {
             CloseCause::Open
         } else {
@@ -287,6 +303,32 @@ fn requests_in_flight_at_the_deadline_are_cut_off() {
         r.requests.started,
         r.requests.succeeded + r.requests.failed + r.requests.cut_off
     );
+}
+
+/// A `Connection: close` that came with a response ending after the run is not counted as
+/// the server's close: the response is cut off, and so is its close. Counted, 40 connections
+/// read "closed by the server 40; by us 0" beside a request cut off on one of them.
+#[test]
+fn a_close_that_came_with_a_cut_off_response_is_ours() {
+    let b = Behaviour {
+        delay: Duration::from_millis(5),
+        late_close_after: 3,
+        ..Behaviour::default()
+    };
+    let c = config()
+        .shape(1, 1)
+        .threads(1)
+        .duration(Duration::from_secs(5));
+    let r = run(&c, b).unwrap();
+    assert_eq!(r.requests.succeeded, 3, "{:?}", r.requests);
+    assert_eq!(r.requests.cut_off, 1, "{:?}", r.requests);
+    assert_eq!(r.connections.opened, 1, "{:?}", r.connections);
+    assert_eq!(
+        r.connections.closed_by_server.total, 0,
+        "{:?}",
+        r.connections
+    );
+    assert_eq!(r.connections.closed_locally, 1, "{:?}", r.connections);
 }
 
 #[test]

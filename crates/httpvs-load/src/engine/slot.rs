@@ -47,6 +47,10 @@ pub struct LiveConn<P: Protocol> {
     /// Opened before the run's clock with no warm-up to come (the open model's connections):
     /// it counts as opened, its handshake bytes included, even if no request ever comes.
     preopened: bool,
+    /// The server's close came with a response that ended after the run did (h1
+    /// `Connection: close`): that response is cut off, so its close is not counted as the
+    /// server's either; the connection was open at the end, and closes as the others do.
+    closed_after_end: Cell<bool>,
     /// How it opened; a warmup connection is counted as opened at its first measured request.
     info: ConnectInfo,
     /// With `--log-file`, its number in the run: 1, 2... in the order opened, warm-up
@@ -95,6 +99,11 @@ impl<P: Protocol> LiveConn<P> {
         self.served.set(self.served.get() + 1);
     }
 
+    /// Notes that the server's close came with a response that ended after the run did.
+    pub fn note_closed_after_end(&self) {
+        self.closed_after_end.set(true);
+    }
+
     /// Notes that a request ended here before the run did (see `carried`).
     pub fn note_carried(&self) {
         self.carried.set(self.carried.get() + 1);
@@ -124,7 +133,10 @@ impl<P: Protocol> LiveConn<P> {
 
 impl<P: Protocol> Drop for LiveConn<P> {
     fn drop(&mut self) {
-        let cause = self.conn.close_cause();
+        let cause = match self.closed_after_end.get() {
+            true => CloseCause::Local,
+            false => self.conn.close_cause(),
+        };
         self.conn.close();
         if !self.counts() {
             // A warm-up connection open in the measured part with only warm-up requests on it
@@ -346,6 +358,7 @@ impl<P: Protocol> Slot<P> {
             carried: Cell::new(0),
             counted_open: Cell::new(counted_open),
             wire_baseline: Cell::new(preopened.then(WireBytes::default)),
+            closed_after_end: Cell::new(false),
             preopened,
             info,
             // Numbered only for the request log: the count is shared by the run's workers.

@@ -303,6 +303,9 @@ fn settle<P: Protocol>(
         }
     } else {
         live.note_served();
+        if after_end && matches!(&result, Ok(info) if info.close_requested) {
+            live.note_closed_after_end();
+        }
         if !after_end {
             // Closed or reset before its answer: the server dropped it unread, as a server
             // at its connection limit does; it carried nothing there.
