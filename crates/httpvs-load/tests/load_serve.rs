@@ -781,3 +781,42 @@ fn localhost_reaches_a_server_on_ipv6_only() {
         r.target.address
     );
 }
+
+/// Requests pipelined behind one that times out are lost with it: we close the connection
+/// so its late answer cannot be read as theirs. They were counted as `connection_closed`
+/// (POSTs) or as retries after a close (GETs), both read as the server's doing.
+#[test]
+fn requests_behind_a_timed_out_one_are_the_timeout_s_not_the_server_s() {
+    let s = server(Limits::default());
+    let shape = |post: bool| {
+        let mut c = LoadConfig::new(&http_url(&s, "/echo?delay=400ms"))
+            .unwrap()
+            .protocol(fixed(ProtocolKind::H1))
+            .shape(1, 4)
+            .threads(1)
+            .requests(4);
+        c.more_urls = (0..3).map(|_| c.parse_more_url("/echo").unwrap()).collect();
+        c.timeout = Some(Duration::from_millis(150));
+        if post {
+            c.body = bytes::Bytes::from_static(b"hello");
+        }
+        c
+    };
+    // POSTs behind it that went out fail (they may have been processed); any not yet
+    // written go again.
+    let posts = run(&shape(true));
+    assert!(posts.requests.failed >= 1, "{:?}", posts.requests);
+    let kinds: Vec<&str> = posts.errors.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["request_timeout"], "{:?}", posts.errors);
+    let r = &posts.requests.retried;
+    assert_eq!(r.behind_timeout, 4 - posts.requests.failed, "{r:?}");
+    assert_eq!(r.connection_closed, 0, "{r:?}");
+    let gets = run(&shape(false));
+    assert_eq!(gets.requests.succeeded, 3, "{:?}", gets.requests);
+    assert_eq!(
+        gets.requests.retried.behind_timeout, 3,
+        "{:?}",
+        gets.requests
+    );
+    assert_eq!(gets.requests.retried.connection_closed, 0);
+}

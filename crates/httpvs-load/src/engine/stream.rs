@@ -414,6 +414,7 @@ fn retry_exhausted(reason: RetryReason) -> ErrorKind {
         // Early data refused again and again: the handshake's part (0-RTT) kept failing.
         RetryReason::EarlyRejected => ErrorKind::Handshake,
         RetryReason::ConnectionClosed => ErrorKind::ConnectionClosed,
+        RetryReason::BehindTimeout => ErrorKind::RequestTimeout,
     }
 }
 

@@ -252,6 +252,10 @@ pub enum RetryReason {
     /// h1: the server closed the connection (after `Connection: close` or keep-alive limit)
     /// before this request's response began.
     ConnectionClosed,
+    /// h1: pipelined behind a request that timed out (`--timeout`), whose answer may still
+    /// come: we closed the connection, and this request's answer could no longer be told
+    /// from it.
+    BehindTimeout,
 }
 
 /// Who ended a connection, as the report counts it.

@@ -78,6 +78,7 @@ pub fn build_report(facts: RunFacts<'_>, stats: &WorkerStats) -> Report {
                 goaway: stats.retries.goaway,
                 refused: stats.retries.refused,
                 connection_closed: stats.retries.connection_closed,
+                behind_timeout: stats.retries.behind_timeout,
                 total: stats.retries.total(),
             },
             from_warmup: FromWarmup {

@@ -228,6 +228,10 @@ pub struct Retried {
     pub refused: u64,
     /// After an h1 connection closed before the response.
     pub connection_closed: u64,
+    /// h1: pipelined behind a request that timed out, on the connection closed for it
+    /// (absent from reports before it was counted apart from `connection_closed`).
+    #[serde(default)]
+    pub behind_timeout: u64,
     /// Sum.
     pub total: u64,
 }

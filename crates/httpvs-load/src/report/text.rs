@@ -252,9 +252,14 @@ fn requests(out: &mut String, r: &Report) {
         );
     }
     if q.retried.total > 0 {
+        // Said only when some were: h1 pipelining with --timeout alone makes them.
+        let behind = match q.retried.behind_timeout {
+            0 => String::new(),
+            n => format!(", behind a timed-out request {}", group(n)),
+        };
         let _ = writeln!(
             out,
-            "Retried:      {} times, not failures (after GOAWAY {}, refused stream {}, connection closed {})",
+            "Retried:      {} times, not failures (after GOAWAY {}, refused stream {}, connection closed {}{behind})",
             group(q.retried.total),
             group(q.retried.goaway),
             group(q.retried.refused),

@@ -60,6 +60,8 @@ pub struct RetryCounts {
     pub refused: u64,
     /// h1 connection closed before the response began.
     pub connection_closed: u64,
+    /// h1: pipelined behind a request that timed out, on the connection closed for it.
+    pub behind_timeout: u64,
 }
 
 impl RetryCounts {
@@ -71,12 +73,13 @@ impl RetryCounts {
                 self.refused += 1
             }
             RetryReason::ConnectionClosed => self.connection_closed += 1,
+            RetryReason::BehindTimeout => self.behind_timeout += 1,
         }
     }
 
     /// All retries.
     pub fn total(&self) -> u64 {
-        self.goaway + self.refused + self.connection_closed
+        self.goaway + self.refused + self.connection_closed + self.behind_timeout
     }
 
     /// Adds another worker's counts.
@@ -84,6 +87,7 @@ impl RetryCounts {
         self.goaway += o.goaway;
         self.refused += o.refused;
         self.connection_closed += o.connection_closed;
+        self.behind_timeout += o.behind_timeout;
     }
 }
 

@@ -69,6 +69,9 @@ pub fn send_failure(e: SendError, cause: Option<&str>) -> String {
                 RetryReason::Rejected => "rejected (H3_REQUEST_REJECTED)",
                 RetryReason::EarlyRejected => "sent as 0-RTT early data, which the server refused",
                 RetryReason::ConnectionClosed => "the connection closed before its response",
+                RetryReason::BehindTimeout => {
+                    "behind a request that timed out, whose connection was closed"
+                }
             };
             format!(
                 "not processed by the server: {why} (load retries such requests on a new \

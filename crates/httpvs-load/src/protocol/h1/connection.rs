@@ -35,6 +35,7 @@ const READ_CHUNK: usize = 64 * 1024;
 const FIRST_READ: usize = 1024;
 
 const RETRY: SendError = SendError::Retry(RetryReason::ConnectionClosed);
+const BEHIND_TIMEOUT: SendError = SendError::Retry(RetryReason::BehindTimeout);
 
 /// An open HTTP/1.1 connection (plain or TLS).
 ///
@@ -58,6 +59,9 @@ pub struct Http1Connection {
     /// The server ended the connection after a response, by `Connection: close` or by a body
     /// its FIN delimits: the requests behind that response were not processed.
     server_ended: Cell<bool>,
+    /// A send was dropped before its answer was read (its `--timeout`, or the run's end):
+    /// the requests pipelined behind it are lost with it, not to the server's close.
+    abandoned: Cell<bool>,
     /// Taken by the send whose turn it is to read, and put back after its response.
     reader: RefCell<Option<ReadSide>>,
     /// Wakes the send whose turn to read has come.
@@ -140,6 +144,7 @@ impl Http1Connection {
             dead_from: Cell::new(u64::MAX),
             write_error: Cell::new(None),
             server_ended: Cell::new(false),
+            abandoned: Cell::new(false),
             cause: Cell::new(CloseCause::Open),
             detail: Cell::new(None),
             counter,
@@ -186,6 +191,7 @@ impl Http1Connection {
         let mut in_flight = InFlight {
             conn: self,
             ticket: None,
+            returned: false,
             head_bytes: Cell::new(0),
         };
         let (ticket, flushes) = self.queue_request(req)?;
@@ -204,62 +210,68 @@ impl Http1Connection {
             Writer::Pending => true,
         };
         if !rest {
-            return self.receive(req, start, ticket, &mut in_flight).await;
+            let result = self.receive(req, start, ticket, &mut in_flight).await;
+            in_flight.returned = true;
+            return result;
         }
         // The socket is full: the rest is written beside the read. A server that reads no
         // further request until its answers to the earlier ones are read (its socket full of
         // them) waited on our reads while we waited on its, and the pipelined connection stood
         // still until the timeout.
-        let mut flush =
-            std::pin::pin!((writer == Writer::Us).then(|| self.flush_queued(ticket, true)));
-        let mut receive = std::pin::pin!(self.receive(req, start, ticket, &mut in_flight));
-        let mut result = None;
-        std::future::poll_fn(|cx| loop {
-            let mut writing = false;
-            if let Some(ours) = flush.as_mut().as_pin_mut() {
-                match ours.poll(cx) {
-                    Poll::Ready(()) => flush.set(None),
-                    Poll::Pending => writing = true,
+        let result = {
+            let mut flush =
+                std::pin::pin!((writer == Writer::Us).then(|| self.flush_queued(ticket, true)));
+            let mut receive = std::pin::pin!(self.receive(req, start, ticket, &mut in_flight));
+            let mut result = None;
+            std::future::poll_fn(|cx| loop {
+                let mut writing = false;
+                if let Some(ours) = flush.as_mut().as_pin_mut() {
+                    match ours.poll(cx) {
+                        Poll::Ready(()) => flush.set(None),
+                        Poll::Pending => writing = true,
+                    }
                 }
-            }
-            // The read starts once the request is written (it sizes its wait by the write's
-            // batch), or while the write waits on the socket.
-            if result.is_none() && (!writing || self.writes.is_blocked()) {
-                if let Poll::Ready(r) = receive.as_mut().poll(cx) {
-                    result = Some(r);
+                // The read starts once the request is written (it sizes its wait by the write's
+                // batch), or while the write waits on the socket.
+                if result.is_none() && (!writing || self.writes.is_blocked()) {
+                    if let Poll::Ready(r) = receive.as_mut().poll(cx) {
+                        result = Some(r);
+                    }
                 }
-            }
-            if writing {
-                // A flush begun is finished (one cut off half-way ends the connection).
+                if writing {
+                    // A flush begun is finished (one cut off half-way ends the connection).
+                    return Poll::Pending;
+                }
+                if let Some(done) = result.take() {
+                    if self.left_to_write(ticket) {
+                        // Answered unwritten (a server's stray answer, or its close): nothing more
+                        // is written for it, and the sends queued after ours look again for who
+                        // writes them.
+                        self.writes.leave(ticket);
+                        self.turn.wake_from(ticket + 1);
+                    }
+                    return Poll::Ready(done);
+                }
+                if ticket >= self.dead_from.get() && ticket >= self.writes.written_through() {
+                    // The connection ended with the request unwritten (another send's flush was
+                    // cut off): its answer will never come, so the read is not waited out.
+                    return Poll::Ready(Err(self.settle(req, ticket, self.unanswered(ticket))));
+                }
+                let unwritten = self.left_to_write(ticket);
+                if unwritten && !self.writes.is_flushing() {
+                    flush.set(Some(self.flush_queued(ticket, false)));
+                    continue;
+                }
+                if unwritten {
+                    self.writes.wait_release(ticket, cx.waker());
+                }
+                // Otherwise only the response is awaited; its read wakes us.
                 return Poll::Pending;
-            }
-            if let Some(done) = result.take() {
-                if self.left_to_write(ticket) {
-                    // Answered unwritten (a server's stray answer, or its close): nothing more
-                    // is written for it, and the sends queued after ours look again for who
-                    // writes them.
-                    self.writes.leave(ticket);
-                    self.turn.wake_from(ticket + 1);
-                }
-                return Poll::Ready(done);
-            }
-            if ticket >= self.dead_from.get() && ticket >= self.writes.written_through() {
-                // The connection ended with the request unwritten (another send's flush was
-                // cut off): its answer will never come, so the read is not waited out.
-                return Poll::Ready(Err(self.settle(req, ticket, self.unanswered(ticket))));
-            }
-            let unwritten = self.left_to_write(ticket);
-            if unwritten && !self.writes.is_flushing() {
-                flush.set(Some(self.flush_queued(ticket, false)));
-                continue;
-            }
-            if unwritten {
-                self.writes.wait_release(ticket, cx.waker());
-            }
-            // Otherwise only the response is awaited; its read wakes us.
-            return Poll::Pending;
-        })
-        .await
+            })
+            .await
+        };
+        in_flight.returned = true;
+        result
     }
 
     /// Request `ticket` was queued behind another send's flush: waits until a flush took it
@@ -334,8 +346,9 @@ impl Http1Connection {
             return Ok(info);
         }
         let Some(mut side) = self.reader.borrow_mut().take() else {
-            // An earlier reader was abandoned mid-response; `dead_from` already covers us.
-            return Err(self.settle(req, ticket, RETRY));
+            // An earlier reader failed, or was abandoned mid-response; `dead_from` already
+            // covers us.
+            return Err(self.settle(req, ticket, self.lost()));
         };
         let is_head = req.method == http::Method::HEAD;
         let due = self.writes.responses_due(ticket);
@@ -398,13 +411,18 @@ impl Http1Connection {
     /// again only if it may be ([`RequestSpec::may_resend`]); a POST fails instead, as Go's
     /// client and RFC 9110 §9.2.2 have it, so the server never sees it twice.
     fn settle(&self, req: &RequestSpec, ticket: u64, error: SendError) -> SendError {
-        // In a batch being written it may have gone whole: a POST is not sent twice.
-        let unsaid = ticket < self.writes.taken_through() && !self.server_ended.get();
-        if error != RETRY || !unsaid || req.may_resend() {
+        if error != RETRY && error != BEHIND_TIMEOUT {
             return error;
         }
-        SendError::Failed(match self.cause.get() {
-            CloseCause::Reset => ErrorKind::Reset,
+        // In a batch being written it may have gone whole: a POST is not sent twice.
+        let unsaid = ticket < self.writes.taken_through() && !self.server_ended.get();
+        if !unsaid || req.may_resend() {
+            return error;
+        }
+        SendError::Failed(match (error, self.cause.get()) {
+            // Lost with the request ahead that timed out: the timeout's doing, not the server's.
+            (BEHIND_TIMEOUT, _) => ErrorKind::RequestTimeout,
+            (_, CloseCause::Reset) => ErrorKind::Reset,
             _ => ErrorKind::ConnectionClosed,
         })
     }
@@ -505,7 +523,16 @@ impl Http1Connection {
                 ErrorKind::ConnectionClosed | ErrorKind::Reset if ticket > 0 => RETRY,
                 kind => SendError::Failed(kind),
             },
-            _ => RETRY,
+            _ => self.lost(),
+        }
+    }
+
+    /// The outcome of a written request whose response will not be read: lost with a send
+    /// that was dropped ahead of it, or else to the connection's close.
+    fn lost(&self) -> SendError {
+        match self.abandoned.get() {
+            true => BEHIND_TIMEOUT,
+            false => RETRY,
         }
     }
 
@@ -543,6 +570,8 @@ enum Writer {
 struct InFlight<'a> {
     conn: &'a Http1Connection,
     ticket: Option<u64>,
+    /// The send returned: dropped now, it was not cut off (its `--timeout`, the run's end).
+    returned: bool,
     /// Response head bytes read for it whose request is still waiting for its body: counted
     /// if the request is dropped there (a `--timeout` after the head came lost them).
     head_bytes: Cell<u64>,
@@ -552,6 +581,9 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if let Some(ticket) = self.ticket {
             self.conn.counter.add_header_received(self.head_bytes.get());
+            if !self.returned {
+                self.conn.abandoned.set(true);
+            }
             self.conn.retire(CloseCause::Local);
             self.conn.end_reading_after(ticket);
         }
@@ -567,6 +599,7 @@ struct PartialWrite<'a> {
 impl Drop for PartialWrite<'_> {
     fn drop(&mut self) {
         if !self.done {
+            self.conn.abandoned.set(true);
             self.conn.retire(CloseCause::Local);
             self.conn
                 .end_reading_from(self.conn.writes.written_through());
