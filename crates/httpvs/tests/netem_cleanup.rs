@@ -8,12 +8,27 @@ use std::time::{Duration, Instant};
 
 /// Starts `httpvs netem -- sleep SECONDS` and waits until its host device exists.
 fn start_netem(sleep_arg: &str) -> (Child, String) {
-    let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+    start_netem_ignoring(sleep_arg, None)
+}
+
+/// [`start_netem`], with `ignored` set to SIG_IGN in httpvs from its start (as `nohup` does).
+fn start_netem_ignoring(sleep_arg: &str, ignored: Option<libc::c_int>) -> (Child, String) {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_httpvs"));
+    command
         .args(["netem", "--both", "delay 1ms", "--", "sleep", sleep_arg])
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start httpvs netem");
+        .stderr(Stdio::piped());
+    if let Some(signal) = ignored {
+        // SAFETY: signal() is async-signal-safe, as a pre_exec hook must be.
+        unsafe {
+            command.pre_exec(move || {
+                libc::signal(signal, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+    }
+    let child = command.spawn().expect("start httpvs netem");
     let device = format!("hv-{}-0", child.id());
     let deadline = Instant::now() + Duration::from_secs(10);
     while !Path::new(&format!("/sys/class/net/{device}")).exists() {
@@ -110,6 +125,23 @@ fn sigint_ends_the_command_and_prints_counters() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("rejected"), "counters printed:\n{stderr}");
     assert_nothing_left(pid, &device, sleep_arg);
+}
+
+/// A signal ignored when httpvs started stays ignored, by httpvs and by its command, as a
+/// shell leaves it: under `nohup`, httpvs's handler took SIGHUP and passed it on, and the
+/// command ended with 129.
+#[test]
+fn a_signal_ignored_from_the_start_stays_ignored() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let sleep_arg = "1.4715";
+    let (child, _) = start_netem_ignoring(sleep_arg, Some(libc::SIGHUP));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
 }
 
 /// `sh -c` jobs the command leaves running (one ignoring SIGTERM) end with it: they would keep

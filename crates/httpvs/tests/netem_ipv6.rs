@@ -55,3 +55,51 @@ fn a_non_loopback_ipv6_target_is_one_line() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("127.0.0.0/8 and [::1]"), "{stderr}");
 }
+
+/// A server on `[::1]` that answers each request with a head and part of its body, then
+/// aborts the connection (`SO_LINGER` 0: a reset).
+fn start_resetting_server() -> SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind((Ipv6Addr::LOCALHOST, 0)).unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().map_while(Result::ok) {
+            let mut head = Vec::new();
+            let mut buf = [0; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match conn.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            if head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                let _ = socket2::SockRef::from(&conn).set_linger(Some(std::time::Duration::ZERO));
+            }
+        }
+    });
+    addr
+}
+
+/// The forwarder between the link and `[::1]` passed a server's reset on as a clean FIN: a
+/// client behind the link read "closed mid-body" where it would read "reset" without it.
+#[test]
+fn a_reset_crosses_the_ipv6_loopback_forwarder_as_a_reset() {
+    if !httpvs_testkit::require_root() || httpvs_testkit::require_peer("nft").is_none() {
+        return;
+    }
+    let url = format!("http://{}/", start_resetting_server());
+    let dir = scratch_dir("netem-ipv6-reset");
+    let report = dir.join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["load", "--net", "delay 5ms", "-n", "1", "-c", "1"])
+        .args(["--no-progress", "-o", report.to_str().unwrap(), &url])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(report).unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert_eq!(report["requests"]["failed"], 1, "{report:#}");
+    assert_eq!(report["errors"][0]["kind"], "reset", "{report:#}");
+}

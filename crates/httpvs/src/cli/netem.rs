@@ -349,12 +349,27 @@ extern "C" fn forward_signal(
     }
 }
 
+/// Whether `signal` is ignored (SIG_IGN) in this process.
+fn ignored(signal: libc::c_int) -> bool {
+    // SAFETY: a query (no new action) into a zeroed struct of the right type.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
+    }
+}
+
 /// Runs the command in the client's namespace; signals meant for us go to it, so Ctrl-C ends
 /// the command and we still print the counters and clean up.
 fn run_command(link: &Link, program: &OsStr, args: &[OsString]) -> anyhow::Result<ExitStatus> {
     // Passed on to the command (those a terminal sends reach it directly); any of them ends
     // httpvs's own wait too, so the link is always taken down. SIGKILL cannot be caught.
     for signal in httpvs_netem::rootless::STOP_SIGNALS {
+        // One ignored when we started (`nohup`, `trap "" INT`) stays ignored, for the command
+        // too, as a shell would leave it: a handler here would be reset to the default at exec.
+        if ignored(signal) {
+            continue;
+        }
         // SAFETY: installing a handler that only reads an atomic, the siginfo it is given,
         // and calls kill; the sigaction struct is fully initialised.
         unsafe {
