@@ -103,3 +103,25 @@ fn a_reset_crosses_the_ipv6_loopback_forwarder_as_a_reset() {
     assert_eq!(report["requests"]["failed"], 1, "{report:#}");
     assert_eq!(report["errors"][0]["kind"], "reset", "{report:#}");
 }
+
+/// A closed UDP port behind the forwarder is refused, as without emulation: the forwarder
+/// bound every UDP port a client sent to, so h3 waited out its connect timeout (10 s).
+#[test]
+fn a_closed_udp_port_on_ipv6_loopback_is_refused_at_once() {
+    if !httpvs_testkit::require_root() || httpvs_testkit::require_peer("nft").is_none() {
+        return;
+    }
+    let closed = std::net::UdpSocket::bind((Ipv6Addr::LOCALHOST, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let url = format!("https://{closed}/");
+    let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["load", "--net", "delay 5ms", "-p", "h3", "-k", "-n", "1"])
+        .args(["--connect-timeout", "5s", "--no-progress", &url])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("connection refused on UDP"), "{stderr}");
+}

@@ -89,9 +89,9 @@ pub fn shared(host: &'static HostSockets) -> io::Result<Arc<LoopbackForward>> {
 
 impl LoopbackForward {
     /// Makes sure `destination` in our namespace answers: binds a forwarding listener there,
-    /// unless it is already served (the bind fails with "address in use": left alone) or, for
-    /// TCP, nothing on the host listens at the target (the client's SYN is then refused, as
-    /// without emulation, and the next SYN asks again).
+    /// unless it is already served (the bind fails with "address in use": left alone) or
+    /// nothing on the host listens at the target (the client's SYN or datagram is then refused,
+    /// as without emulation, and the next one asks again).
     fn ensure(&self, transport: Transport, destination: SocketAddr) {
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         if seen.contains(&(transport, destination)) {
@@ -110,8 +110,14 @@ impl LoopbackForward {
             Err(_) => return,
         };
         let target = host_target(destination);
-        if transport == Transport::Tcp && !self.host_listeners.accepts(target) {
-            return; // dropping the listener: the SYN meets no one and is refused
+        let served = match transport {
+            Transport::Tcp => self.host_listeners.accepts(target),
+            Transport::Udp => self.host_listeners.accepts_datagrams(target),
+        };
+        if !served {
+            // Dropping the socket: the SYN or datagram meets no one and is refused (an ICMP
+            // port unreachable, which QUIC clients take at once).
+            return;
         }
         seen.insert((transport, destination));
         let _ = self.bound.send(bound);
