@@ -125,3 +125,36 @@ fn a_closed_udp_port_on_ipv6_loopback_is_refused_at_once() {
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("connection refused on UDP"), "{stderr}");
 }
+
+/// The forwarder between the link and `[::1]` keeps each datagram's ECN bits: it sent them on
+/// without, so QUIC's ECN validation failed, no packet was ECN-capable any more, and a link's
+/// `ecn` dropped them as plain loss (`ecn_marked` 0 both ways).
+#[test]
+fn ecn_marks_cross_the_ipv6_loopback_forwarder() {
+    if !httpvs_testkit::require_root() || httpvs_testkit::require_peer("nft").is_none() {
+        return;
+    }
+    let config = ServeConfig {
+        http: None,
+        https: None,
+        h3: Some(SocketAddr::from((Ipv6Addr::LOCALHOST, 0))),
+        ..ServeConfig::loopback_ephemeral()
+    };
+    let server = httpvs_server::start(config).expect("server on [::1]");
+    let url = format!("https://{}/?size=100k", server.h3_addr().unwrap());
+    let dir = scratch_dir("netem-ipv6-ecn");
+    let report = dir.join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["load", "--net", "delay 5ms loss 5% ecn", "-p", "h3", "-k"])
+        .args(["-c", "1", "-n", "40", "--no-progress"])
+        .args(["-o", report.to_str().unwrap(), &url])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+    for way in ["up", "down"] {
+        let marked = report["network"][way]["ecn_marked"].as_u64().unwrap();
+        assert!(marked > 0, "{way}: {:#}", report["network"]);
+    }
+}

@@ -1,39 +1,98 @@
 //! UDP from the link to the host's loopback: one host socket per client address and port (a
 //! QUIC connection, say), connected to the same address on the host; answers go back from the
 //! address the client sent to. Flows idle for a minute are dropped; their number is bounded.
+//! Each datagram keeps its ECN bits both ways (read and set as quinn does, by `quinn-udp`): a
+//! link's `ecn` marks reach the server, and the server's ECT reaches the link to be marked.
 
 use crate::rootless::host_sockets::{HostSockets, SocketKind};
+use quinn_udp::{EcnCodepoint, RecvMeta, Transmit, UdpSocketState};
 use std::collections::HashMap;
+use std::io::IoSliceMut;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
 /// A flow with no datagram either way for this long is dropped.
 const IDLE: Duration = Duration::from_secs(60);
 /// At most this many flows per forwarded port; datagrams of further flows are dropped.
 const MAX_FLOWS: usize = 4096;
-/// Large enough for any datagram.
+/// Large enough for any datagram, or for a batch the kernel coalesced (GRO, 64 KiB at most).
 const BUFFER: usize = 65_536;
+
+/// A UDP socket whose datagrams carry their ECN bits.
+struct EcnSocket {
+    io: UdpSocket,
+    state: UdpSocketState,
+}
+
+impl EcnSocket {
+    fn new(socket: std::net::UdpSocket) -> Option<EcnSocket> {
+        socket.set_nonblocking(true).ok()?;
+        let state = UdpSocketState::new((&socket).into()).ok()?;
+        let io = UdpSocket::from_std(socket).ok()?;
+        Some(EcnSocket { io, state })
+    }
+
+    /// Receives into `buf`: one datagram, or several of one sender of `stride` bytes each
+    /// (the last one shorter) that the kernel coalesced.
+    async fn recv(&self, buf: &mut [u8]) -> std::io::Result<RecvMeta> {
+        let mut meta = [RecvMeta::default()];
+        self.io
+            .async_io(Interest::READABLE, || {
+                let mut bufs = [IoSliceMut::new(buf)];
+                self.state.recv((&self.io).into(), &mut bufs, &mut meta)
+            })
+            .await?;
+        Ok(meta[0])
+    }
+
+    /// Sends each datagram of a received batch to `to` with the ECN bits it came with.
+    async fn send_batch(&self, to: SocketAddr, batch: &[u8], meta: &RecvMeta) {
+        for datagram in batch[..meta.len.min(batch.len())].chunks(meta.stride.max(1)) {
+            self.send(to, datagram, meta.ecn).await;
+        }
+    }
+
+    /// Sends one datagram (waiting for room: a fresh socket is not writable until the reactor
+    /// has seen it, and a try would drop the first datagram, a QUIC Initial).
+    async fn send(&self, to: SocketAddr, datagram: &[u8], ecn: Option<EcnCodepoint>) {
+        let transmit = Transmit {
+            destination: to,
+            ecn,
+            contents: datagram,
+            segment_size: None,
+            src_ip: None,
+        };
+        let _ = self
+            .io
+            .async_io(Interest::WRITABLE, || {
+                self.state.try_send((&self.io).into(), &transmit)
+            })
+            .await;
+    }
+}
 
 type Flows = Arc<Mutex<HashMap<SocketAddr, Arc<Flow>>>>;
 
-/// One client's flow: its socket on the host and when the client last sent.
+/// One client's flow: its socket on the host (connected to the target) and when the client
+/// last sent.
 struct Flow {
-    host: UdpSocket,
+    host: EcnSocket,
+    target: SocketAddr,
     opened: Instant,
     /// Milliseconds after `opened` of the client's last datagram.
     last_sent: AtomicU64,
 }
 
 impl Flow {
-    /// Sends a client's datagram on (waiting for room: a fresh socket is not writable until
-    /// the reactor has seen it, and `try_send` would drop the first datagram, a QUIC Initial).
-    async fn send(&self, datagram: &[u8]) {
+    /// Sends a client's datagrams on.
+    async fn send(&self, batch: &[u8], meta: &RecvMeta) {
         let now = self.opened.elapsed().as_millis() as u64;
         self.last_sent.store(now, Ordering::Relaxed);
-        let _ = self.host.send(datagram).await;
+        self.host.send_batch(self.target, batch, meta).await;
     }
 
     fn idle(&self) -> bool {
@@ -47,19 +106,16 @@ pub async fn serve(socket: std::net::UdpSocket, host: &'static HostSockets) {
     let Ok(target) = socket.local_addr().map(super::host_target) else {
         return;
     };
-    let local = match socket
-        .set_nonblocking(true)
-        .and_then(|()| UdpSocket::from_std(socket))
-    {
-        Ok(local) => Arc::new(local),
-        Err(_) => return,
+    let Some(local) = EcnSocket::new(socket).map(Arc::new) else {
+        return;
     };
     let flows: Flows = Arc::default();
     let mut buf = vec![0u8; BUFFER];
     loop {
-        let Ok((n, client)) = local.recv_from(&mut buf).await else {
+        let Ok(meta) = local.recv(&mut buf).await else {
             continue;
         };
+        let client = meta.addr;
         let flow = flows
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -72,14 +128,14 @@ pub async fn serve(socket: std::net::UdpSocket, host: &'static HostSockets) {
                 None => continue,
             },
         };
-        flow.send(&buf[..n]).await;
+        flow.send(&buf, &meta).await;
     }
 }
 
 /// A new flow for `client`: a host socket connected to `target`, and a task carrying answers back.
 async fn open_flow(
     flows: &Flows,
-    local: &Arc<UdpSocket>,
+    local: &Arc<EcnSocket>,
     client: SocketAddr,
     target: SocketAddr,
     host: &HostSockets,
@@ -93,10 +149,10 @@ async fn open_flow(
         SocketKind::UdpV6
     };
     let socket = std::net::UdpSocket::from(host.open(kind).ok()?);
-    let socket = UdpSocket::from_std(socket).ok()?;
-    socket.connect(target).await.ok()?;
+    socket.connect(target).ok()?;
     let flow = Arc::new(Flow {
-        host: socket,
+        host: EcnSocket::new(socket)?,
+        target,
         opened: Instant::now(),
         last_sent: AtomicU64::new(0),
     });
@@ -109,13 +165,11 @@ async fn open_flow(
 }
 
 /// Carries the host's answers back to `client` until the flow is idle both ways, then drops it.
-async fn answers(flow: Arc<Flow>, local: Arc<UdpSocket>, client: SocketAddr, flows: Flows) {
+async fn answers(flow: Arc<Flow>, local: Arc<EcnSocket>, client: SocketAddr, flows: Flows) {
     let mut buf = vec![0u8; BUFFER];
     loop {
         match tokio::time::timeout(IDLE, flow.host.recv(&mut buf)).await {
-            Ok(Ok(n)) => {
-                let _ = local.send_to(&buf[..n], client).await;
-            }
+            Ok(Ok(meta)) => local.send_batch(client, &buf, &meta).await,
             // An ICMP error from the host (nothing listening yet) ends nothing: QUIC retries.
             Ok(Err(_)) => {}
             Err(_) if flow.idle() => {
