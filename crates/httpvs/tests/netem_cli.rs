@@ -77,6 +77,16 @@ fn a_bad_netem_token_is_named_in_one_line() {
         "{}",
         text(&out.stderr)
     );
+    // --up and --down each replace --both (or --profile): a typo there went unseen.
+    for base in [["--both", "delay 20ms jitterbug"], ["--profile", "wan"]] {
+        let mut args = vec!["netem", base[0], base[1]];
+        args.extend(["--up", "delay 5ms", "--down", "delay 5ms", "--", "true"]);
+        let out = httpvs(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        let expected = format!("{} is not used", base[0]);
+        assert!(stderr.contains(&expected), "{stderr}");
+    }
 }
 
 /// A direction whose options name a seed draws from it, and the banner says so (it printed
@@ -107,6 +117,24 @@ fn a_seed_in_the_options_is_the_one_shown() {
         stderr.contains("(--seed 9 repeats the same choices)"),
         "{stderr}"
     );
+}
+
+/// An MTU QUIC cannot cross is said up front: h3 behind `--mtu 1000` only timed out, while
+/// the banner spoke of IPv6 alone.
+#[test]
+fn an_mtu_below_quic_s_datagrams_is_noted() {
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let out = httpvs(&["netem", "--mtu", "1000", "--", "true"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--mtu 1000 is below 1228: QUIC"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = httpvs(&["netem", "--mtu", "1228", "--", "true"]);
+    assert!(!text(&out.stderr).contains("QUIC"), "{}", text(&out.stderr));
 }
 
 #[test]

@@ -302,14 +302,18 @@ fn parse_time(token: &str) -> Result<Duration, ParseError> {
         "ns" | "nsec" | "nsecs" => 1.0,
         _ => f64::NAN,
     };
-    match number.parse::<f64>() {
+    let why = match number.parse::<f64>() {
         Ok(v) if scale_ns.is_finite() && v >= 0.0 && v * scale_ns <= 3.6e12 => {
-            Ok(Duration::from_nanos((v * scale_ns).round() as u64))
+            return Ok(Duration::from_nanos((v * scale_ns).round() as u64));
         }
-        _ => Err(ParseError::new(format!(
-            "bad time `{token}`: expected e.g. 50ms, 1.5s, 200us (at most one hour)"
-        ))),
-    }
+        // `1h`, `2m`: tc has no such units, and "at most one hour" read as if 1h were over it.
+        Ok(_) if !scale_ns.is_finite() => {
+            format!("`{unit}` is not a unit here: give s, ms, us or ns, as tc takes them")
+        }
+        Ok(v) if v >= 0.0 => "at most one hour (3600s)".to_string(),
+        _ => "expected e.g. 50ms, 1.5s, 200us".to_string(),
+    };
+    Err(ParseError::new(format!("bad time `{token}`: {why}")))
 }
 
 /// The fastest rate a link may be given, bits/s: far past what the relay carries.
@@ -436,7 +440,15 @@ mod tests {
             parse("delay 3600s").unwrap().delay,
             Duration::from_secs(3600)
         );
-        assert!(parse("delay 3601s").is_err());
+        let err = parse("delay 3601s").unwrap_err().to_string();
+        assert!(err.ends_with("at most one hour (3600s)"), "{err}");
+        // Minutes and hours are no units of tc's: said so, not "at most one hour".
+        let err = parse("delay 1h").unwrap_err().to_string();
+        assert!(err.contains("`h` is not a unit here"), "{err}");
+        let err = parse("delay 5xs").unwrap_err().to_string();
+        assert!(err.contains("`xs` is not a unit here"), "{err}");
+        let err = parse("delay 1.2.3ms").unwrap_err().to_string();
+        assert!(err.contains("expected e.g. 50ms"), "{err}");
         let err = parse("rate 99999999999999999999999tbit")
             .unwrap_err()
             .to_string();

@@ -135,6 +135,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 say!("httpvs netem: note: {flag} {note}");
             }
         }
+        if args.mtu < QUIC_MIN_MTU {
+            say!(
+                "httpvs netem: note: --mtu {} is below {QUIC_MIN_MTU}: QUIC (HTTP/3) needs its \
+                 1200-byte datagrams whole (RFC 9000 §14), so no QUIC connection completes",
+                args.mtu
+            );
+        }
     }
     let (up, down) = (config.up.clone(), config.down.clone());
     let link = Link::start(config).context("netem")?;
@@ -205,6 +212,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(exit_code(status)))
 }
 
+/// The least MTU that carries QUIC's smallest allowed datagram, 1200 bytes, over IPv4 (20
+/// bytes of IP header, 8 of UDP).
+const QUIC_MIN_MTU: u32 = 1228;
+
 /// What the banner says of `[::1]`: carried too, or why not.
 fn ipv6_note(link: &Link) -> String {
     match link.ipv6_unavailable() {
@@ -215,6 +226,21 @@ fn ipv6_note(link: &Link) -> String {
 
 /// Turns the flags into the link's config: profile first, then --both, then --up/--down.
 fn link_config(args: &Args) -> anyhow::Result<LinkConfig> {
+    if args.up.is_some() && args.down.is_some() {
+        // Replaced both ways, it would go unread: a typo in it unseen, its notes printed for
+        // options no direction uses.
+        let unused = match (&args.both, &args.profile) {
+            (Some(_), _) => Some("--both"),
+            (None, Some(_)) => Some("--profile"),
+            (None, None) => None,
+        };
+        if let Some(flag) = unused {
+            return Err(usage(format!(
+                "{flag} is not used: --up and --down each replace it; give --up and --down, \
+                 or {flag} with one of them"
+            )));
+        }
+    }
     let (mut up, mut down) = (String::new(), String::new());
     if let Some(name) = &args.profile {
         let profile = Profile::find(name).ok_or_else(|| {
