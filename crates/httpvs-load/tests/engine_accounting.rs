@@ -346,6 +346,9 @@ fn a_server_killed_mid_run_turns_into_counted_refusals() {
     assert_eq!(r.errors[0].kind, "refused");
     assert!(r.requests.identity_holds);
     assert!(r.connections.failed_to_open > 0);
+    // Refused requests moved no bytes: the per-request bytes are not said to read high.
+    let text = httpvs_load::report::text::render(&r);
+    assert!(!text.contains("may read up to"), "{text}");
 }
 
 #[test]
