@@ -573,6 +573,28 @@ fn h1_sees_an_idle_close_before_it_sends() {
     assert!(d.contains("2 idle connections"), "{d}");
 }
 
+/// A connection the server closed while idle before the run's end is the server's close too,
+/// as on h2 and h3: h1 looked for the FIN only before a send, and counted the last one as
+/// closed by us.
+#[test]
+fn h1_counts_an_idle_close_before_the_end_as_the_server_s() {
+    let s = server(Limits {
+        idle_timeout: Duration::from_millis(100),
+        ..Limits::default()
+    });
+    let mut c = LoadConfig::new(&http_url(&s, "/"))
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H1))
+        .shape(1, 1)
+        .threads(1)
+        .duration(Duration::from_millis(1400));
+    c.rate = Some(2.0);
+    let r = run(&c);
+    assert_eq!(r.requests.succeeded, 3, "{:?}", r.errors);
+    assert_eq!(r.connections.closed_by_server.fin, 3, "{:?}", r.connections);
+    assert_eq!(r.connections.closed_locally, 0, "{:?}", r.connections);
+}
+
 /// A server at its connection limit accepts and closes the rest unanswered: those connections
 /// carried no request (they read 1 each), and the note says it closes before answering.
 #[test]

@@ -133,10 +133,16 @@ impl<P: Protocol> LiveConn<P> {
 
 impl<P: Protocol> Drop for LiveConn<P> {
     fn drop(&mut self) {
-        let cause = match self.closed_after_end.get() {
+        let mut cause = match self.closed_after_end.get() {
             true => CloseCause::Local,
             false => self.conn.close_cause(),
         };
+        // Open to the end, and the server closed it while it sat idle (its idle timeout, as h1
+        // sees only before a send): the server's close, as h2's GOAWAY and h3's close are.
+        let closed_idle = cause == CloseCause::Open && self.conn.peer_finished();
+        if closed_idle {
+            cause = CloseCause::Fin;
+        }
         self.conn.close();
         if !self.counts() {
             // A warm-up connection open in the measured part with only warm-up requests on it
@@ -161,6 +167,7 @@ impl<P: Protocol> Drop for LiveConn<P> {
             rec.total.connections.closed_goaway_error += 1;
         }
         match self.conn.close_detail() {
+            _ if closed_idle => rec.total.connections.closed_idle += 1,
             Some(CloseDetail::Idle) => rec.total.connections.closed_idle += 1,
             Some(CloseDetail::Unasked) => rec.total.connections.closed_unasked += 1,
             None => {}

@@ -366,9 +366,9 @@ pub trait Connection: 'static {
     fn goaway_error(&self) -> Option<u64> {
         None
     }
-    /// Whether the server has closed the connection, looked at now (h1 over the trace's tapped
-    /// transport: a peek for its FIN, which an idle connection does not read). `httpvs trace`
-    /// only; `false` where nothing can tell.
+    /// Whether the server has closed the connection, looked at now (h1: a peek for its FIN,
+    /// which an idle connection does not read): `httpvs trace`, and a connection still open at
+    /// the end of a run. `false` where nothing can tell, or the protocol saw it already.
     fn peer_finished(&self) -> bool {
         false
     }
