@@ -427,10 +427,17 @@ fn the_open_model_connects_before_its_first_send() {
     assert_eq!(r.connections.opened, 6);
     assert_eq!(r.connections.opened + r.connections.reused_requests, 60);
     assert!(r.requests.identity_holds);
-    // Two requests for six connections: all six opened (the server saw them), four unused.
+    // Two requests for six connections: two opened, as the closed model opens two; all six
+    // were opened (the server saw them) and four left unused.
+    let counters = Arc::new(Counters::default());
     let c = config().shape(6, 1).threads(2).rate(1000.0).requests(2);
-    let r = run(&c, Behaviour::default()).unwrap();
-    assert_eq!(r.connections.opened, 6);
+    let r = run_counted(&c, Behaviour::default(), counters.clone()).unwrap();
+    assert_eq!(r.connections.opened, 2);
+    assert_eq!(
+        counters.connects.load(Ordering::Relaxed),
+        3,
+        "two and the probe"
+    );
     assert_eq!(r.requests.succeeded, 2);
 }
 

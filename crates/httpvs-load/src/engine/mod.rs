@@ -65,13 +65,25 @@ pub fn run_with_protocol<F: ProtocolFactory>(
         .server_max_streams
         .map_or(config.streams, |limit| config.streams.min(limit.max(1)));
     options.streams = streams;
-    let workers = config.worker_count();
     let requests = match config.stop {
         StopAfter::Requests(n) => Some(n),
         StopAfter::Duration(_) => None,
     };
+    // An open -n run below -c x -m opens only the connections its requests can fill: it opens
+    // them before its clock, and `-n 3 -c 5` opened five, two never used (the closed model
+    // opens a connection at its first request, so never opens those).
+    let connections = match (config.is_open_model(), requests) {
+        (true, Some(n)) => {
+            let needed = n.div_ceil(u64::from(streams.max(1))).max(1);
+            config
+                .connections
+                .min(u32::try_from(needed).unwrap_or(u32::MAX))
+        }
+        _ => config.connections,
+    };
+    let workers = config.worker_count().min(connections as usize);
     let plan = RunPlan::new(
-        config.connections,
+        connections,
         workers,
         requests.filter(|_| !config.is_open_model()),
     );
@@ -142,7 +154,7 @@ pub fn run_with_protocol<F: ProtocolFactory>(
                 origin,
                 measure_start,
                 rate,
-                (plan.lanes(index), u64::from(config.connections)),
+                (plan.lanes(index), u64::from(connections)),
                 requests,
                 deadline,
             ),

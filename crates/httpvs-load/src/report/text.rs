@@ -154,9 +154,9 @@ fn header(out: &mut String, r: &Report) {
             n.spec, n.up.netem, n.down.netem
         );
     }
-    // A closed -n run splits its requests over the connections: with fewer requests than
+    // An -n run splits its requests over the connections: with fewer requests than
     // connections (times streams), the rest never open.
-    if let (None, Some(n)) = (s.rate, s.requests) {
+    if let Some(n) = s.requests {
         let slots = u64::from(s.connections) * u64::from(s.streams.max(1));
         if n < slots {
             let _ = writeln!(
