@@ -442,7 +442,7 @@ fn ctrl_c_shows_what_the_trace_saw() {
         "{text}"
     );
     assert_eq!(
-        text.matches("FAILED: interrupted: Ctrl-C came before its response")
+        text.matches("FAILED: interrupted: Ctrl-C (or SIGTERM, SIGHUP) came before its response")
             .count(),
         2,
         "{text}"
@@ -527,7 +527,7 @@ fn events_print_as_they_come() {
         } else {
             "TCP connected to"
         });
-        once("interrupted: Ctrl-C came before its response");
+        once("interrupted: Ctrl-C (or SIGTERM, SIGHUP) came before its response");
         once(if json {
             "\"type\":\"summary\""
         } else {

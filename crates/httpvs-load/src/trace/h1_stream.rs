@@ -9,9 +9,6 @@ use crate::protocol::wire::WireTap;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-/// Header fields shown per head, at most.
-const MAX_FIELDS: usize = 128;
-
 /// The plaintext tap of a traced h1 connection; clones share the parsing state.
 #[derive(Debug, Clone)]
 pub struct H1Wire {
@@ -199,7 +196,7 @@ impl H1State {
     }
 
     fn request_head(&mut self, buf: &[u8]) -> Result<Option<(H1Head, Option<Body>)>, ()> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_FIELDS];
+        let mut headers = field_room(buf);
         let mut req = httparse::Request::new(&mut headers);
         let size = match req.parse(buf) {
             Ok(httparse::Status::Complete(n)) => n,
@@ -242,7 +239,7 @@ impl H1State {
         let Some(parsed) = parse_head(buf, was_head).map_err(|_| ())? else {
             return Ok(None);
         };
-        let mut headers = [httparse::EMPTY_HEADER; MAX_FIELDS];
+        let mut headers = field_room(buf);
         let mut resp = httparse::Response::new(&mut headers);
         crate::protocol::h1::parser()
             .parse_response(&mut resp, buf)
@@ -319,7 +316,8 @@ impl Body {
             BodyLeft::Chunked(chunked, pending) => {
                 // Chunk framing may split anywhere: keep the unconsumed tail for the next feed.
                 pending.extend_from_slice(bytes);
-                match chunked.feed(pending) {
+                let text = &mut self.text;
+                match chunked.feed_with(pending, |data| keep(text, data)) {
                     Ok(fed) => {
                         self.length += fed.data;
                         // Bounded by the decoder, which refuses a section past a head's limit.
@@ -348,6 +346,12 @@ impl Body {
     }
 }
 
+/// Room for every field a head at the start of `buf` can hold, one per line, as the load
+/// client reads heads: a fixed 128 showed a head of 150 fields as unparseable.
+fn field_room(buf: &[u8]) -> Vec<httparse::Header<'static>> {
+    vec![httparse::EMPTY_HEADER; buf.iter().filter(|&&b| b == b'\n').count() + 1]
+}
+
 /// The framing of a direction parked after a head that could not be parsed.
 const UNPARSED: &str = "unparsed";
 
@@ -355,7 +359,8 @@ fn body_event(recorder: &Recorder, dir: Direction, body: Body, closed_by_server:
     let cut_off = match &body.left {
         BodyLeft::Length(left) => *left > 0,
         BodyLeft::Chunked(chunked, _) => !chunked.is_done(),
-        BodyLeft::UntilClose => false,
+        // Its end is the server's close: one we ended first was cut off.
+        BodyLeft::UntilClose => !closed_by_server,
     };
     let announced = match &body.left {
         BodyLeft::Length(left) if body.framing == "content-length" => Some(body.length + left),
@@ -447,6 +452,67 @@ mod tests {
                 "send GET / HTTP/1.1"
             ]
         );
+    }
+
+    /// Heads of more than 128 fields, either way: they read as unparseable (the load client
+    /// reads them), and the summary counted the request as not sent.
+    #[test]
+    fn heads_of_many_fields_are_shown() {
+        let recorder = Recorder::start_now();
+        let mut wire = H1Wire::new(recorder.clone(), false);
+        let fields: String = (0..150).map(|i| format!("x-h{i}: v\r\n")).collect();
+        wire.sent(format!("GET / HTTP/1.1\r\nHost: x\r\n{fields}\r\n").as_bytes());
+        wire.received(format!("HTTP/1.1 200 OK\r\n{fields}Content-Length: 2\r\n\r\nhi").as_bytes());
+        assert_eq!(
+            heads_and_bodies(&recorder),
+            [
+                "send GET / HTTP/1.1",
+                "recv HTTP/1.1 200 OK",
+                "recv body 2 content-length"
+            ]
+        );
+        let fields = recorder.events().iter().find_map(|e| match &e.kind {
+            EventKind::H1Head(h) if e.dir == Direction::Recv => Some(h.fields.len()),
+            _ => None,
+        });
+        assert_eq!(fields, Some(151));
+    }
+
+    /// `--body` shows a chunked body's data, either way (it showed none), and an until-close
+    /// body the trace ended first is cut off (it read as whole).
+    #[test]
+    fn chunked_bodies_are_shown_and_an_unclosed_body_is_cut_off() {
+        let texts = |recorder: &Recorder| -> Vec<(Option<String>, bool)> {
+            recorder
+                .events()
+                .iter()
+                .filter_map(|e| match &e.kind {
+                    EventKind::H1Body { text, cut_off, .. } => Some((text.clone(), *cut_off)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let recorder = Recorder::start_now();
+        let mut wire = H1Wire::new(recorder.clone(), true);
+        wire.sent(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+        wire.received(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n");
+        wire.received(b"2\r\nde\r\n0\r\n\r\n");
+        assert_eq!(
+            texts(&recorder),
+            [(Some("hello".into()), false), (Some("abcde".into()), false)]
+        );
+        let recorder = Recorder::start_now();
+        let mut wire = H1Wire::new(recorder.clone(), true);
+        wire.sent(b"GET / HTTP/1.1\r\n\r\n");
+        wire.received(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nabc");
+        wire.finish(false);
+        assert_eq!(texts(&recorder), [(Some("abc".into()), true)]);
+        let recorder = Recorder::start_now();
+        let mut wire = H1Wire::new(recorder.clone(), true);
+        wire.sent(b"GET / HTTP/1.1\r\n\r\n");
+        wire.received(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nabc");
+        wire.finish(true);
+        assert_eq!(texts(&recorder), [(Some("abc".into()), false)]);
     }
 
     #[test]

@@ -417,4 +417,21 @@ mod tests {
             .collect();
         assert_eq!(details, vec![H2Detail::Malformed; 3]);
     }
+
+    /// A PING or WINDOW_UPDATE of length 0 is malformed in the text as in the JSON: the text
+    /// left the label off any frame of length 0.
+    #[test]
+    fn empty_frames_that_need_a_payload_are_marked_in_the_text() {
+        let recorder = Recorder::start_now();
+        let mut wire = H2Wire::new(recorder.clone(), false);
+        let mut bytes = frame(kind::PING, 0, 0, &[]);
+        bytes.extend(frame(kind::WINDOW_UPDATE, 0, 0, &[]));
+        bytes.extend(frame(kind::SETTINGS, flag::ACK, 0, &[]));
+        wire.received(&bytes);
+        let mut out = String::new();
+        for event in recorder.events().iter() {
+            crate::trace::text::render_event(&mut out, event);
+        }
+        assert_eq!(out.matches("; malformed payload").count(), 2, "{out}");
+    }
 }

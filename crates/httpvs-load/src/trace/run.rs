@@ -62,7 +62,7 @@ pub struct TraceConfig {
 const INTERRUPTED_CONNECTING: &str = "interrupted while connecting (Ctrl-C)";
 
 /// What a request cut off by Ctrl-C reads as.
-const INTERRUPTED: &str = "interrupted: Ctrl-C came before its response";
+const INTERRUPTED: &str = "interrupted: Ctrl-C (or SIGTERM, SIGHUP) came before its response";
 
 /// Resolves once `stop` is set (checked every 10 ms: a trace is not a hot path). Outside
 /// tokio's task budget: a flood being read beside it spends the budget, and its timer would

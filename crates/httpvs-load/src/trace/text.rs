@@ -165,7 +165,6 @@ fn h2_frame(out: &mut String, dir: &str, f: &H2Frame) {
         ),
     );
     match &f.detail {
-        H2Detail::None | H2Detail::Malformed if f.length == 0 => {}
         H2Detail::None => {}
         H2Detail::Malformed => detail(out, "; malformed payload"),
         H2Detail::Data { data_len, text } => {

@@ -297,6 +297,16 @@ impl ChunkedBody {
     /// Consumes as much of `buf` as forms complete framing; stops when more input is needed
     /// or the body is done. Bytes after the body are left alone.
     pub fn feed(&mut self, buf: &[u8]) -> Result<Fed, ErrorKind> {
+        self.feed_with(buf, |_| {})
+    }
+
+    /// [`ChunkedBody::feed`], handing each run of body data to `on_data` as it is read (the
+    /// trace's `--body` shows it).
+    pub fn feed_with(
+        &mut self,
+        buf: &[u8],
+        mut on_data: impl FnMut(&[u8]),
+    ) -> Result<Fed, ErrorKind> {
         let mut fed = Fed {
             consumed: 0,
             data: 0,
@@ -323,6 +333,7 @@ impl ChunkedBody {
                         return Ok(fed);
                     }
                     let take = left.min(rest.len() as u64);
+                    on_data(&rest[..take as usize]);
                     fed.consumed += take as usize;
                     fed.data += take;
                     self.state = if take == left {
