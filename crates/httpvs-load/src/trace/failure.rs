@@ -147,7 +147,9 @@ fn meaning(kind: ErrorKind) -> &'static str {
         ErrorKind::IdleTimeout => "the QUIC connection idled out",
         ErrorKind::Unreachable => "the server's UDP port stopped answering (ICMP port unreachable)",
         ErrorKind::Protocol => "the server's bytes broke the protocol",
-        ErrorKind::TruncatedBody => "the body ended before its announced length",
+        ErrorKind::TruncatedBody => {
+            "the connection ended inside the body (short of its content-length, last chunk or END_STREAM)"
+        }
         ErrorKind::LocalPorts => {
             "no free local port (the ephemeral range is used up, most often by connections in TIME_WAIT)"
         }

@@ -227,7 +227,7 @@ fn header_block(out: &mut String, block: &HeaderBlock) {
     if let Some(error) = &block.error {
         detail(
             out,
-            format!("; header block of {} bytes {error}", block.encoded),
+            format!("; header block of {} bytes; {error}", block.encoded),
         );
         return;
     }
