@@ -20,7 +20,9 @@ const ROOTLESS_SCOPE: &str =
 
 /// Ok when links can be built here: as root, or inside the rootless layout.
 pub fn check() -> Result<(), NetemError> {
-    if let Some(outer) = std::env::var_os(INSIDE_LINK) {
+    // Empty is no link's mark (each sets its description): an `export HTTPVS_NETEM_LINK=` left
+    // in a shell refused every run with "(httpvs netem, )".
+    if let Some(outer) = std::env::var_os(INSIDE_LINK).filter(|v| !v.is_empty()) {
         return Err(NetemError::Unavailable {
             why: format!(
                 "this runs behind another emulated link (httpvs netem, {}), where 127.0.0.1 is routed through \

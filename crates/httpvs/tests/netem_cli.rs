@@ -430,4 +430,11 @@ fn a_link_inside_a_link_is_refused_with_the_fix() {
         "{stderr}"
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    // An empty mark is no link's: it refused every run with "(httpvs netem, )".
+    let out = Command::new(bin)
+        .args(["netem", "-q", "--", "true"])
+        .env("HTTPVS_NETEM_LINK", "")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
 }
