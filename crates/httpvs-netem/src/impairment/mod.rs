@@ -341,7 +341,7 @@ fn show_chance(c: &Chance) -> String {
     }
 }
 
-fn show_percent(p: f64) -> String {
+pub(crate) fn show_percent(p: f64) -> String {
     let pct = p * 100.0;
     let text = format!("{pct:.4}");
     let text = text.trim_end_matches('0').trim_end_matches('.');

@@ -196,6 +196,18 @@ fn parse_loss(tokens: &mut Tokens<'_>) -> Result<LossModel, ParseError> {
                     None => break,
                 }
             }
+            // Each pair is the chances of leaving one state for two others, so a sum past 100%
+            // has no meaning: the kernel's model gives the second what the first leaves, and the
+            // banner showed the value as given.
+            for (a, b, from) in [(p[0], p[4], "p13 + p14"), (p[1], p[2], "p31 + p32")] {
+                if a + b > 1.0 + 1e-9 {
+                    return Err(ParseError::new(format!(
+                        "loss state: {from} is {}: they are the chances of leaving one state, \
+                         at most 100% together",
+                        super::show_percent(a + b)
+                    )));
+                }
+            }
             Ok(LossModel::State {
                 p13: p[0],
                 p31: p[1],
@@ -500,6 +512,19 @@ mod tests {
         assert_eq!(rate.bytes_per_sec, 1_250_000);
         assert_eq!(rate.packet_overhead, 14);
         assert_eq!(imp.seed, Some(7));
+    }
+
+    /// The chances of leaving one state add up to 100% at most: `60% 60% 60%` ran with p31
+    /// at 40% while the banner said 60%.
+    #[test]
+    fn loss_state_chances_of_leaving_a_state_are_checked() {
+        let err = parse("loss state 60% 60% 60%").unwrap_err().to_string();
+        assert!(err.contains("p31 + p32 is 120%"), "{err}");
+        let err = parse("loss state 60% 30% 5% 80% 50%")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("p13 + p14 is 110%"), "{err}");
+        assert!(parse("loss state 50% 50% 50% 80% 50%").is_ok());
     }
 
     #[test]
