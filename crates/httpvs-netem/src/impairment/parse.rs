@@ -85,6 +85,8 @@ pub fn parse(text: &str) -> Result<Impairment, ParseError> {
     let mut imp = Impairment::default();
     let mut distribution_given = false;
     let mut gap_given = false;
+    // The keyword whose values were read last, for a value past them.
+    let mut last_keyword = None;
     while let Some(word) = tokens.next() {
         match word.to_ascii_lowercase().as_str() {
             "limit" => {
@@ -143,12 +145,23 @@ pub fn parse(text: &str) -> Result<Impairment, ParseError> {
                     "`{word}` is a profile, not a netem keyword (netem --profile {word}; load --net {word} alone)"
                 )))
             }
+            // A value where a keyword should be: one more than the keyword before takes.
+            _ if word.starts_with(|c: char| c.is_ascii_digit() || c == '.') => {
+                return Err(ParseError::new(match last_keyword {
+                    Some(keyword) => format!(
+                        "`{word}` is one value too many after `{keyword}` (man tc-netem gives \
+                         what each keyword takes)"
+                    ),
+                    None => format!("`{word}` comes before any keyword"),
+                }))
+            }
             _ => {
                 return Err(ParseError::new(format!(
                     "unknown netem keyword `{word}` (expected limit, delay, distribution, loss, ecn, duplicate, corrupt, reorder, gap, rate or seed)"
                 )))
             }
         }
+        last_keyword = Some(word);
     }
     validate(imp, distribution_given, gap_given)
 }
@@ -481,6 +494,14 @@ mod tests {
             err.contains("`wan` is a profile, not a netem keyword"),
             "{err}"
         );
+        // A value past what its keyword takes reads as a keyword: said as a value.
+        let err = parse("loss 5% 10% 6%").unwrap_err().to_string();
+        assert!(
+            err.contains("`6%` is one value too many after `loss`"),
+            "{err}"
+        );
+        let err = parse("5ms").unwrap_err().to_string();
+        assert!(err.contains("`5ms` comes before any keyword"), "{err}");
         let err = parse("delay 5ms bogus").unwrap_err().to_string();
         assert!(err.contains("unknown netem keyword `bogus`"), "{err}");
     }
