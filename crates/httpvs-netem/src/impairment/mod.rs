@@ -311,7 +311,9 @@ fn show_loss(loss: &LossModel) -> String {
 
 fn show_rate(rate: &Rate) -> String {
     let bits = rate.bytes_per_sec * 8;
-    let mut s = if bits.is_multiple_of(1_000_000_000) {
+    let mut s = if bits.is_multiple_of(1_000_000_000_000) {
+        format!("rate {}tbit", bits / 1_000_000_000_000)
+    } else if bits.is_multiple_of(1_000_000_000) {
         format!("rate {}gbit", bits / 1_000_000_000)
     } else if bits.is_multiple_of(1_000_000) {
         format!("rate {}mbit", bits / 1_000_000)

@@ -409,8 +409,13 @@ where
     };
     let value: T = token.parse().map_err(|e: std::num::ParseIntError| {
         use std::num::IntErrorKind::{NegOverflow, PosOverflow};
+        // `-1` is a whole number, out of an unsigned range: said as 0 is.
+        let negative = token
+            .strip_prefix('-')
+            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
         match e.kind() {
             PosOverflow | NegOverflow => out_of_range(),
+            _ if negative => out_of_range(),
             _ => ParseError::new(format!("bad {what} `{token}`: expected a whole number")),
         }
     })?;
@@ -428,7 +433,7 @@ mod tests {
     #[test]
     fn a_whole_number_out_of_range_names_the_range() {
         // The range a limit may take: 0 is refused too (it said "from 0", then refused 0).
-        for limit in ["4294967296", "0"] {
+        for limit in ["4294967296", "0", "-1"] {
             let e = parse(&format!("limit {limit}")).unwrap_err().to_string();
             assert!(
                 e.contains(&format!(
@@ -478,7 +483,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("over 1000tbit"), "{err}");
-        assert!(parse("rate 1000tbit").is_ok());
+        assert_eq!(parse("rate 1000tbit").unwrap().to_string(), "rate 1000tbit");
         let err = parse("delay 1ms | loss 1%").unwrap_err().to_string();
         assert!(err.contains("`|` splits \"UP | DOWN\""), "{err}");
         let err = parse("delay 10ms reorder 0% gap 5")
