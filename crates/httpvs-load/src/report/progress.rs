@@ -32,26 +32,72 @@ impl ProgressLine {
 /// succeeded requests, as the report's throughput: against a dead server failures are done at
 /// once, and a rate of them read as a server keeping up.
 pub fn line(s: &IntervalSnapshot, asked: Option<f64>) -> String {
-    if s.warmup {
-        // Connections count from their first measured request, so none would show here.
-        // The warm-up's last second ends as measuring starts: nothing is left to count down.
-        if s.warmup_left.is_zero() {
-            return "warm-up done, measuring…".to_string();
-        }
-        return format!("warming up… {:.1}s left", s.warmup_left.as_secs_f64());
+    fit_line(s, asked, 0)
+}
+
+/// [`line`] within `columns - 1` characters (0: no limit): its fields with short labels when
+/// the line is too long, then the last fields left off, whole, until it fits (the live line
+/// was cut mid-word on a narrow terminal, and never showed p50, p99, errors or connections).
+fn fit_line(s: &IntervalSnapshot, asked: Option<f64>, columns: usize) -> String {
+    let Some([full, short]) = fields(s, asked) else {
+        return fit(warmup_line(s), columns);
+    };
+    let fits = |line: &str| columns == 0 || line.chars().count() < columns;
+    let line = full.join("  ");
+    if fits(&line) {
+        return line;
     }
-    let schedule = asked.map_or(String::new(), |asked| {
-        // Sends due so far against sends started: Fortio's "not reaching the requested qps",
-        // while it happens.
-        let due = (asked * s.elapsed.as_secs_f64()).floor() as u64;
-        let behind = due.saturating_sub(s.total_started);
-        let behind = if behind > 1 && behind * 50 > due {
-            format!(", {} sends behind", group(behind))
-        } else {
-            String::new()
-        };
-        format!(" (of {} asked{behind})", asked_rate(asked))
-    });
+    // The elapsed time, the count and the rate stay; then each other field in turn of what it
+    // tells, as long as it fits, shown in its place.
+    let mut shown = [true, true, true, false, false, false, false, false];
+    for field in [4, 5, 6, 3, 7] {
+        shown[field] = true;
+        let line = join_shown(&short, &shown);
+        if !fits(&line) {
+            shown[field] = false;
+        }
+    }
+    fit(join_shown(&short, &shown), columns)
+}
+
+fn join_shown(fields: &[String], shown: &[bool]) -> String {
+    let kept: Vec<&str> = fields
+        .iter()
+        .zip(shown)
+        .filter(|(f, shown)| **shown && !f.is_empty())
+        .map(|(f, _)| f.as_str())
+        .collect();
+    kept.join(" ")
+}
+
+fn warmup_line(s: &IntervalSnapshot) -> String {
+    // Connections count from their first measured request, so none would show here.
+    // The warm-up's last second ends as measuring starts: nothing is left to count down.
+    if s.warmup_left.is_zero() {
+        return "warm-up done, measuring…".to_string();
+    }
+    format!("warming up… {:.1}s left", s.warmup_left.as_secs_f64())
+}
+
+/// The line's fields, with long and with short labels; `None` in the warm-up.
+fn fields(s: &IntervalSnapshot, asked: Option<f64>) -> Option<[Vec<String>; 2]> {
+    if s.warmup {
+        return None;
+    }
+    let schedule = |short: bool| {
+        asked.map_or(String::new(), |asked| {
+            // Sends due so far against sends started: Fortio's "not reaching the requested
+            // qps", while it happens.
+            let due = (asked * s.elapsed.as_secs_f64()).floor() as u64;
+            let behind = due.saturating_sub(s.total_started);
+            let behind = match (behind > 1 && behind * 50 > due, short) {
+                (true, false) => format!(", {} sends behind", group(behind)),
+                (true, true) => format!(", {} behind", group(behind)),
+                (false, _) => String::new(),
+            };
+            format!(" (of {} asked{behind})", asked_rate(asked))
+        })
+    };
     let secs = s.interval.as_secs_f64();
     let ok_per_sec = if secs > 0.0 {
         s.completed.saturating_sub(s.failed) as f64 / secs
@@ -66,16 +112,31 @@ pub fn line(s: &IntervalSnapshot, asked: Option<f64>) -> String {
             "-".to_string()
         }
     };
-    format!(
-        "{:>5.1}s  done {}  {} ok/s{schedule}  p50 {}  p99 {}  errors {}  connections {}",
-        s.elapsed.as_secs_f64(),
-        group(s.total_completed),
-        rate(ok_per_sec),
-        latency(s.total_p50_us),
-        latency(s.total_p99_us),
-        group(s.total_failed),
-        group(s.total_connections_opened)
-    )
+    let elapsed = format!("{:.1}s", s.elapsed.as_secs_f64());
+    let (done, ok) = (group(s.total_completed), rate(ok_per_sec));
+    let (p50, p99) = (latency(s.total_p50_us), latency(s.total_p99_us));
+    let (failed, opened) = (group(s.total_failed), group(s.total_connections_opened));
+    Some([
+        vec![
+            format!("{elapsed:>6}"),
+            format!("done {done}"),
+            format!("{ok} ok/s{}", schedule(false)),
+            format!("p50 {p50}"),
+            format!("p99 {p99}"),
+            format!("errors {failed}"),
+            format!("connections {opened}"),
+        ],
+        vec![
+            elapsed,
+            format!("{done} done"),
+            format!("{ok}/s"),
+            schedule(true).trim_start().to_string(),
+            format!("p50 {p50}"),
+            format!("p99 {p99}"),
+            format!("err {failed}"),
+            format!("conn {opened}"),
+        ],
+    ])
 }
 
 /// `--rate` as given when it has more than a tenth's precision (0.04, not 0.0), else as the
@@ -116,7 +177,7 @@ fn stderr_columns() -> usize {
 
 impl Observer for ProgressLine {
     fn on_interval(&mut self, snapshot: &IntervalSnapshot) {
-        let text = fit(line(snapshot, self.asked), stderr_columns());
+        let text = fit_line(snapshot, self.asked, stderr_columns());
         let mut err = std::io::stderr().lock();
         // \x1b[K clears what a longer previous line left behind.
         let _ = write!(err, "\r{text}\x1b[K");
@@ -193,6 +254,43 @@ mod tests {
             ..s
         };
         assert_eq!(line(&ended, None), "warm-up done, measuring…");
+    }
+
+    /// On a narrow terminal the line takes short labels, then leaves off its last fields
+    /// whole: it was cut mid-word at 60 columns ("sends behin"), p50 and the rest unseen.
+    #[test]
+    fn a_narrow_terminal_gets_whole_fields() {
+        let s = IntervalSnapshot {
+            elapsed: Duration::from_secs(12),
+            interval: Duration::from_secs(1),
+            completed: 50_000,
+            total_completed: 600_000,
+            total_started: 600_000,
+            total_p50_us: 1_200,
+            total_p99_us: 8_000,
+            total_connections_opened: 64,
+            ..IntervalSnapshot::default()
+        };
+        let wide = fit_line(&s, Some(100_000.0), 200);
+        assert!(wide.contains("sends behind)  p50"), "{wide}");
+        let narrow = fit_line(&s, Some(100_000.0), 60);
+        assert_eq!(
+            narrow,
+            "12.0s 600,000 done 50,000.0/s p50 1.20ms p99 8.00ms err 0"
+        );
+        let roomier = fit_line(&s, Some(100_000.0), 100);
+        assert_eq!(
+            roomier,
+            "12.0s 600,000 done 50,000.0/s (of 100,000.0 asked, 600,000 behind) p50 1.20ms \
+             p99 8.00ms err 0"
+        );
+        let closed = fit_line(&s, None, 60);
+        assert_eq!(
+            closed,
+            "12.0s 600,000 done 50,000.0/s p50 1.20ms p99 8.00ms err 0"
+        );
+        // Too narrow for even the three kept fields: cut, as before.
+        assert_eq!(fit_line(&s, None, 10).chars().count(), 9);
     }
 
     /// Cut to the terminal: a wrapped line left a row behind at every rewrite.
