@@ -105,13 +105,23 @@ async fn serve_tls(stream: TcpStream, acceptor: TlsAcceptor, ctx: Arc<WorkerCtx>
     let io = ConnIo::new(socket.clone(), Vec::new(), state.clone());
     // As for a cleartext opening: a handshake unfinished at the stop ends there.
     let mut shutdown = ctx.shutdown.clone();
+    let handshake = async {
+        // A connection closed before its first byte (a health check, a port scan) is no
+        // failed handshake: the cleartext port counts nothing for it either.
+        let mut first = [0u8; 1];
+        if matches!(socket.peek(&mut first).await, Ok(0)) {
+            return None;
+        }
+        Some(acceptor.accept(io).await)
+    };
     let accepted = tokio::select! {
-        accepted = tokio::time::timeout(ctx.handshake_timeout(), acceptor.accept(io)) => accepted,
+        accepted = tokio::time::timeout(ctx.handshake_timeout(), handshake) => accepted,
         () = crate::worker::stopping(&mut shutdown) => return,
     };
     let tls = match accepted {
-        Ok(Ok(tls)) => tls,
-        Ok(Err(_)) => {
+        Ok(None) => return,
+        Ok(Some(Ok(tls))) => tls,
+        Ok(Some(Err(_))) => {
             ctx.counters.event(Event::TlsHandshakeFailed);
             return;
         }
