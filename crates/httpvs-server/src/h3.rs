@@ -149,7 +149,24 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
         let resolver = tokio::select! {
             r = conn.accept() => match r {
                 Ok(Some(resolver)) => resolver,
-                Ok(None) => return false,
+                Ok(None) => {
+                    // Past our GOAWAY, every request answered: but quinn drops what a stream
+                    // has not yet sent when its connection closes, and dropping `conn` closes
+                    // it at once (the last answers of a --max-requests-per-conn connection
+                    // were lost, the client reading connection_closed). The client closes
+                    // once it has them; one that does not is left to the idle watch, or, at
+                    // the stop, given a moment.
+                    let stop_flush = async {
+                        crate::worker::stopping(&mut shutdown).await;
+                        tokio::time::sleep(STOP_FLUSH).await;
+                    };
+                    tokio::select! {
+                        _ = quic.closed() => {}
+                        _ = &mut idle => quic.close(H3_NO_ERROR, b""),
+                        () = stop_flush => {}
+                    }
+                    return false;
+                }
                 Err(e) => {
                     if closed_for_violation(&e) {
                         ctx.counters.event(Event::H3ProtocolError);
@@ -218,6 +235,10 @@ async fn serve_h3(quic: quinn::Connection, ctx: &Arc<WorkerCtx>) -> bool {
         }
     }
 }
+
+/// How long a connection done with its requests at the stop waits for the client to close it,
+/// so its last answers can leave.
+const STOP_FLUSH: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The HTTP/3 error code for a close without error (RFC 9114 §8.1).
 const H3_NO_ERROR: quinn::VarInt = quinn::VarInt::from_u32(0x100);
