@@ -853,7 +853,10 @@ fn h3_answers_before_a_request_limit_close_all_arrive() {
         max_requests_per_conn: Some(7),
         ..Limits::default()
     });
-    let url = format!("https://127.0.0.1:{}/?size=10k", s.h3_addr().unwrap().port());
+    let url = format!(
+        "https://127.0.0.1:{}/?size=10k",
+        s.h3_addr().unwrap().port()
+    );
     let c = LoadConfig::new(&url)
         .unwrap()
         .protocol(fixed(ProtocolKind::H3))

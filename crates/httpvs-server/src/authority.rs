@@ -55,15 +55,23 @@ fn is_valid_in_full(value: &[u8]) -> bool {
         }
 }
 
-/// Whether a decoded request's authority and Host header (those present) are valid: what the
-/// h2 and h3 crates parse (`http::uri::Authority`) lets userinfo and an empty host through.
+/// Whether a decoded request's authority and Host header (those present) are valid, and its
+/// path too ([`is_valid_path`]): what the h2 and h3 crates parse (`http::uri::Authority`) lets
+/// userinfo and an empty host through, and a path that does not begin with `/`.
 pub fn request_names_a_valid_one<B>(request: &http::Request<B>) -> bool {
     let authority = request.uri().authority().map(|a| a.as_str().as_bytes());
     let host = request
         .headers()
         .get(http::header::HOST)
         .map(|h| h.as_bytes());
-    authority.is_none_or(is_valid) && host.is_none_or(is_valid)
+    let path = request.uri().path().as_bytes();
+    authority.is_none_or(is_valid) && host.is_none_or(is_valid) && is_valid_path(path)
+}
+
+/// An http(s) request's `:path`: `/` and what follows, or `*` (RFC 9113 §8.3.1, RFC 9114
+/// §4.3.1). `noslash` was answered 200 and `noslash?size=5` 400.
+pub fn is_valid_path(path: &[u8]) -> bool {
+    path.starts_with(b"/") || path == b"*"
 }
 
 /// `reg-name = *( unreserved / pct-encoded / sub-delims )`, which IPv4 addresses also match.

@@ -155,6 +155,14 @@ impl hyper::service::Service<Request<Incoming>> for H1Service {
             answer.close = true;
             return H1Future::Ready(Some(finish(answer, last, parts.version, &self.ctx)));
         }
+        // Origin-form or absolute-form (RFC 9112 §3.2): `GET noslash` read as an authority and
+        // was answered 200, while `noslash?size=5` got hyper's own 400.
+        if !crate::authority::is_valid_path(parts.uri.path().as_bytes()) {
+            self.ctx.counters.event(Event::BadRequest);
+            let text = "the request target must begin with / (RFC 9112 3.2.1)\n".to_owned();
+            let answer = respond::error(StatusCode::BAD_REQUEST, text);
+            return H1Future::Ready(Some(finish(answer, last, parts.version, &self.ctx)));
+        }
         let body_empty = hyper::body::Body::is_end_stream(&body);
         let view = RequestView {
             method: &parts.method,

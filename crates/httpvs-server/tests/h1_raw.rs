@@ -101,6 +101,23 @@ fn a_host_that_is_not_a_valid_authority_gets_400() {
     );
 }
 
+/// A request target that does not begin with `/` gets 400 (RFC 9112 §3.2), whatever follows:
+/// `noslash` was read as an authority and answered 200, `noslash?size=5` got 400.
+#[test]
+fn a_target_without_its_slash_gets_400() {
+    let server = support::server(Limits::default());
+    for target in ["noslash", "noslash?size=5"] {
+        let request = format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let text = exchange(&server, &request);
+        assert!(text.starts_with("HTTP/1.1 400"), "{target}: {text}");
+    }
+    for target in ["/x", "http://x/a", "*"] {
+        let request = format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let text = exchange(&server, &request);
+        assert!(text.starts_with("HTTP/1.1 200"), "{target}: {text}");
+    }
+}
+
 /// A request target over 64 KiB (under a head limit that lets it be read) gets hyper's own 414,
 /// counted as a 414, not a 431.
 #[test]

@@ -210,6 +210,38 @@ fn an_invalid_authority_or_host_resets_the_stream_on_both_engines() {
     }
 }
 
+/// RFC 9113 §8.3.1: a `:path` that does not begin with `/` makes the request malformed, on both
+/// engines: `noslash` was answered 200 and `noslash?size=5` 400.
+#[test]
+fn a_path_without_its_slash_resets_the_stream_on_both_engines() {
+    use support::raw_h2::{get_headers, RawH2, HEADERS, RST_STREAM};
+    let paths = ["noslash", "noslash?size=5"];
+    for engine in [H2Engine::Hyper, H2Engine::Owned] {
+        let server = support::server_on(Limits::default(), engine);
+        let mut client = RawH2::connect(server.http_addr().unwrap());
+        for (i, path) in (0u32..).zip(paths) {
+            client.send(&get_headers(2 * i + 1, path));
+        }
+        client.send(&get_headers(5, "/"));
+        let frames = client.frames_until_closed(Duration::from_millis(500));
+        for (i, path) in (0u32..).zip(paths) {
+            let stream = 2 * i + 1;
+            let rst = frames
+                .iter()
+                .find(|f| f.kind == RST_STREAM && f.stream == stream);
+            assert_eq!(
+                rst.map(|f| f.payload.as_slice()),
+                Some(&1u32.to_be_bytes()[..]),
+                "{engine:?} {path}: {frames:?}"
+            );
+        }
+        assert!(
+            frames.iter().any(|f| f.kind == HEADERS && f.stream == 5),
+            "{engine:?}"
+        );
+    }
+}
+
 /// A field the owned engine cannot turn into a `HeaderValue` (a control byte, which RFC 9113
 /// does not forbid) gets 400, counted with the other malformed requests.
 #[test]

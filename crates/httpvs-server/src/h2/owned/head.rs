@@ -106,14 +106,16 @@ impl RequestHead {
                     return;
                 }
             };
-            // `:method` and `:path` are checked where they are used: the fast path takes only
-            // `GET` and `/`, the slow path parses both and answers 400. A repeat is malformed
+            // `:method` and the rest of `:path` are checked where they are used: the fast path
+            // takes only `GET` and `/`, the slow path parses both and answers 400; a path not
+            // beginning with `/` is malformed (RFC 9113 §8.3.1). A repeat is malformed
             // whatever its value, and is not scanned (a block of references to one large table
             // entry repeats it thousands of times).
             let bad_value = self.seen & bit == 0
                 && match bit {
                     SCHEME => !is_valid_scheme(value),
                     AUTHORITY => !is_known_good_authority(&mut self.known_authority, value),
+                    PATH => !crate::authority::is_valid_path(value),
                     _ => false,
                 };
             if trailer || self.regular_seen || self.seen & bit != 0 || bad_value {
@@ -291,6 +293,8 @@ mod tests {
             &[BASE[0], (":scheme", "http "), BASE[2]],
             &[BASE[0], (":scheme", "1http"), BASE[2]],
             &[BASE[0], (":scheme", ""), BASE[2]],
+            &[BASE[0], BASE[1], (":path", "noslash")],
+            &[BASE[0], BASE[1], (":path", "noslash?size=5")],
         ];
         for case in cases {
             assert!(!head(case).is_valid_request(), "{case:?}");
