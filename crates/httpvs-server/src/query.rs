@@ -214,7 +214,9 @@ fn parse_bool(text: &str) -> Result<bool, String> {
     match text {
         "1" | "true" | "yes" => Ok(true),
         "0" | "false" | "no" => Ok(false),
-        _ => Err(format!("`{text}` is not 1 or 0")),
+        _ => Err(format!(
+            "`{text}` is not 1 or 0 (nor true, yes, false or no)"
+        )),
     }
 }
 

@@ -73,6 +73,8 @@ fn bad_flags_exit_2_with_one_line() {
         // Its range says 1 (it said 0 to 4294967295, then refused 0).
         &["serve", "--max-streams", "0"],
         &["serve", "--max-streams", "4294967296"],
+        // Both TCP on one address: it read "Address already in use", as if another process.
+        &["serve", "--http", "127.0.0.1:1", "--https", "127.0.0.1:1"],
     ] {
         let out = httpvs().args(args).output().unwrap();
         assert_one_line_failure(&out, &format!("{args:?}"));

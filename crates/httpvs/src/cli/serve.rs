@@ -263,6 +263,15 @@ fn config_from(args: &Args) -> anyhow::Result<(ServeConfig, Duration)> {
     if config.http.is_none() && config.https.is_none() && config.h3.is_none() {
         return Err(usage("--http, --https and --h3 are all off"));
     }
+    // Both TCP: the second bind failed with "Address already in use", which reads as another
+    // process's doing. (--h3 is UDP and may share --https's port, as the README's examples do.)
+    if let (Some(http), Some(https)) = (config.http, config.https) {
+        if http == https && http.port() != 0 {
+            return Err(usage(format!(
+                "--http and --https both name {http}: give each its own port"
+            )));
+        }
+    }
     Ok((config, duration("grace", &args.grace)?))
 }
 
