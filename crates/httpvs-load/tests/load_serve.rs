@@ -548,24 +548,30 @@ fn requests_per_connection_count_as_the_server_does_with_a_warmup() {
     assert!(d.contains("about every 50 requests"), "{d}");
 }
 
+/// Two requests a second on one h1 connection, `stop` ending the run, against a server that
+/// closes a connection idle for `idle_ms`.
+fn two_a_second_on_h1(idle_ms: u64, stop: impl FnOnce(LoadConfig) -> LoadConfig) -> Report {
+    let s = server(Limits {
+        idle_timeout: Duration::from_millis(idle_ms),
+        ..Limits::default()
+    });
+    let c = LoadConfig::new(&http_url(&s, "/"))
+        .unwrap()
+        .protocol(fixed(ProtocolKind::H1))
+        .shape(1, 1)
+        .threads(1);
+    let mut c = stop(c);
+    c.rate = Some(2.0);
+    run(&c)
+}
+
 /// A server that closes idle connections (its keep-alive timeout shorter than the gaps of an
 /// open-model run): h1 sees each FIN before it sends and opens a new connection, where it sent
 /// on the closed one and counted a retry inside the request's latency; the note names the idle
 /// timeout, not "keep-alive off".
 #[test]
 fn h1_sees_an_idle_close_before_it_sends() {
-    let s = server(Limits {
-        idle_timeout: Duration::from_millis(150),
-        ..Limits::default()
-    });
-    let mut c = LoadConfig::new(&http_url(&s, "/"))
-        .unwrap()
-        .protocol(fixed(ProtocolKind::H1))
-        .shape(1, 1)
-        .threads(1)
-        .requests(3);
-    c.rate = Some(2.0);
-    let r = run(&c);
+    let r = two_a_second_on_h1(150, |c| c.requests(3));
     assert_eq!(r.requests.succeeded, 3, "{:?}", r.errors);
     assert_eq!(r.requests.retried.total, 0, "{:?}", r.requests.retried);
     assert_eq!(r.connections.closed_by_server.fin, 2, "{:?}", r.connections);
@@ -578,18 +584,7 @@ fn h1_sees_an_idle_close_before_it_sends() {
 /// closed by us.
 #[test]
 fn h1_counts_an_idle_close_before_the_end_as_the_server_s() {
-    let s = server(Limits {
-        idle_timeout: Duration::from_millis(100),
-        ..Limits::default()
-    });
-    let mut c = LoadConfig::new(&http_url(&s, "/"))
-        .unwrap()
-        .protocol(fixed(ProtocolKind::H1))
-        .shape(1, 1)
-        .threads(1)
-        .duration(Duration::from_millis(1400));
-    c.rate = Some(2.0);
-    let r = run(&c);
+    let r = two_a_second_on_h1(100, |c| c.duration(Duration::from_millis(1400)));
     assert_eq!(r.requests.succeeded, 3, "{:?}", r.errors);
     assert_eq!(r.connections.closed_by_server.fin, 3, "{:?}", r.connections);
     assert_eq!(r.connections.closed_locally, 0, "{:?}", r.connections);

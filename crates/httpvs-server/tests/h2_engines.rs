@@ -164,11 +164,23 @@ fn a_peer_that_stops_reading_is_closed_by_the_idle_timeout_on_both_engines() {
     }
 }
 
+/// That `stream` was reset with PROTOCOL_ERROR, as a malformed request is.
+fn assert_reset_as_malformed(frames: &[support::raw_h2::Frame], stream: u32, what: &str) {
+    let rst = frames
+        .iter()
+        .find(|f| f.kind == support::raw_h2::RST_STREAM && f.stream == stream);
+    assert_eq!(
+        rst.map(|f| f.payload.as_slice()),
+        Some(&1u32.to_be_bytes()[..]),
+        "{what}: {frames:?}"
+    );
+}
+
 /// RFC 9113 §8.1.1: an `:authority` or `host` that is not `host[:port]` (a space, userinfo, an
 /// empty host, a path) makes the request malformed: RST_STREAM(PROTOCOL_ERROR), on both engines.
 #[test]
 fn an_invalid_authority_or_host_resets_the_stream_on_both_engines() {
-    use support::raw_h2::{get_headers, get_headers_with, RawH2, HEADERS, RST_STREAM};
+    use support::raw_h2::{get_headers, get_headers_with, RawH2, HEADERS};
     let cases: [(&str, &[u8]); 5] = [
         (":authority", b"a b"),
         (":authority", b"user@localhost"),
@@ -187,14 +199,7 @@ fn an_invalid_authority_or_host_resets_the_stream_on_both_engines() {
         let frames = client.frames_until_closed(Duration::from_millis(500));
         for (i, case) in (0u32..).zip(&cases) {
             let stream = 2 * i + 1;
-            let rst = frames
-                .iter()
-                .find(|f| f.kind == RST_STREAM && f.stream == stream);
-            assert_eq!(
-                rst.map(|f| f.payload.as_slice()),
-                Some(&1u32.to_be_bytes()[..]),
-                "{engine:?} {case:?}: {frames:?}"
-            );
+            assert_reset_as_malformed(&frames, stream, &format!("{engine:?} {case:?}"));
             assert!(
                 !frames
                     .iter()
@@ -214,7 +219,7 @@ fn an_invalid_authority_or_host_resets_the_stream_on_both_engines() {
 /// engines: `noslash` was answered 200 and `noslash?size=5` 400.
 #[test]
 fn a_path_without_its_slash_resets_the_stream_on_both_engines() {
-    use support::raw_h2::{get_headers, RawH2, HEADERS, RST_STREAM};
+    use support::raw_h2::{get_headers, RawH2, HEADERS};
     let paths = ["noslash", "noslash?size=5"];
     for engine in [H2Engine::Hyper, H2Engine::Owned] {
         let server = support::server_on(Limits::default(), engine);
@@ -225,15 +230,7 @@ fn a_path_without_its_slash_resets_the_stream_on_both_engines() {
         client.send(&get_headers(5, "/"));
         let frames = client.frames_until_closed(Duration::from_millis(500));
         for (i, path) in (0u32..).zip(paths) {
-            let stream = 2 * i + 1;
-            let rst = frames
-                .iter()
-                .find(|f| f.kind == RST_STREAM && f.stream == stream);
-            assert_eq!(
-                rst.map(|f| f.payload.as_slice()),
-                Some(&1u32.to_be_bytes()[..]),
-                "{engine:?} {path}: {frames:?}"
-            );
+            assert_reset_as_malformed(&frames, 2 * i + 1, &format!("{engine:?} {path}"));
         }
         assert!(
             frames.iter().any(|f| f.kind == HEADERS && f.stream == 5),

@@ -501,18 +501,15 @@ mod tests {
             texts(&recorder),
             [(Some("hello".into()), false), (Some("abcde".into()), false)]
         );
-        let recorder = Recorder::start_now();
-        let mut wire = H1Wire::new(recorder.clone(), true);
-        wire.sent(b"GET / HTTP/1.1\r\n\r\n");
-        wire.received(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nabc");
-        wire.finish(false);
-        assert_eq!(texts(&recorder), [(Some("abc".into()), true)]);
-        let recorder = Recorder::start_now();
-        let mut wire = H1Wire::new(recorder.clone(), true);
-        wire.sent(b"GET / HTTP/1.1\r\n\r\n");
-        wire.received(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nabc");
-        wire.finish(true);
-        assert_eq!(texts(&recorder), [(Some("abc".into()), false)]);
+        // Ended by the trace, it is cut off; by the server's close, whole.
+        for by_server in [false, true] {
+            let recorder = Recorder::start_now();
+            let mut wire = H1Wire::new(recorder.clone(), true);
+            wire.sent(b"GET / HTTP/1.1\r\n\r\n");
+            wire.received(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nabc");
+            wire.finish(by_server);
+            assert_eq!(texts(&recorder), [(Some("abc".into()), !by_server)]);
+        }
     }
 
     #[test]
