@@ -172,7 +172,11 @@ pub fn run_until(
         .collect();
     progress.note(&format!("shapes: {}", shapes.join(" ")));
     let (mut conditions, mut skipped) = network::usable_conditions(&plan);
-    if let Some(host) = config.target.as_deref().and_then(remote_host) {
+    let remote = config
+        .target
+        .as_deref()
+        .and_then(|url| remote_host(url, config.connect_to.as_ref()));
+    if let Some(host) = &remote {
         // The link's far end is this host's loopback: a remote server is out of its reach.
         let (clean, emulated): (Vec<_>, Vec<_>) =
             conditions.into_iter().partition(|c| c.is_clean());
@@ -180,7 +184,7 @@ pub fn run_until(
         skipped.extend(emulated.into_iter().map(|c| crate::results::Skipped {
             name: c.name.clone(),
             reason: format!(
-                "the emulated link reaches only this host's loopback, and {host} is elsewhere"
+                "the emulated link reaches only this host's loopback, and {host} is not on it"
             ),
         }));
     }
@@ -189,9 +193,15 @@ pub fn run_until(
     }
     setup.skipped_conditions = skipped;
     if conditions.is_empty() {
-        return Err(CompareError::NothingToRun(
-            "no network condition can run here (every one needs the emulator)".into(),
-        ));
+        return Err(CompareError::NothingToRun(match remote {
+            // It said "every one needs the emulator" where the emulator was there.
+            Some(host) => format!(
+                "no network condition can run against {host}: each needs the emulated link, \
+                 which reaches only this host's loopback (add a `clean` condition, or reach \
+                 the server through a forward on 127.0.0.1)"
+            ),
+            None => "no network condition can run here (every one needs the emulator)".into(),
+        }));
     }
     let specs = runner::cells(&plan, &conditions, &variants);
     setup.cells_planned = specs.len();
@@ -209,11 +219,25 @@ pub fn run_until(
     Ok(done(plan, setup, ran.cells, ran.interrupted))
 }
 
-/// The host of a URL when it is not this host's loopback.
-fn remote_host(url: &str) -> Option<String> {
+/// The host connections to a URL go to (`--connect-to`'s, else the URL's) when it is not this
+/// host's loopback, as `load --net` judges it: a URL's remote name sent to 127.0.0.1 runs
+/// behind the link.
+fn remote_host(
+    url: &str,
+    connect_to: Option<&httpvs_load::connect_to::ConnectTo>,
+) -> Option<String> {
     // As the URL is sent: `127.1` is 127.0.0.1.
     let uri = httpvs_load::config::parse_url(url).ok()?;
-    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
+    let named = uri.host()?;
+    let dialled = match connect_to {
+        Some(rule) => {
+            rule.route(named, httpvs_load::config::port_or_default(&uri))
+                .ok()?
+                .0
+        }
+        None => named.to_string(),
+    };
+    let host = dialled.trim_start_matches('[').trim_end_matches(']');
     let local = host == "localhost"
         || host
             .parse::<std::net::IpAddr>()
@@ -480,13 +504,22 @@ mod tests {
 
     #[test]
     fn loopback_targets_are_local() {
-        assert_eq!(remote_host("http://127.0.0.1:8080/"), None);
-        assert_eq!(remote_host("https://[::1]:8443/"), None);
-        assert_eq!(remote_host("http://127.1:8080/"), None);
-        assert_eq!(remote_host("https://localhost/"), None);
+        assert_eq!(remote_host("http://127.0.0.1:8080/", None), None);
+        assert_eq!(remote_host("https://[::1]:8443/", None), None);
+        assert_eq!(remote_host("http://127.1:8080/", None), None);
+        assert_eq!(remote_host("https://localhost/", None), None);
         assert_eq!(
-            remote_host("https://example.com/").as_deref(),
+            remote_host("https://example.com/", None).as_deref(),
             Some("example.com")
+        );
+        // Where `--connect-to` sends the connections counts, as for `load --net`.
+        let to = |rule: &str| httpvs_load::connect_to::ConnectTo::parse(rule).unwrap();
+        let local = to("127.0.0.1:8443");
+        assert_eq!(remote_host("https://example.com/", Some(&local)), None);
+        let away = to("192.0.2.1:443");
+        assert_eq!(
+            remote_host("https://localhost/", Some(&away)).as_deref(),
+            Some("192.0.2.1")
         );
     }
 }

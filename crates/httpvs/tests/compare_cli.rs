@@ -821,3 +821,47 @@ fn a_plan_beyond_the_open_file_limit_is_refused_up_front() {
     );
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
 }
+
+/// Aimed at a server off this host's loopback, the emulated conditions are skipped, and with
+/// none left the one line says why: it read "every one needs the emulator" where the emulator
+/// was there, and "is elsewhere" of this host's own address.
+#[test]
+fn a_server_off_loopback_runs_no_emulated_condition_and_says_why() {
+    // This host's address on its default route, if it has one (no packet is sent).
+    let Some(ip) = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect("192.0.2.1:9").and_then(|()| s.local_addr()))
+        .ok()
+        .map(|a| a.ip())
+        .filter(|ip| !ip.is_loopback() && !ip.is_unspecified())
+    else {
+        return;
+    };
+    let config = httpvs_server::ServeConfig {
+        http: Some(std::net::SocketAddr::new(ip, 0)),
+        https: None,
+        h3: None,
+        ..httpvs_server::ServeConfig::loopback_ephemeral()
+    };
+    let server = httpvs_server::start(config).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let dir = scratch_dir("compare-off-loopback");
+    let out = httpvs(
+        &dir,
+        &[
+            "compare",
+            &url,
+            "--protocols",
+            "h1",
+            "--conditions",
+            "wan",
+            "--no-html",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!("no network condition can run against {ip}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&format!("and {ip} is not on it")), "{stderr}");
+}
