@@ -863,5 +863,8 @@ fn a_server_off_loopback_runs_no_emulated_condition_and_says_why() {
         stderr.contains(&format!("no network condition can run against {ip}")),
         "{stderr}"
     );
-    assert!(stderr.contains(&format!("and {ip} is not on it")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("and {ip} is not on it")),
+        "{stderr}"
+    );
 }

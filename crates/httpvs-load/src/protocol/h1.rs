@@ -8,6 +8,7 @@ mod fast_head;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
 mod head_memo;
+mod pending;
 mod read_ahead;
 mod request_head;
 mod response;

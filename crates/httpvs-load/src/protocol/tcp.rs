@@ -261,6 +261,40 @@ pub fn send_now(_fd: std::os::fd::RawFd, _bytes: &[u8]) -> io::Result<usize> {
     Ok(0)
 }
 
+/// [`send_now`] of several pieces in one `sendmsg` (a request whose large body is written
+/// from the run's shared copy): how many bytes the socket took, 0 when it had no room.
+#[cfg(target_os = "linux")]
+pub fn send_vectored_now(fd: std::os::fd::RawFd, pieces: &[io::IoSlice<'_>]) -> io::Result<usize> {
+    // SAFETY: msghdr is plain data; zeroed is an empty header, filled in below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    // IoSlice is ABI-compatible with iovec on Unix; the kernel only reads through it.
+    msg.msg_iov = pieces.as_ptr().cast_mut().cast();
+    msg.msg_iovlen = pieces.len();
+    loop {
+        // SAFETY: the caller keeps `fd` open across the call; `msg` points at `pieces`, valid
+        // for the call.
+        let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
+        if let Ok(n) = usize::try_from(n) {
+            return Ok(n);
+        }
+        let error = io::Error::last_os_error();
+        match error.kind() {
+            io::ErrorKind::Interrupted => {}
+            io::ErrorKind::WouldBlock => return Ok(0),
+            _ => return Err(error),
+        }
+    }
+}
+
+/// Elsewhere than Linux every write goes through tokio.
+#[cfg(not(target_os = "linux"))]
+pub fn send_vectored_now(
+    _fd: std::os::fd::RawFd,
+    _pieces: &[io::IoSlice<'_>],
+) -> io::Result<usize> {
+    Ok(0)
+}
+
 /// Reads what the non-blocking socket `fd` holds into `room`, without waiting: the count read
 /// (0 at end of stream), or a `WouldBlock` error when nothing is there.
 pub fn recv_now(

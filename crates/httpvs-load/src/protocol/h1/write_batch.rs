@@ -7,9 +7,10 @@
 //! future, readiness check and the transport's layers (about 300 instructions and several
 //! cache lines a request). Only what the socket did not take goes through tokio.
 
+use super::pending::{Pending, SHARED_BODY};
 use super::request_head::{push_chunked, HeadCache};
 use super::shared_io::IoHalf;
-use crate::protocol::tcp::send_now;
+use crate::protocol::tcp::{send_now, send_vectored_now};
 use crate::protocol::wire::WireCounter;
 use crate::protocol::RequestSpec;
 use std::cell::{Cell, RefCell};
@@ -33,7 +34,7 @@ pub struct WriteBatch {
     direct: Option<(RawFd, Arc<WireCounter>)>,
     /// Taken by the flusher while it writes; lost if a flush is abandoned half-way.
     io: RefCell<Option<IoHalf>>,
-    queued: RefCell<Vec<u8>>,
+    queued: RefCell<Pending>,
     next_ticket: Cell<u64>,
     /// Tickets below this are on the socket.
     written_through: Cell<u64>,
@@ -47,8 +48,8 @@ pub struct WriteBatch {
     head_queued: Cell<bool>,
     /// Whether other sends may queue behind a flusher (pipelining depth > 1).
     batches: bool,
-    /// The buffer being written; swapped with `queued` so neither is reallocated.
-    spare: RefCell<Vec<u8>>,
+    /// The queue being written; swapped with `queued` so neither is reallocated.
+    spare: RefCell<Pending>,
     /// Where each write that may still have responses due ended (its `written_through`),
     /// oldest first; at most one per request in flight (pipelining only).
     batch_ends: RefCell<VecDeque<u64>>,
@@ -88,8 +89,8 @@ impl WriteBatch {
         WriteBatch {
             io: RefCell::new(Some(io)),
             direct,
-            queued: RefCell::new(Vec::with_capacity(256)),
-            spare: RefCell::new(Vec::with_capacity(256)),
+            queued: RefCell::new(Pending::with_capacity(256)),
+            spare: RefCell::new(Pending::with_capacity(256)),
             next_ticket: Cell::new(0),
             written_through: Cell::new(0),
             taken_through: Cell::new(0),
@@ -107,13 +108,19 @@ impl WriteBatch {
         let mut queued = self.queued.borrow_mut();
         let (head_len, chunked) = HeadCache::with_shared(|heads| {
             let (head, chunked) = heads.head(req, keepalive);
-            queued.extend_from_slice(head);
+            queued.inline_mut().extend_from_slice(head);
             (head.len(), chunked)
         });
-        if chunked {
-            push_chunked(&mut queued, &req.body);
-        } else {
-            queued.extend_from_slice(&req.body);
+        match (chunked, req.body.len() >= SHARED_BODY) {
+            (false, _) => queued.push_body(&req.body),
+            (true, false) => push_chunked(queued.inline_mut(), &req.body),
+            // One chunk, as push_chunked frames it, around the shared body.
+            (true, true) => {
+                let size = format!("{:x}\r\n", req.body.len());
+                queued.inline_mut().extend_from_slice(size.as_bytes());
+                queued.push_body(&req.body);
+                queued.inline_mut().extend_from_slice(b"\r\n0\r\n\r\n");
+            }
         }
         let ticket = self.next_ticket.get();
         self.next_ticket.set(ticket + 1);
@@ -266,7 +273,9 @@ impl WriteBatch {
                 break;
             }
             let written = async {
-                io.write_all(&batch).await?;
+                for piece in batch.pieces() {
+                    io.write_all(piece).await?;
+                }
                 io.flush().await
             }
             .await;
@@ -298,10 +307,20 @@ impl WriteBatch {
         if queued.is_empty() {
             return Ok(false);
         }
-        let sent = send_now(*fd, &queued).map_err(|e| self.failure(e))?;
+        let (sent, all) = match queued.as_one() {
+            Some(bytes) => {
+                let sent = send_now(*fd, bytes).map_err(|e| self.failure(e))?;
+                (sent, bytes.len())
+            }
+            None => {
+                let sent =
+                    send_vectored_now(*fd, &queued.io_slices()).map_err(|e| self.failure(e))?;
+                (sent, queued.len())
+            }
+        };
         counter.add_sent(sent as u64);
-        if sent < queued.len() {
-            queued.drain(..sent);
+        if sent < all {
+            queued.consume(sent);
             return Ok(false);
         }
         queued.clear();
