@@ -270,6 +270,16 @@ struct Sent<P: Protocol> {
     end: Instant,
 }
 
+/// A response cut off at the end that asked to close its connection: the close is cut off with
+/// it. Out of line: it runs once a run at most, and kept inline it cost every request.
+#[cold]
+#[inline(never)]
+fn note_close_cut_off<P: Protocol>(live: &LiveConn<P>, result: &Result<ResponseInfo, SendError>) {
+    if matches!(result, Ok(info) if info.close_requested) {
+        live.note_closed_after_end();
+    }
+}
+
 /// Records what one send came to and says whether the request is resolved.
 fn settle<P: Protocol>(
     ctx: &WorkerCtx<P>,
@@ -303,8 +313,8 @@ fn settle<P: Protocol>(
         }
     } else {
         live.note_served();
-        if after_end && matches!(&result, Ok(info) if info.close_requested) {
-            live.note_closed_after_end();
+        if after_end {
+            note_close_cut_off(&live, &result);
         }
         if !after_end {
             // Closed or reset before its answer: the server dropped it unread, as a server

@@ -43,6 +43,7 @@ impl Pending {
     }
 
     /// Queues `body`: copied if short, else kept shared.
+    #[inline]
     pub fn push_body(&mut self, body: &Bytes) {
         if body.len() < SHARED_BODY {
             self.inline.extend_from_slice(body);
@@ -52,6 +53,7 @@ impl Pending {
     }
 
     /// The inline bytes, when no body is shared (then the queue is one buffer).
+    #[inline]
     pub fn as_one(&self) -> Option<&[u8]> {
         self.shared.is_empty().then_some(&self.inline[..])
     }
@@ -108,9 +110,12 @@ impl Pending {
     }
 
     /// Empties the queue, keeping the inline buffer's capacity.
+    #[inline]
     pub fn clear(&mut self) {
         self.inline.clear();
-        self.shared.clear();
+        if !self.shared.is_empty() {
+            self.shared.clear();
+        }
     }
 }
 

@@ -112,6 +112,8 @@ impl WriteBatch {
             (head.len(), chunked)
         });
         match (chunked, req.body.len() >= SHARED_BODY) {
+            // A GET's: nothing to queue.
+            (false, _) if req.body.is_empty() => {}
             (false, _) => queued.push_body(&req.body),
             (true, false) => push_chunked(queued.inline_mut(), &req.body),
             // One chunk, as push_chunked frames it, around the shared body.
