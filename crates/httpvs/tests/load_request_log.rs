@@ -279,3 +279,104 @@ fn log_rows_on_stdout_follow_what_was_there() {
     let _ = std::fs::remove_file(out_path);
     let _ = std::fs::remove_file(report);
 }
+
+/// A FIFO nobody reads waits in its open, as any writer's does; Ctrl-C ends that wait. With the
+/// run's own handler installed first, the open was restarted after each Ctrl-C, and only
+/// SIGKILL ended it.
+#[test]
+fn ctrl_c_ends_the_wait_for_a_log_fifo_s_reader() {
+    let fifo = temp("unread.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo reads the NUL-terminated path only.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args(["load", "-n", "1", "--no-progress", "http://127.0.0.1:9/"])
+        .arg("--log-file")
+        .arg(&fifo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let _ = std::fs::remove_file(&fifo);
+    let status = status.expect("one Ctrl-C ends the wait for a reader");
+    assert!(!status.success(), "{status:?}");
+}
+
+/// `-o FIFO` with a reader: the reader gets the whole report. The output check opened the FIFO
+/// and closed it at once, which handed the reader its end before anything was written.
+#[test]
+fn a_report_to_a_fifo_reaches_its_reader_whole() {
+    use std::io::Read;
+    let fifo = temp("report.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo reads the NUL-terminated path only.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    let reader_path = fifo.clone();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::fs::File::open(reader_path).and_then(|mut f| f.read_to_string(&mut text));
+        text
+    });
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    // Bounded: had the reader been handed its end early, the report's own open would wait for
+    // a reader that never comes.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args([
+            "load",
+            "-n",
+            "5",
+            "-c",
+            "1",
+            "--no-progress",
+            "--json",
+            "-o",
+        ])
+        .arg(&fifo)
+        .arg(&url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let finished = child.try_wait().unwrap();
+    if finished.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        // Let the reader, if it still waits in its open, see a writer come and go (without
+        // waiting, if it is gone).
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo);
+    }
+    let _ = std::fs::remove_file(&fifo);
+    let text = reader.join().unwrap();
+    assert!(
+        finished.is_some_and(|s| s.success()),
+        "{finished:?}: {text:?}"
+    );
+    let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(report["requests"]["succeeded"], 5);
+}

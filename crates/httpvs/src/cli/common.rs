@@ -34,12 +34,24 @@ pub(super) fn raise_fd_limit() -> Option<u64> {
 /// user had there is changed: an existing file is opened for appending (not emptied), and only
 /// a file this check created is removed again (never a device, a symlink or an older file).
 pub(super) fn check_writable(flag: &str, path: &std::path::Path) -> anyhow::Result<()> {
+    let cannot = |e: std::io::Error| usage(format!("{flag}: cannot write {}: {e}", path.display()));
+    // A FIFO (or a device) is asked, not opened: opening a FIFO waits for a reader, and
+    // closing it at once would hand that reader its end before anything was written.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|e| cannot(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
+        // SAFETY: access() reads the NUL-terminated path only.
+        if unsafe { libc::access(c_path.as_ptr(), libc::W_OK) } != 0 {
+            return Err(cannot(std::io::Error::last_os_error()));
+        }
+        return Ok(());
+    }
     let existed = std::fs::symlink_metadata(path).is_ok();
     std::fs::OpenOptions::new()
         .append(true)
         .create(true)
         .open(path)
-        .map_err(|e| usage(format!("{flag}: cannot write {}: {e}", path.display())))?;
+        .map_err(cannot)?;
     if !existed {
         let _ = std::fs::remove_file(path);
     }

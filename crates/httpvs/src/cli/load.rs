@@ -271,9 +271,14 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.output {
         check_writable("-o", path)?;
     }
+    // Opened before Ctrl-C is taken over: opening a FIFO waits for its reader, and with the
+    // run's handler (SA_RESTART) a Ctrl-C there only restarted the wait.
+    let log = match &args.log_file {
+        Some(path) => Some(open_request_log(path, args.output.as_deref())?),
+        None => None,
+    };
     let stop = interrupt_flag();
-    if let Some(path) = &args.log_file {
-        let log = open_request_log(path, args.output.as_deref())?;
+    if let Some(log) = log {
         // `--log-file - | head`: once head has its rows, the run has nothing left to give.
         if log.name() == "-" {
             log.end_run_when_reader_gone(stop.clone());
