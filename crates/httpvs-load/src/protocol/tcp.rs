@@ -243,15 +243,25 @@ pub fn send_now(fd: std::os::fd::RawFd, bytes: &[u8]) -> io::Result<usize> {
                 0,
             )
         };
-        if let Ok(n) = usize::try_from(n) {
-            return Ok(n);
+        if let Some(outcome) = send_outcome(n as isize) {
+            return outcome;
         }
-        let error = io::Error::last_os_error();
-        match error.kind() {
-            io::ErrorKind::Interrupted => {}
-            io::ErrorKind::WouldBlock => return Ok(0),
-            _ => return Err(error),
-        }
+    }
+}
+
+/// What a non-blocking send returned `n` means: the count sent, 0 when the socket had no
+/// room, or the error; `None` to send again (interrupted).
+#[cfg(target_os = "linux")]
+#[inline]
+fn send_outcome(n: isize) -> Option<io::Result<usize>> {
+    if let Ok(n) = usize::try_from(n) {
+        return Some(Ok(n));
+    }
+    let error = io::Error::last_os_error();
+    match error.kind() {
+        io::ErrorKind::Interrupted => None,
+        io::ErrorKind::WouldBlock => Some(Ok(0)),
+        _ => Some(Err(error)),
     }
 }
 
@@ -274,14 +284,8 @@ pub fn send_vectored_now(fd: std::os::fd::RawFd, pieces: &[io::IoSlice<'_>]) -> 
         // SAFETY: the caller keeps `fd` open across the call; `msg` points at `pieces`, valid
         // for the call.
         let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
-        if let Ok(n) = usize::try_from(n) {
-            return Ok(n);
-        }
-        let error = io::Error::last_os_error();
-        match error.kind() {
-            io::ErrorKind::Interrupted => {}
-            io::ErrorKind::WouldBlock => return Ok(0),
-            _ => return Err(error),
+        if let Some(outcome) = send_outcome(n) {
+            return outcome;
         }
     }
 }
