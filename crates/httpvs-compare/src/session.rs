@@ -228,15 +228,7 @@ fn remote_host(
 ) -> Option<String> {
     // As the URL is sent: `127.1` is 127.0.0.1.
     let uri = httpvs_load::config::parse_url(url).ok()?;
-    let named = uri.host()?;
-    let dialled = match connect_to {
-        Some(rule) => {
-            rule.route(named, httpvs_load::config::port_or_default(&uri))
-                .ok()?
-                .0
-        }
-        None => named.to_string(),
-    };
+    let dialled = httpvs_load::connect_to::ConnectTo::dialled_host(connect_to, &uri).ok()?;
     let host = dialled.trim_start_matches('[').trim_end_matches(']');
     let local = host == "localhost"
         || host

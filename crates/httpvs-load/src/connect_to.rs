@@ -85,6 +85,16 @@ impl ConnectTo {
         Ok(out)
     }
 
+    /// The host connections to `url` go to: `rule`'s when one is given (see
+    /// [`ConnectTo::route`]), else the URL's own (as written, brackets and all).
+    pub fn dialled_host(rule: Option<&ConnectTo>, url: &http::Uri) -> Result<String, String> {
+        let host = url.host().unwrap_or_default();
+        match rule {
+            Some(rule) => Ok(rule.route(host, crate::config::port_or_default(url))?.0),
+            None => Ok(host.to_string()),
+        }
+    }
+
     /// Where connections for the URL's `host` (as written, brackets and all) and `port` go,
     /// or an error line when this is curl's form for another host or port: httpvs loads one
     /// origin, so a rule that does not apply to it is a mistake, not a no-op.

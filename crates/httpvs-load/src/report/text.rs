@@ -3,6 +3,7 @@
 use super::diagnosis::group;
 use super::format::{bytes, percentile_name, rate, us, us_f, window_size};
 use super::model::{Bucket, Distribution, Report};
+use crate::error::ErrorKind;
 use std::fmt::Write;
 
 /// Renders one cell of a distribution column.
@@ -661,7 +662,12 @@ fn wire(out: &mut String, r: &Report) {
 /// so warm-up requests that finished in it, failed ones and those cut off at the end add bytes
 /// and no requests (at `-m 50` with a 1 s delay, 20 KiB/request for 10 KiB responses).
 /// Failure kinds of requests whose connection never opened: they moved no bytes.
-const NO_CONNECTION: [&str; 4] = ["refused", "connect_timeout", "local_ports", "open_files"];
+const NO_CONNECTION: [ErrorKind; 4] = [
+    ErrorKind::Refused,
+    ErrorKind::ConnectTimeout,
+    ErrorKind::LocalPorts,
+    ErrorKind::OpenFiles,
+];
 
 fn per_request_skew(r: &Report) -> Option<String> {
     let q = &r.requests;
@@ -670,7 +676,7 @@ fn per_request_skew(r: &Report) -> Option<String> {
     let unsent: u64 = r
         .errors
         .iter()
-        .filter(|e| NO_CONNECTION.contains(&e.kind.as_str()))
+        .filter(|e| NO_CONNECTION.iter().any(|k| k.to_string() == e.kind))
         .map(|e| e.count)
         .sum();
     let failed = q.failed.saturating_sub(unsent);

@@ -64,12 +64,7 @@ impl NetLink {
             None => config,
         };
         // The link must reach where connections go: `--connect-to`'s host, else the URL's.
-        let host = url.host().unwrap_or_default();
-        let port = httpvs_load::config::port_or_default(url);
-        let dial = match connect_to {
-            Some(rule) => rule.route(host, port).map_err(usage)?.0,
-            None => host.to_string(),
-        };
+        let dial = ConnectTo::dialled_host(connect_to, url).map_err(usage)?;
         let ipv6 = check_target(&dial)?;
         Ok(NetLink {
             spec: spec.to_string(),
