@@ -173,15 +173,7 @@ impl CellDriver for LoadDriver {
                 (report, Some(counters_between(before, link.counters())))
             }
         };
-        let report = report.map_err(|e| match e {
-            // Load's line names its --connect-timeout, which compare does not have.
-            httpvs_load::LoadError::ConnectTimeout {
-                addr,
-                timeout,
-                detail,
-            } => httpvs_load::engine::connect_timeout_line(addr, timeout, &detail, None),
-            e => e.to_string(),
-        })?;
+        let report = report.map_err(load_error_line)?;
         let mut summary = from_report::measurement(&report);
         summary.link_packets_lost = link.as_ref().map(|l| {
             let lost = |d: &str| l[d]["lost"].as_u64().unwrap_or(0);
@@ -193,6 +185,19 @@ impl CellDriver for LoadDriver {
             report,
             link,
         })
+    }
+}
+
+/// A load run's error as compare says it: load's connect-timeout line names its
+/// `--connect-timeout`, which compare does not have.
+pub(crate) fn load_error_line(e: httpvs_load::LoadError) -> String {
+    match e {
+        httpvs_load::LoadError::ConnectTimeout {
+            addr,
+            timeout,
+            detail,
+        } => httpvs_load::engine::connect_timeout_line(addr, timeout, &detail, None),
+        e => e.to_string(),
     }
 }
 

@@ -88,7 +88,7 @@ fn trial(
         Variant::H3 => "no HTTP/3 handshake on the UDP port",
     };
     let report = httpvs_load::run_until(&config, &mut Quiet, stop.clone())
-        .map_err(|e| format!("{tried}: {e}"))?;
+        .map_err(|e| format!("{tried}: {}", crate::load_driver::load_error_line(e)))?;
     if report.requests.succeeded == 0 {
         // "2 failed as protocol", not the bare "protocol x2" it read.
         let why: Vec<String> = report

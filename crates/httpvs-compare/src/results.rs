@@ -281,7 +281,7 @@ impl CellResult {
             cut_off: runs().map(|m| m.cut_off + m.warmup_cut_off).sum(),
             warmup_finished: runs().map(|m| m.warmup_finished).sum(),
             ceiling_rps: runs()
-                .map(|m| ceiling(m, self.shape.connections))
+                .map(|m| ceiling(m, self.shape.connections, self.variant.keepalive()))
                 .fold(0.0, f64::max),
             errors: runs().map(|m| m.failed).sum(),
             retried: runs().map(|m| m.retried).sum(),
@@ -366,15 +366,22 @@ pub fn stall_seconds(m: &Measurement, row_rps: f64) -> f64 {
 }
 
 /// A repeat's req/s had every request in flight at its end completed, scaled up for the
-/// connections that never opened (their slots sat idle).
-fn ceiling(m: &Measurement, asked: u32) -> f64 {
-    let opened = m.connections_opened as f64;
-    let asked = f64::from(asked);
-    if m.seconds <= 0.0 || opened <= 0.0 {
+/// connections that never opened (their slots sat idle). Not scaled for a row that opens a
+/// connection per request (h1-close): its slots wait on handshakes by design, and a refused one
+/// is a failed request, not an idle slot.
+fn ceiling(m: &Measurement, asked: u32, keepalive: bool) -> f64 {
+    if m.seconds <= 0.0 {
         return f64::INFINITY;
     }
     let done = (m.succeeded + m.cut_off + m.warmup_cut_off) as f64 / m.seconds;
-    done * (asked / opened).max(1.0)
+    if !keepalive {
+        return done;
+    }
+    let opened = m.connections_opened as f64;
+    if opened <= 0.0 {
+        return f64::INFINITY;
+    }
+    done * (f64::from(asked) / opened).max(1.0)
 }
 
 /// The cells of one table: a condition and a payload.
@@ -568,6 +575,35 @@ mod tests {
         assert_eq!(row.rps.median, 88.0);
         assert_eq!(row.fewest_succeeded, 0);
         assert_eq!(row.stall_seconds, 0.5);
+    }
+
+    /// The server went away during h1-close's second repeat: that repeat opened no connection
+    /// (each was refused) and completed nothing. Its ceiling is what it completed, not
+    /// "unknown": it could not have reached h1's 114k req/s, so it must not block the verdict.
+    #[test]
+    fn a_connection_per_request_row_s_ceiling_is_not_scaled_by_connections() {
+        let gone = Measurement {
+            seconds: 0.5,
+            failed: 97,
+            started: 97,
+            ..Measurement::default()
+        };
+        assert_eq!(ceiling(&gone, 64, false), 0.0);
+        let ran = Measurement {
+            seconds: 0.5,
+            succeeded: 11_000,
+            cut_off: 64,
+            connections_opened: 11_000,
+            ..gone.clone()
+        };
+        assert_eq!(ceiling(&ran, 64, false), 22_128.0);
+        // A keep-alive row that opened none: what it could do is unknown.
+        assert_eq!(ceiling(&gone, 64, true), f64::INFINITY);
+        let half = Measurement {
+            connections_opened: 32,
+            ..ran
+        };
+        assert_eq!(ceiling(&half, 64, true), 44_256.0);
     }
 
     #[test]

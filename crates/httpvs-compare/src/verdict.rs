@@ -414,22 +414,27 @@ pub fn verdict(rows: &[Row], baseline: Variant, link: LinkTraits) -> Verdict {
         .iter()
         .filter(|(r, _)| best.is_none_or(|b| could_reach(r, b)))
         .collect();
-    let Some(best) = best.filter(|_| blocking.is_empty()) else {
-        if blocking.is_empty() {
-            let each: Vec<String> = errored
-                .iter()
-                .map(|(r, why)| format!("{} {why}", label(r, rows)))
-                .collect();
-            return nothing(format!("no verdict: {}", each.join(", ")), not_ranked);
-        }
-        return nothing(no_verdict_line(&blocking, rows), not_ranked);
-    };
     // Rows that did not run (the server went away mid-matrix).
     let not_run: Vec<String> = rows
         .iter()
         .filter(|r| r.failure.is_some())
         .map(|r| label(r, rows))
         .collect();
+    let Some(best) = best.filter(|_| blocking.is_empty()) else {
+        let mut line = if blocking.is_empty() {
+            let each: Vec<String> = errored
+                .iter()
+                .map(|(r, why)| format!("{} {why}", label(r, rows)))
+                .collect();
+            format!("no verdict: {}", each.join(", "))
+        } else {
+            no_verdict_line(&blocking, rows)
+        };
+        if !not_run.is_empty() {
+            line.push_str(&format!("; did not run: {}", not_run.join(", ")));
+        }
+        return nothing(line, not_ranked);
+    };
     // One row left to rank because the others did not run, or failed every request: there is
     // nothing to compare it with.
     let failed: Vec<String> = not_run

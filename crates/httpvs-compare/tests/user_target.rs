@@ -113,3 +113,21 @@ fn tls_url_without_quic_skips_h3_after_a_trial() {
     );
     server.shutdown(std::time::Duration::from_secs(1));
 }
+
+/// A server that accepts and never answers: the probe's line says what it waited for, without
+/// load's `--connect-timeout`, which compare does not have.
+#[test]
+fn a_silent_server_s_probe_line_names_no_flag_compare_lacks() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url: http::Uri = format!("http://{}/", listener.local_addr().unwrap())
+        .parse()
+        .unwrap();
+    let endpoints = httpvs_compare::probe::endpoints(&url, Default::default(), None);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (ran, skipped) = httpvs_compare::probe::probe(&endpoints, "/", &[Variant::H2c], &stop);
+    assert!(ran.is_empty());
+    let reason = &skipped[0].reason;
+    assert!(reason.contains("not ready within 3s"), "{reason}");
+    assert!(!reason.contains("--connect-timeout"), "{reason}");
+    drop(listener);
+}

@@ -92,7 +92,9 @@ impl PlanError {
         let field = field_at(text, line);
         // The type's range is not the plan's: repeats is 1..=100 (it said "0 or more").
         let message = match field.as_str() {
-            "repeats" => message.replace("expected a whole number, 0 or more", "must be 1..=100"),
+            "repeats" => message
+                .replace("expected a whole number, 0 or more", "must be 1..=100")
+                .replace("too large (at most 4294967295)", "must be 1..=100"),
             _ => message,
         };
         PlanError {

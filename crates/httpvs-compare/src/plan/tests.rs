@@ -216,6 +216,11 @@ fn cross_field_mistakes_are_named() {
     );
     let e = error_of(&MINIMAL.replace("duration", "repeats = 0\nduration"));
     assert_eq!(e, "p.toml:2: repeats: must be 1..=100");
+    let e = error_of(&MINIMAL.replace("duration", "repeats = 100000000000\nduration"));
+    assert_eq!(
+        e,
+        "p.toml:2: repeats: invalid value: integer `100000000000`, must be 1..=100"
+    );
     let e = error_of(&MINIMAL.replace("duration", "repeats = -1\nduration"));
     assert_eq!(
         e,

@@ -1144,3 +1144,19 @@ fn errors_name_their_main_kind_and_refusals_a_server_gone() {
         .expect("an errors line");
     assert!(line.ends_with("mostly request_timeout)"), "{line}");
 }
+
+/// A no-verdict line still names the rows that did not run, as a ranked line does.
+#[test]
+fn a_no_verdict_line_names_the_rows_that_did_not_run() {
+    let mut gone = row(Variant::H2c, [0.0, 0.0, 0.0]);
+    gone.failure = Some("connection refused".into());
+    let rows = [
+        row(Variant::H1, [100.0, 100.0, 100.0]),
+        run_of((Variant::H1Close, 64, 1), 0.3, 200, 10, 10),
+        gone,
+    ];
+    let v = verdict(&rows, Variant::H1, CLEAN);
+    assert_eq!(v.fastest, None);
+    assert!(v.line.starts_with("no verdict: h1-close "), "{}", v.line);
+    assert!(v.line.ends_with("; did not run: h2c"), "{}", v.line);
+}
