@@ -133,8 +133,8 @@ fn load_h3_against_a_killed_server_counts_the_loss() {
     let (mut serve, _stdout, banner) = spawn_serve(&H3_ONLY);
     let port = h3_port_of(&banner);
     let url = format!("https://127.0.0.1:{port}/");
-    let child = spawn_load(&["-p", "h3", "-k", "-z", "5s", "-c", "2", "-m", "4", &url]);
-    std::thread::sleep(Duration::from_millis(1000));
+    let child = spawn_load(&["-p", "h3", "-k", "-z", "4s", "-c", "4", "-m", "8", &url]);
+    std::thread::sleep(Duration::from_millis(1200));
     serve.kill().expect("kill serve");
     let _ = serve.wait();
     let report = report_of(child);
@@ -148,7 +148,12 @@ fn load_h3_against_a_killed_server_counts_the_loss() {
     assert!(errors.contains("\"unreachable\""), "{errors}");
     let closed = &report["connections"]["closed_by_server"];
     assert_eq!(closed["fin"].as_u64(), Some(0), "{closed}");
-    assert!(closed["reset"].as_u64().unwrap_or(0) > 0, "{closed}");
+    // Every connection is found out, not only those quinn was still resending on: a server
+    // killed after acknowledging all it had left quinn nothing to send, and 1 to 3 of the 4
+    // were missed (their requests cut off at the end, the connections closed by us).
+    let c = &report["connections"];
+    assert_eq!(closed["reset"], c["opened"], "{c}");
+    assert_eq!(c["closed_locally"].as_u64(), Some(0), "{c}");
     assert!(
         report["connections"]["failed_to_open"]
             .as_u64()
@@ -161,7 +166,7 @@ fn load_h3_against_a_killed_server_counts_the_loss() {
 
 /// A server killed and started again on the same port: the probe finds the port answering, and
 /// the new server knows nothing of the old connections (its stateless resets carry a new key),
-/// so the idle timeout, which follows `--timeout`, ends them and the run goes on against the
+/// so the idle timeout, seven tenths of `--timeout`, ends them and the run goes on against the
 /// new server. It used to send request after request into the dead connections for 30 s.
 #[test]
 fn load_h3_moves_on_to_a_server_restarted_on_the_same_port() {
@@ -196,6 +201,15 @@ fn load_h3_moves_on_to_a_server_restarted_on_the_same_port() {
     assert_identity(&report);
     let errors = report["errors"].to_string();
     assert!(errors.contains("idle_timeout"), "{errors}");
+    // Only the 8 requests in flight are lost, once each: the idle timeout comes before the
+    // request timeout. At the same instant, each timed out and its slot sent another into the
+    // dead connection, which failed a moment later (16 failed for 8 lost).
+    assert!(!errors.contains("request_timeout"), "{errors}");
+    assert!(
+        report["requests"]["failed"].as_u64().unwrap_or(0) <= 8,
+        "{}",
+        report["requests"]
+    );
     // Our idle timer ended them: closed by us, not reset by the server.
     let c = &report["connections"];
     assert!(c["opened"].as_u64().unwrap_or(0) >= 4, "{c}");

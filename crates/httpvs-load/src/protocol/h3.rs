@@ -36,10 +36,11 @@ pub use tap::H3TapObserver;
 use crate::error::ErrorKind;
 use crate::protocol::window::ReceiveWindows;
 use crate::protocol::{ConnectInfo, ConnectOptions, Protocol, Target};
+use connection::Watched;
 use quinn::crypto::rustls::{HandshakeData, QuicClientConfig};
 use std::cell::{Cell, RefCell};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -310,11 +311,14 @@ const WATCH_EVERY: Duration = Duration::from_secs(1);
 /// Closes a connection whose server is gone. A killed QUIC server sends no CONNECTION_CLOSE,
 /// and quinn's shared socket does not surface the ICMP port-unreachable its datagrams then
 /// draw: the requests in flight would wait out the idle timeout (30 s) and a `-z` run would
-/// end with no error at all. When a second passes in which this side sent and nothing came
-/// back, a connected probe asks the port; if it refuses, the connection closes, its requests
-/// fail as `unreachable` (the connection counts as reset), and the slots' reconnects meet the
-/// refusal and count it.
-async fn watch_reachable(quic: quinn::Connection, addr: SocketAddr, gone: Arc<AtomicBool>) {
+/// end with no error at all. When a second passes in which nothing came back while this side
+/// sent, or while a request waited, a connected probe asks the port; if it refuses, the
+/// connection closes, its requests fail as `unreachable` (the connection counts as reset), and
+/// the slots' reconnects meet the refusal and count it. "While a request waited": a server
+/// killed after acknowledging every packet leaves quinn nothing to resend, and its retries of
+/// the rest back off to seconds apart; a connection watched only for sending was missed until
+/// its next keep-alive, often past the run's end.
+async fn watch_reachable(quic: quinn::Connection, addr: SocketAddr, watch: Arc<Watched>) {
     let traffic = |quic: &quinn::Connection| {
         let stats = quic.stats();
         (stats.udp_tx.datagrams, stats.udp_rx.datagrams)
@@ -326,10 +330,11 @@ async fn watch_reachable(quic: quinn::Connection, addr: SocketAddr, gone: Arc<At
             () = tokio::time::sleep(WATCH_EVERY) => {}
         }
         let now = traffic(&quic);
-        let silent = now.0 > last.0 && now.1 == last.1;
+        let waiting = watch.waiting.load(Ordering::Relaxed) > 0;
+        let silent = now.1 == last.1 && (now.0 > last.0 || waiting);
         last = now;
         if silent && port_unreachable(addr, REFUSED_PROBE_AFTER).await {
-            gone.store(true, Ordering::Release);
+            watch.gone.store(true, Ordering::Release);
             quic.close(
                 quinn::VarInt::from_u32(H3_INTERNAL_ERROR),
                 b"server unreachable",
@@ -412,7 +417,7 @@ impl Protocol for Http3 {
         };
         // Only once the connection exists: the watch holds a handle, and it is the connection's
         // close (the slot's, the probe's, its Drop) that ends the watch.
-        tokio::spawn(watch_reachable(watched, target.addr, conn.gone_flag()));
+        tokio::spawn(watch_reachable(watched, target.addr, conn.watched()));
         let info = ConnectInfo {
             tcp_connect: super::PhaseTime::ZERO,
             handshake: handshake.into(),

@@ -9,7 +9,7 @@ use crate::error::ErrorKind;
 use crate::protocol::{
     CloseCause, CloseDetail, Connection, QuicStats, RequestSpec, ResponseInfo, SendError, WireBytes,
 };
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -28,9 +28,36 @@ pub struct H3Connection {
     inner: Inner,
     /// The QUIC connection, for [`Connection::stream_limit`].
     quic: quinn::Connection,
-    /// Set by the reachability watch before it closes the connection: the server is gone, so
-    /// the close we made is reported as [`ErrorKind::Unreachable`], not as a plain close.
-    gone: Arc<AtomicBool>,
+    /// What the reachability watch and this connection share.
+    watch: Arc<Watched>,
+}
+
+/// What a connection and its reachability watch share.
+#[derive(Default)]
+pub(super) struct Watched {
+    /// Set by the watch before it closes the connection: the server is gone, so the close we
+    /// made is reported as [`ErrorKind::Unreachable`], not as a plain close.
+    pub(super) gone: AtomicBool,
+    /// Requests waiting on the connection: a second of silence with one waiting is worth a
+    /// probe whether or not quinn sent anything in it (once every packet was acknowledged, it
+    /// sends nothing more to a dead server until its next keep-alive).
+    pub(super) waiting: AtomicU32,
+}
+
+/// Counts a request as waiting until it ends, however it ends (its future dropped included).
+struct Waiting<'a>(&'a AtomicU32);
+
+impl<'a> Waiting<'a> {
+    fn new(count: &'a AtomicU32) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 enum Inner {
@@ -50,7 +77,7 @@ impl H3Connection {
         Ok(H3Connection {
             inner: Inner::Owned(owned),
             quic,
-            gone: Arc::default(),
+            watch: Arc::default(),
         })
     }
 
@@ -65,18 +92,18 @@ impl H3Connection {
         Ok(H3Connection {
             inner: Inner::Reference(reference),
             quic,
-            gone: Arc::default(),
+            watch: Arc::default(),
         })
     }
 
-    /// The flag the reachability watch sets just before it closes this connection because
-    /// the server's port answered ICMP port-unreachable.
-    pub(super) fn gone_flag(&self) -> Arc<AtomicBool> {
-        self.gone.clone()
+    /// What the reachability watch reads (requests waiting) and sets (just before it closes
+    /// this connection because the server's port answered ICMP port-unreachable).
+    pub(super) fn watched(&self) -> Arc<Watched> {
+        self.watch.clone()
     }
 
     fn is_gone(&self) -> bool {
-        self.gone.load(Ordering::Acquire)
+        self.watch.gone.load(Ordering::Acquire)
     }
 
     /// Which implementation this connection runs.
@@ -90,6 +117,7 @@ impl H3Connection {
 
 impl Connection for H3Connection {
     async fn send(&self, req: &RequestSpec, start: Instant) -> Result<ResponseInfo, SendError> {
+        let _waiting = Waiting::new(&self.watch.waiting);
         let result = match &self.inner {
             Inner::Owned(c) => c.send(req, start).await,
             // Boxed: the reference's future is several times the owned one's, and this future
