@@ -496,11 +496,12 @@ pub fn verdict(rows: &[Row], baseline: Variant, link: LinkTraits) -> Verdict {
 }
 
 /// How far a row's B/req may read high: it divides every byte of the measured period by the
-/// completed requests, while warm-up requests that ended in the period, failed ones and ones
-/// cut off at its end moved bytes too, up to (completed + those) / completed. `None` under
-/// [`CUT_OFF_SHARE`] of the completed, as `load`'s note.
+/// completed requests, while warm-up requests that ended in the period, failed ones, ones
+/// cut off at its end and resent ones (behind a GOAWAY or a close) moved bytes too, up to
+/// (completed + those) / completed. `None` under [`CUT_OFF_SHARE`] of the completed, as
+/// `load`'s note.
 pub fn bytes_high(row: &Row) -> Option<f64> {
-    let others = row.cut_off + row.warmup_finished + row.errors;
+    let others = row.cut_off + row.warmup_finished + row.errors + row.retried;
     (row.failure.is_none()
         && row.succeeded > 0
         && others as f64 >= row.succeeded as f64 * CUT_OFF_SHARE)
@@ -519,8 +520,8 @@ pub fn bytes_note(rows: &[Row]) -> Option<String> {
     (!each.is_empty()).then(|| {
         format!(
             "B/req divides the period's bytes by its completed requests, while warm-up requests \
-             that ended in it, failed ones and ones still in flight at its end moved bytes too, \
-             so it may read high: {}",
+             that ended in it, failed ones, ones still in flight at its end and resent ones moved \
+             bytes too, so it may read high: {}",
             each.join(", ")
         )
     })

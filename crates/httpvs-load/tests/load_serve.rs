@@ -107,6 +107,26 @@ fn warmup_end_does_not_rebase_connections_opened_after_it() {
     }
 }
 
+/// Requests resent behind a server's close were written twice: the per-request bytes say they
+/// may read high (231 resent for 400 completed read 105.7 B a GET of 67, without a note).
+#[test]
+fn resent_requests_are_named_in_the_per_request_bytes_note() {
+    let s = server(Limits {
+        max_requests_per_conn: Some(5),
+        ..Limits::default()
+    });
+    let c = LoadConfig::new(&http_url(&s, "/"))
+        .unwrap()
+        .shape(2, 4)
+        .threads(1)
+        .requests(400);
+    let r = run(&c);
+    assert_eq!(r.requests.succeeded, 400, "{:?}", r.errors);
+    assert!(r.requests.retried.total >= 40, "{:?}", r.requests);
+    let text = httpvs_load::report::text::render(&r);
+    assert!(text.contains("resent ones) moved bytes too"), "{text}");
+}
+
 #[test]
 fn h1_against_serve_succeeds() {
     let s = server(Limits::default());

@@ -1653,3 +1653,46 @@ fn version_names_the_binary() {
         assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{args:?}");
     }
 }
+
+/// An open model whose connections never open: the shortfall note says so, rather than telling
+/// the user to raise `-c` (it read "every one of the -c x -m streams was waiting on the server
+/// (raise -c or -m if it can take more)" beside 20 connections that failed to open).
+#[test]
+fn an_open_model_short_of_connections_says_they_failed_to_open() {
+    use socket2::{Domain, Socket, Type};
+    // A backlog of 0 that nothing accepts: the kernel drops the SYNs past the first.
+    let listener = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    listener
+        .bind(
+            &"127.0.0.1:0"
+                .parse::<std::net::SocketAddr>()
+                .unwrap()
+                .into(),
+        )
+        .unwrap();
+    listener.listen(0).unwrap();
+    let addr = listener.local_addr().unwrap().as_socket().unwrap();
+    let url = format!("http://{addr}/");
+    let out = httpvs(&[
+        &url,
+        "--rate",
+        "20",
+        "-c",
+        "4",
+        "-z",
+        "2s",
+        "--timeout",
+        "1s",
+        "--connect-timeout",
+        "300ms",
+        "-t",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("of which failed to open (see Errors)"),
+        "{text}"
+    );
+    assert!(!text.contains("raise -c or -m"), "{text}");
+    drop(listener);
+}

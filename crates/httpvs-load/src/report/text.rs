@@ -281,11 +281,20 @@ fn requests(out: &mut String, r: &Report) {
     );
     if let Some((asked, sent)) = send_rate(r) {
         if sent < 0.97 * asked {
+            // Streams waiting on connections that never opened: more of them would not help.
+            let why = match r.connections.failed_to_open {
+                0 => "every one of the -c x -m streams was waiting on the server (raise -c or -m \
+                      if it can take more), or the client ran out of CPU"
+                    .to_string(),
+                failed => format!(
+                    "the streams were waiting on connections, {} of which failed to open (see \
+                     Errors)",
+                    group(failed)
+                ),
+            };
             let _ = writeln!(
                 out,
-                "  note: asked for {} req/s, sent {} req/s: every one of the -c x -m streams was \
-                 waiting on the server (raise -c or -m if it can take more), or the client ran \
-                 out of CPU",
+                "  note: asked for {} req/s, sent {} req/s: {why}",
                 rate(asked),
                 rate(sent)
             );
@@ -680,13 +689,15 @@ fn per_request_skew(r: &Report) -> Option<String> {
         .map(|e| e.count)
         .sum();
     let failed = q.failed.saturating_sub(unsent);
-    let others = q.from_warmup.finished + failed + q.cut_off + q.from_warmup.cut_off;
+    // A resent request (behind a GOAWAY or a close) was written twice or more.
+    let others =
+        q.from_warmup.finished + failed + q.cut_off + q.from_warmup.cut_off + q.retried.total;
     if q.succeeded == 0 || others * 10 < q.succeeded {
         return None;
     }
     let most = (q.succeeded + others) as f64 / q.succeeded as f64;
     Some(format!(
-        "the per-request bytes divide by the {} succeeded requests only, while {} more (warm-up ones that finished, failed ones, ones cut off) moved bytes too: they may read up to {most:.1}x high",
+        "the per-request bytes divide by the {} succeeded requests only, while {} more (warm-up ones that finished, failed ones, ones cut off, resent ones) moved bytes too: they may read up to {most:.1}x high",
         group(q.succeeded),
         group(others)
     ))
