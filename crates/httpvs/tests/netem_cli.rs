@@ -87,6 +87,17 @@ fn a_bad_netem_token_is_named_in_one_line() {
         let expected = format!("{} is not used", base[0]);
         assert!(stderr.contains(&expected), "{stderr}");
     }
+    // --both replaces a profile's two directions: `--profile 3g --both "loss 1%"` ran loss
+    // alone, 3g's delay and rates dropped unsaid.
+    for extra in [&[][..], &["--up", "delay 5ms"][..]] {
+        let mut args = vec!["netem", "--profile", "3g", "--both", "loss 1%"];
+        args.extend(extra);
+        args.extend(["--", "true"]);
+        let out = httpvs(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("--profile is not used: --both"), "{stderr}");
+    }
 }
 
 /// A direction whose options name a seed draws from it, and the banner says so (it printed
@@ -437,4 +448,43 @@ fn a_link_inside_a_link_is_refused_with_the_fix() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// The forwarder's sockets get the raised open-file limit (at 1024, `-c 1500` over [::1] lost
+/// a third of its requests); the command keeps the limit it was given.
+#[test]
+fn netem_raises_its_own_file_limit_and_not_the_command_s() {
+    use std::os::unix::process::CommandExt;
+    if !httpvs_testkit::require_root() {
+        return;
+    }
+    let mut command = Command::new(env!("CARGO_BIN_EXE_httpvs"));
+    command.args([
+        "netem",
+        "-q",
+        "--both",
+        "delay 1ms",
+        "--",
+        "sh",
+        "-c",
+        "ulimit -n; grep 'Max open files' /proc/$PPID/limits",
+    ]);
+    // SAFETY: setrlimit between fork and exec, on a local struct.
+    unsafe {
+        command.pre_exec(|| {
+            let mut limit: libc::rlimit = std::mem::zeroed();
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+            limit.rlim_cur = limit.rlim_max.min(1000);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some("1000"), "{stdout}");
+    let ours: Vec<&str> = lines.next().unwrap_or("").split_whitespace().collect();
+    // "Max open files SOFT HARD files": raised to the hard limit.
+    assert_eq!(ours.get(3), ours.get(4), "{stdout}");
 }
