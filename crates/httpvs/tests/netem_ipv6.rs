@@ -158,3 +158,68 @@ fn ecn_marks_cross_the_ipv6_loopback_forwarder() {
         assert!(marked > 0, "{way}: {:#}", report["network"]);
     }
 }
+
+/// A server that stops mid-run behind the `[::1]` forwarder is found gone, as without
+/// emulation: the forwarder kept its UDP socket bound for good once a client had sent there,
+/// so h3's probe of the port was never refused and the requests in flight waited out the run.
+/// TCP: the first connect after the server stopped is reset, the ones after refused.
+#[test]
+fn a_server_stopped_mid_run_behind_the_ipv6_forwarder_is_refused() {
+    if !httpvs_testkit::require_root() || httpvs_testkit::require_peer("nft").is_none() {
+        return;
+    }
+    let (mut serve, _stdout, banner) =
+        support::spawn_serve(&["--http", "[::1]:0", "--https", "off", "--h3", "[::1]:0"]);
+    let port = |scheme: &str| {
+        banner
+            .split(&format!("{scheme}://[::1]:"))
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .expect("a [::1] line")
+            .to_owned()
+    };
+    let h3 = format!("https://[::1]:{}/", port("https"));
+    let h1 = format!("http://[::1]:{}/", port("http"));
+    let dir = scratch_dir("netem-ipv6-stopped");
+    let spawn = |url: &str, protocol: &str, name: &str| {
+        let report = dir.join(name);
+        let child = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+            .args([
+                "load",
+                "--net",
+                "delay 2ms",
+                "-p",
+                protocol,
+                "-k",
+                "-z",
+                "4s",
+            ])
+            .args(["-c", "2", "-t", "1", "--no-progress", "-o"])
+            .arg(&report)
+            .arg(url)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        (child, report)
+    };
+    let (h3_load, h3_report) = spawn(&h3, "h3", "h3.json");
+    let (h1_load, h1_report) = spawn(&h1, "h1", "h1.json");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    serve.kill().unwrap();
+    let _ = serve.wait();
+    for (load, report) in [(h3_load, h3_report), (h1_load, h1_report)] {
+        let out = load.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap())
+            .unwrap_or_else(|e| panic!("{e}: {stderr}"));
+        let errors = report["errors"].to_string();
+        assert!(errors.contains("\"refused\""), "{errors}");
+        assert!(
+            report["connections"]["failed_to_open"]
+                .as_u64()
+                .unwrap_or(0)
+                > 0,
+            "{report:#}"
+        );
+    }
+}

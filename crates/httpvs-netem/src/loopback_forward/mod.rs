@@ -34,8 +34,43 @@ pub enum Transport {
 
 /// A listener just bound in our namespace, for the forwarder's thread to serve.
 enum Bound {
-    Tcp(std::net::TcpListener),
-    Udp(std::net::UdpSocket),
+    Tcp(std::net::TcpListener, Release),
+    Udp(std::net::UdpSocket, Release),
+}
+
+/// Destinations already handled (forwarded, or served in our namespace by someone else).
+type Seen = Arc<Mutex<HashSet<(Transport, SocketAddr)>>>;
+
+/// How a forwarded destination ends once its server is gone (a host connection or datagram
+/// refused): its listener closes and the destination is forgotten, so the next SYN or datagram
+/// is refused as it would be without emulation, or forwarded again if a server is back. Kept
+/// for good, a stopped server's port answered a connect and reset it, and a datagram never.
+#[derive(Clone)]
+pub(super) struct Release {
+    seen: Seen,
+    key: (Transport, SocketAddr),
+    refused: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl Release {
+    /// The host refused: every task of this destination is to end.
+    pub(super) fn refused(&self) {
+        self.refused.send_replace(true);
+    }
+
+    /// Resolves once the host refused.
+    pub(super) async fn wait(&self) {
+        let _ = self.refused.subscribe().wait_for(|refused| *refused).await;
+    }
+
+    /// Forgets the destination; only once its listener is closed (bound still, it would be
+    /// taken for someone else's at the next SYN).
+    pub(super) fn forget(&self) {
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.key);
+    }
 }
 
 /// Binds listeners as the relay sees new loopback destinations and hands them to its thread.
@@ -44,7 +79,7 @@ pub struct LoopbackForward {
     /// Whether IPv4 destinations are carried (rootless) or left to the kernel (root).
     ipv4: bool,
     /// Destinations already handled (forwarded, or served in our namespace by someone else).
-    seen: Mutex<HashSet<(Transport, SocketAddr)>>,
+    seen: Seen,
     /// Asks the host which TCP ports listen.
     host_listeners: ListenerProbe,
     bound: UnboundedSender<Bound>,
@@ -53,8 +88,8 @@ pub struct LoopbackForward {
 impl std::fmt::Debug for Bound {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Bound::Tcp(_) => "tcp",
-            Bound::Udp(_) => "udp",
+            Bound::Tcp(..) => "tcp",
+            Bound::Udp(..) => "udp",
         })
     }
 }
@@ -79,7 +114,7 @@ pub fn shared(host: &'static HostSockets) -> io::Result<Arc<LoopbackForward>> {
         .spawn(move || runtime.block_on(serve(receiver, host)))?;
     let forward = Arc::new(LoopbackForward {
         ipv4: crate::rootless::is_inside(),
-        seen: Mutex::new(HashSet::new()),
+        seen: Seen::default(),
         host_listeners,
         bound: sender,
     });
@@ -97,9 +132,18 @@ impl LoopbackForward {
         if seen.contains(&(transport, destination)) {
             return;
         }
+        let release = Release {
+            seen: self.seen.clone(),
+            key: (transport, destination),
+            refused: Arc::new(tokio::sync::watch::Sender::new(false)),
+        };
         let bound = match transport {
-            Transport::Tcp => std::net::TcpListener::bind(destination).map(Bound::Tcp),
-            Transport::Udp => std::net::UdpSocket::bind(destination).map(Bound::Udp),
+            Transport::Tcp => {
+                std::net::TcpListener::bind(destination).map(|l| Bound::Tcp(l, release))
+            }
+            Transport::Udp => {
+                std::net::UdpSocket::bind(destination).map(|u| Bound::Udp(u, release))
+            }
         };
         let bound = match bound {
             Ok(bound) => bound,
@@ -179,11 +223,11 @@ pub fn host_target(local: SocketAddr) -> SocketAddr {
 async fn serve(mut bound: UnboundedReceiver<Bound>, host: &'static HostSockets) {
     while let Some(listener) = bound.recv().await {
         match listener {
-            Bound::Tcp(listener) => {
-                tokio::spawn(tcp::serve(listener, host));
+            Bound::Tcp(listener, release) => {
+                tokio::spawn(tcp::serve(listener, host, release));
             }
-            Bound::Udp(socket) => {
-                tokio::spawn(udp::serve(socket, host));
+            Bound::Udp(socket, release) => {
+                tokio::spawn(udp::serve(socket, host, release));
             }
         }
     }

@@ -1,7 +1,9 @@
 //! TCP from the link to the host's loopback: each accepted connection is spliced to a new
-//! connection to the same address on the host. A refused host connection resets the client's,
-//! and a reset on either end resets the other.
+//! connection to the same address on the host. A refused host connection resets the client's
+//! and closes the listener (later connects are refused), and a reset on either end resets the
+//! other.
 
+use super::Release;
 use crate::rootless::host_sockets::{HostSockets, SocketKind};
 use std::net::SocketAddr;
 use std::pin::pin;
@@ -17,7 +19,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 const COPY_BUF: usize = 8 * 1024;
 
 /// Accepts on `listener` (bound in our namespace) and splices each connection to the host.
-pub async fn serve(listener: std::net::TcpListener, host: &'static HostSockets) {
+pub async fn serve(listener: std::net::TcpListener, host: &'static HostSockets, release: Release) {
     let Ok(target) = listener.local_addr().map(super::host_target) else {
         return;
     };
@@ -29,22 +31,35 @@ pub async fn serve(listener: std::net::TcpListener, host: &'static HostSockets) 
         Err(_) => return,
     };
     loop {
-        match listener.accept().await {
-            Ok((client, _)) => {
-                tokio::spawn(splice(client, target, host));
-            }
-            Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((client, _)) => {
+                    tokio::spawn(splice(client, target, host, release.clone()));
+                }
+                Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
+            },
+            () = release.wait() => break,
         }
     }
+    drop(listener);
+    release.forget();
 }
 
 /// Connects to `target` on the host and copies both ways until both sides are done.
-async fn splice(client: TcpStream, target: SocketAddr, host: &'static HostSockets) {
+async fn splice(
+    client: TcpStream,
+    target: SocketAddr,
+    host: &'static HostSockets,
+    release: Release,
+) {
     let server = match connect_on_host(target, host).await {
         Ok(server) => server,
-        Err(_) => {
+        Err(e) => {
             // The closest a splice can come to "connection refused": a reset, not a clean close.
             let _ = socket2::SockRef::from(&client).set_linger(Some(Duration::ZERO));
+            if e.kind() == std::io::ErrorKind::ConnectionRefused {
+                release.refused();
+            }
             return;
         }
     };

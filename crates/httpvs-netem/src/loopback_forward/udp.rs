@@ -1,9 +1,12 @@
 //! UDP from the link to the host's loopback: one host socket per client address and port (a
 //! QUIC connection, say), connected to the same address on the host; answers go back from the
 //! address the client sent to. Flows idle for a minute are dropped; their number is bounded.
+//! A refusal from the host (its server gone) closes the socket and its flows, so the client's
+//! next datagram is refused too (or forwarded again, if a server is back).
 //! Each datagram keeps its ECN bits both ways (read and set as quinn does, by `quinn-udp`): a
 //! link's `ecn` marks reach the server, and the server's ECT reaches the link to be marked.
 
+use super::Release;
 use crate::rootless::host_sockets::{HostSockets, SocketKind};
 use quinn_udp::{EcnCodepoint, RecvMeta, Transmit, UdpSocketState};
 use std::collections::HashMap;
@@ -49,16 +52,25 @@ impl EcnSocket {
         Ok(meta[0])
     }
 
-    /// Sends each datagram of a received batch to `to` with the ECN bits it came with.
-    async fn send_batch(&self, to: SocketAddr, batch: &[u8], meta: &RecvMeta) {
-        for datagram in batch[..meta.len.min(batch.len())].chunks(meta.stride.max(1)) {
-            self.send(to, datagram, meta.ecn).await;
+    /// Sends each datagram of a received batch to `to` with the ECN bits it came with; whether
+    /// a send met a refusal (on a connected socket, the ICMP an earlier datagram drew).
+    async fn send_batch(&self, to: SocketAddr, batch: &[u8], meta: &RecvMeta) -> bool {
+        let batch = &batch[..meta.len.min(batch.len())];
+        if batch.is_empty() {
+            // An empty datagram is one too (chunks of nothing are none): it went missing.
+            return self.send(to, batch, meta.ecn).await;
         }
+        let mut refused = false;
+        for datagram in batch.chunks(meta.stride.max(1)) {
+            refused |= self.send(to, datagram, meta.ecn).await;
+        }
+        refused
     }
 
     /// Sends one datagram (waiting for room: a fresh socket is not writable until the reactor
-    /// has seen it, and a try would drop the first datagram, a QUIC Initial).
-    async fn send(&self, to: SocketAddr, datagram: &[u8], ecn: Option<EcnCodepoint>) {
+    /// has seen it, and a try would drop the first datagram, a QUIC Initial); whether it met a
+    /// refusal. Other errors lose the datagram, as a full queue would.
+    async fn send(&self, to: SocketAddr, datagram: &[u8], ecn: Option<EcnCodepoint>) -> bool {
         let transmit = Transmit {
             destination: to,
             ecn,
@@ -66,12 +78,13 @@ impl EcnSocket {
             segment_size: None,
             src_ip: None,
         };
-        let _ = self
+        let sent = self
             .io
             .async_io(Interest::WRITABLE, || {
                 self.state.try_send((&self.io).into(), &transmit)
             })
             .await;
+        matches!(sent, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused)
     }
 }
 
@@ -88,11 +101,11 @@ struct Flow {
 }
 
 impl Flow {
-    /// Sends a client's datagrams on.
-    async fn send(&self, batch: &[u8], meta: &RecvMeta) {
+    /// Sends a client's datagrams on; whether the host refused them (its server gone).
+    async fn send(&self, batch: &[u8], meta: &RecvMeta) -> bool {
         let now = self.opened.elapsed().as_millis() as u64;
         self.last_sent.store(now, Ordering::Relaxed);
-        self.host.send_batch(self.target, batch, meta).await;
+        self.host.send_batch(self.target, batch, meta).await
     }
 
     fn idle(&self) -> bool {
@@ -102,7 +115,7 @@ impl Flow {
 }
 
 /// Relays datagrams arriving at `socket` (bound in our namespace) to the host and back.
-pub async fn serve(socket: std::net::UdpSocket, host: &'static HostSockets) {
+pub async fn serve(socket: std::net::UdpSocket, host: &'static HostSockets, release: Release) {
     let Ok(target) = socket.local_addr().map(super::host_target) else {
         return;
     };
@@ -112,7 +125,11 @@ pub async fn serve(socket: std::net::UdpSocket, host: &'static HostSockets) {
     let flows: Flows = Arc::default();
     let mut buf = vec![0u8; BUFFER];
     loop {
-        let Ok(meta) = local.recv(&mut buf).await else {
+        let received = tokio::select! {
+            received = local.recv(&mut buf) => received,
+            () = release.wait() => break,
+        };
+        let Ok(meta) = received else {
             continue;
         };
         let client = meta.addr;
@@ -123,14 +140,30 @@ pub async fn serve(socket: std::net::UdpSocket, host: &'static HostSockets) {
             .cloned();
         let flow = match flow {
             Some(flow) => flow,
-            None => match open_flow(&flows, &local, client, target, host).await {
+            None => match open_flow(&flows, &local, client, target, host, &release).await {
                 Some(flow) => flow,
                 None => continue,
             },
         };
-        flow.send(&buf, &meta).await;
+        if flow.send(&buf, &meta).await {
+            release.refused();
+            break;
+        }
     }
+    // Every flow's task has its own handle on the socket: they end on the same signal, and
+    // the socket closes with the last. (One stuck past the wait leaves it bound: the next
+    // datagram then finds the port taken and leaves it to that socket, as before.)
+    flows.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    let waited = Instant::now();
+    while Arc::strong_count(&local) > 1 && waited.elapsed() < CLOSE_WAIT {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    drop(local);
+    release.forget();
 }
+
+/// How long a closing destination waits for its flows' tasks to let go of its socket.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 /// A new flow for `client`: a host socket connected to `target`, and a task carrying answers back.
 async fn open_flow(
@@ -139,6 +172,7 @@ async fn open_flow(
     client: SocketAddr,
     target: SocketAddr,
     host: &HostSockets,
+    release: &Release,
 ) -> Option<Arc<Flow>> {
     if flows.lock().unwrap_or_else(|e| e.into_inner()).len() >= MAX_FLOWS {
         return None;
@@ -160,17 +194,41 @@ async fn open_flow(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(client, flow.clone());
-    tokio::spawn(answers(flow.clone(), local.clone(), client, flows.clone()));
+    tokio::spawn(answers(
+        flow.clone(),
+        local.clone(),
+        client,
+        flows.clone(),
+        release.clone(),
+    ));
     Some(flow)
 }
 
-/// Carries the host's answers back to `client` until the flow is idle both ways, then drops it.
-async fn answers(flow: Arc<Flow>, local: Arc<EcnSocket>, client: SocketAddr, flows: Flows) {
+/// Carries the host's answers back to `client` until the flow is idle both ways, then drops
+/// it; or until the host refuses (its server gone), which ends the destination's every flow.
+async fn answers(
+    flow: Arc<Flow>,
+    local: Arc<EcnSocket>,
+    client: SocketAddr,
+    flows: Flows,
+    release: Release,
+) {
     let mut buf = vec![0u8; BUFFER];
     loop {
-        match tokio::time::timeout(IDLE, flow.host.recv(&mut buf)).await {
-            Ok(Ok(meta)) => local.send_batch(client, &buf, &meta).await,
-            // An ICMP error from the host (nothing listening yet) ends nothing: QUIC retries.
+        let received = tokio::select! {
+            received = tokio::time::timeout(IDLE, flow.host.recv(&mut buf)) => received,
+            () = release.wait() => return,
+        };
+        match received {
+            Ok(Ok(meta)) => {
+                // A client gone is no reason to stop: it only loses its answers.
+                local.send_batch(client, &buf, &meta).await;
+            }
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                release.refused();
+                return;
+            }
+            // Another ICMP error from the host ends nothing: QUIC retries.
             Ok(Err(_)) => {}
             Err(_) if flow.idle() => {
                 flows
