@@ -32,8 +32,8 @@ impl ProtocolChoice {
             "auto" => ProtocolChoice::Auto,
             "h1" | "http1" | "http/1.1" => ProtocolChoice::Fixed(ProtocolKind::H1),
             "h2c" => ProtocolChoice::Fixed(ProtocolKind::H2c),
-            "h2" | "http2" => ProtocolChoice::Fixed(ProtocolKind::H2),
-            "h3" | "http3" => ProtocolChoice::Fixed(ProtocolKind::H3),
+            "h2" | "http2" | "http/2" => ProtocolChoice::Fixed(ProtocolKind::H2),
+            "h3" | "http3" | "http/3" => ProtocolChoice::Fixed(ProtocolKind::H3),
             _ => return None,
         })
     }
@@ -659,6 +659,23 @@ fn port_text(uri: &http::Uri) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each protocol's spelled-out names, as `http/1.1` was (`http/2` was refused).
+    #[test]
+    fn protocols_take_their_spelled_out_names() {
+        for (names, kind) in [
+            (["h1", "http1", "http/1.1"], ProtocolKind::H1),
+            (["h2", "http2", "HTTP/2"], ProtocolKind::H2),
+            (["h3", "http3", "http/3"], ProtocolKind::H3),
+        ] {
+            for name in names {
+                assert_eq!(
+                    ProtocolChoice::parse(name),
+                    Some(ProtocolChoice::Fixed(kind))
+                );
+            }
+        }
+    }
 
     #[test]
     fn urls_are_checked() {

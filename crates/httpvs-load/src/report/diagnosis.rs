@@ -146,6 +146,15 @@ pub fn churn_diagnosis(
         "check the server's error log: it closes connections before answering"
     } else if every < 1.5 {
         "is keep-alive off there?"
+    } else if let Some(lost) = lost_to_closes(stats, closed) {
+        // A limit per connection ends it with GOAWAY or `Connection: close` and loses
+        // nothing; these took requests with them.
+        return Some(format!(
+            "the server closed connections {} times {how}, about every {} requests, with requests in flight: {} failed as the connection closed under them (a limit per connection ends with GOAWAY or Connection: close and loses none); check the server's error log",
+            group(closed),
+            group(every.round() as u64),
+            group(lost)
+        ));
     } else if irregular(c.requests_max, every, config.streams) {
         // A per-connection limit ends every connection at about the same count; these ended
         // anywhere up to the most one carried.
@@ -167,6 +176,17 @@ pub fn churn_diagnosis(
         "the server closed connections {} times {how}, {cadence}: {hint}",
         group(closed)
     ))
+}
+
+/// Requests that failed as their connection closed or was reset under them, when they come to
+/// one for every other close or more: a server dropping what it was given, not a limit.
+fn lost_to_closes(stats: &WorkerStats, closed: u64) -> Option<u64> {
+    use crate::error::ErrorKind;
+    let lost: u64 = [ErrorKind::ConnectionClosed, ErrorKind::Reset]
+        .iter()
+        .filter_map(|k| stats.errors.by_kind.get(k))
+        .sum();
+    (lost > 0 && lost * 2 >= closed).then_some(lost)
 }
 
 /// Whether the connections the server closed carried counts too far apart for a limit per
@@ -237,6 +257,32 @@ mod tests {
         assert!(churn_diagnosis(&config, &stats, ProtocolKind::H1).is_some());
         stats.connections.opened = 7;
         assert_eq!(churn_diagnosis(&config, &stats, ProtocolKind::H1), None);
+    }
+
+    /// A server that closes with a bare FIN and loses a request each time is not reaching a
+    /// limit: it read "check its max requests per connection (nginx keepalive_requests)"
+    /// beside 401 requests failed as connection_closed for 402 closes.
+    #[test]
+    fn closes_that_took_requests_with_them_are_not_called_a_limit() {
+        let config = shaped(4, 4);
+        let mut stats = closed_every(402, CloseCause::Fin, 9);
+        for _ in 0..401 {
+            stats
+                .errors
+                .count(crate::error::ErrorKind::ConnectionClosed);
+        }
+        let d = churn_diagnosis(&config, &stats, ProtocolKind::H2c).unwrap();
+        assert_eq!(
+            d,
+            "the server closed connections 402 times with FIN, about every 9 requests, with requests in flight: 401 failed as the connection closed under them (a limit per connection ends with GOAWAY or Connection: close and loses none); check the server's error log"
+        );
+        // A few lost among many closes are not the pattern.
+        let mut stats = closed_every(402, CloseCause::Fin, 9);
+        stats
+            .errors
+            .count(crate::error::ErrorKind::ConnectionClosed);
+        let d = churn_diagnosis(&config, &stats, ProtocolKind::H2c).unwrap();
+        assert!(d.ends_with("(nginx keepalive_requests)"), "{d}");
     }
 
     /// Closes of mixed kinds are named by the most common, as such: "1,004 times with FIN"

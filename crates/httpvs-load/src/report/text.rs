@@ -257,7 +257,7 @@ fn requests(out: &mut String, r: &Report) {
         };
         let _ = writeln!(
             out,
-            "Retried:      {} times, not failures (after GOAWAY {}, refused stream {}, connection closed {}{behind})",
+            "Retried:      {} resends (each request counts once, as it ended; after GOAWAY {}, refused stream {}, connection closed {}{behind})",
             group(q.retried.total),
             group(q.retried.goaway),
             group(q.retried.refused),
