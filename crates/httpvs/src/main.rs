@@ -42,7 +42,7 @@ fn main() -> ExitCode {
 }
 
 /// A closed stdout pipe (`httpvs ... | head`) ends the process quietly with success, as for any Unix
-/// filter. SIGPIPE itself stays ignored (Rust's default): resetting it would let a peer that closes
+/// filter; any other failure to print (a full disk) ends it with one line and exit 1. SIGPIPE itself stays ignored (Rust's default): resetting it would let a peer that closes
 /// its socket kill the server or the load generator, where a write error is the right outcome.
 fn quiet_on_closed_stdout() {
     let default_hook = std::panic::take_hook();
@@ -53,8 +53,16 @@ fn quiet_on_closed_stdout() {
             .map(String::as_str)
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
-        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(0);
+        if let Some(why) = message.strip_prefix("failed printing to stdout: ") {
+            if why.contains("Broken pipe") {
+                std::process::exit(0);
+            }
+            // Any other failure (a full disk) is one line, not a panic and its backtrace.
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                format!("httpvs: cannot write to stdout: {why}\n").as_bytes(),
+            );
+            std::process::exit(1);
         }
         default_hook(info);
     }));

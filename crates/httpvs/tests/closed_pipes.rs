@@ -163,3 +163,42 @@ fn a_request_log_whose_reader_is_gone_ends_the_run() {
         "{text}"
     );
 }
+
+/// A stdout that fails otherwise than by a closed pipe (a full disk under `> report.txt`) is
+/// one line and exit 1: `load` lost its report and exited 0, and `--print-plan` or
+/// `netem --profiles` panicked with a backtrace (101).
+#[test]
+fn a_full_stdout_is_one_line_and_a_failure() {
+    if !std::path::Path::new("/dev/full").exists() {
+        return;
+    }
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let runs: [&[&str]; 4] = [
+        &["load", "-n", "1", "-c", "1", &url],
+        &["trace", &url],
+        &["compare", "--print-plan"],
+        &["netem", "--profiles"],
+    ];
+    for args in runs {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = httpvs()
+            .args(args)
+            .stdout(full)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.ends_with(
+                "httpvs: cannot write to stdout: No space left on device (os error 28)\n"
+            ),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

@@ -4,7 +4,7 @@
 mod support;
 
 use std::process::{Command, Output};
-use support::head_recorder;
+use support::{head_recorder, scratch_dir};
 
 fn httpvs(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_httpvs"))
@@ -1695,4 +1695,35 @@ fn an_open_model_short_of_connections_says_they_failed_to_open() {
     );
     assert!(!text.contains("raise -c or -m"), "{text}");
     drop(listener);
+}
+
+/// `-o`, `--log-file` and `--hgrm` refuse the file `-d @FILE` reads, as they refuse
+/// `--data-file`'s: `-o body.json` beside `-d @body.json` replaced the body with the report.
+/// A body starting with `-` is taken, as curl takes it (clap read `-1` as a flag).
+#[test]
+fn outputs_refuse_the_body_file_and_bodies_may_start_with_a_dash() {
+    let dir = scratch_dir("load-body-at-file");
+    let body = dir.join("body.json");
+    std::fs::write(&body, "{\"a\":1}").unwrap();
+    let at = format!("@{}", body.display());
+    for flag in ["-o", "--log-file", "--hgrm"] {
+        let out = httpvs(&[
+            "-n",
+            "1",
+            "-d",
+            &at,
+            flag,
+            body.to_str().unwrap(),
+            "http://127.0.0.1:1/",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(stderr.contains("is the -d @FILE file"), "{flag}: {stderr}");
+        assert_eq!(std::fs::read_to_string(&body).unwrap(), "{\"a\":1}");
+    }
+    let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let out = httpvs(&[&url, "-n", "1", "-c", "1", "-d", "-1", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["requests"]["succeeded"], 1, "{report}");
 }

@@ -8,6 +8,44 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+/// Stdout for a run's report: a closed pipe (`| head`) is no error, as for any filter; any
+/// other failure is kept for the caller to report once the rest is written (a full disk under
+/// `> report.txt` lost the measurements and exited 0).
+#[derive(Default)]
+pub(super) struct Stdout {
+    failed: Option<std::io::Error>,
+}
+
+impl Stdout {
+    /// Writes `text` unless an earlier write failed.
+    pub(super) fn put(&mut self, text: &[u8]) {
+        use std::io::Write as _;
+        if self.failed.is_some() {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        match out.write_all(text).and_then(|()| out.flush()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => self.failed = Some(e),
+            _ => {}
+        }
+    }
+
+    /// The failure, if a write failed other than on a closed pipe.
+    pub(super) fn result(self) -> anyhow::Result<()> {
+        match self.failed {
+            Some(e) => anyhow::bail!("cannot write to stdout: {e}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Writes `text` to stdout as [`Stdout`] does.
+pub(super) fn to_stdout(text: &[u8]) -> anyhow::Result<()> {
+    let mut out = Stdout::default();
+    out.put(text);
+    out.result()
+}
+
 /// Raises this process's open-file limit to its hard limit; returns the limit now in force
 /// (`None` when it cannot be read).
 pub(super) fn raise_fd_limit() -> Option<u64> {

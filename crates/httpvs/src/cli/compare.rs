@@ -302,41 +302,41 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     // With `--json -` (or `--html -`) stdout carries the file alone and the table goes to
     // stderr.
-    let mut stdout = std::io::stdout().lock();
-    let mut stderr = std::io::stderr().lock();
-    let out: &mut dyn Write = if json_to_stdout || (html_to_stdout && !args.no_html) {
-        &mut stderr
-    } else {
-        &mut stdout
+    let mut stdout = super::common::Stdout::default();
+    let table_to_stderr = json_to_stdout || (html_to_stdout && !args.no_html);
+    let screen = |stdout: &mut super::common::Stdout, text: &str| {
+        if table_to_stderr {
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+        } else {
+            stdout.put(text.as_bytes());
+        }
     };
-    let _ = write!(out, "{}", render::text::render(&results));
+    screen(&mut stdout, &render::text::render(&results));
     if json_to_stdout {
         let text = results
             .to_json()
             .map_err(|e| anyhow::anyhow!("cannot write the JSON: {e}"))?;
-        let _ = writeln!(std::io::stdout().lock(), "{text}");
+        stdout.put(format!("{text}\n").as_bytes());
     } else if let Some(path) = &args.json {
         results
             .write(path)
             .with_context(|| format!("--json: cannot write {}", path.display()))?;
-        let _ = writeln!(out, "\nJSON: {}", path.display());
+        screen(&mut stdout, &format!("\nJSON: {}\n", path.display()));
     }
     if !args.no_html {
         let path = args.html.clone().unwrap_or_else(|| {
             PathBuf::from(options::default_report_name(results.setup.started_unix))
         });
         if html_to_stdout {
-            let _ = write!(
-                std::io::stdout().lock(),
-                "{}",
-                render::html::render(&results)
-            );
+            stdout.put(render::html::render(&results).as_bytes());
         } else {
             std::fs::write(&path, render::html::render(&results))
                 .with_context(|| format!("--html: cannot write {}", path.display()))?;
-            let _ = writeln!(out, "\nreport: {}", path.display());
+            screen(&mut stdout, &format!("\nreport: {}\n", path.display()));
         }
     }
+    // The files are written; a report that did not reach stdout fails the run.
+    stdout.result()?;
     // A run that could not measure what it set out to is a failure a script must see: cells
     // that did not run (a server gone mid-matrix), or no table with a winner (every row
     // failing, or error pages only). Written files and tables come first.

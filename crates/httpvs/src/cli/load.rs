@@ -16,7 +16,7 @@ use httpvs_load::report::progress::ProgressLine;
 use httpvs_load::report::{self, text, thresholds};
 use httpvs_load::stats::Quiet;
 use httpvs_load::{LoadConfig, LoadError, Observer, ProtocolChoice};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -84,8 +84,14 @@ pub struct Args {
     /// Request header "Name: value" (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     headers: Vec<String>,
-    /// Request body.
-    #[arg(short = 'd', long, value_name = "DATA", conflicts_with = "data_file")]
+    /// Request body (`@FILE` reads FILE; a body may start with `-`, as curl takes it).
+    #[arg(
+        short = 'd',
+        long,
+        value_name = "DATA",
+        conflicts_with = "data_file",
+        allow_hyphen_values = true
+    )]
     data: Option<String>,
     /// Request body read from FILE.
     #[arg(long, value_name = "FILE")]
@@ -227,9 +233,16 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     // user had there is emptied by a run that then fails).
     // What the run reads must not be what it writes: -o or --log-file naming an input would
     // empty it (the URL list, the body, the CA) before the run, or after it for the next one.
+    let data_at = args
+        .data
+        .as_deref()
+        .and_then(|d| d.strip_prefix('@'))
+        .filter(|path| *path != "-")
+        .map(std::path::Path::new);
     let inputs = [
         ("--input-file", args.input_file.as_deref()),
         ("--data-file", args.data_file.as_deref()),
+        ("-d @FILE", data_at),
         ("--cacert", args.cacert.as_deref()),
         ("--cert", args.cert.as_deref()),
         ("--key", args.key.as_deref()),
@@ -318,9 +331,10 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     if args.output.is_none() || written.is_err() {
         // Without -o, or when the file failed mid-way: the measurements still reach stdout.
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(rendered.as_bytes());
-        let _ = out.flush();
+        super::common::to_stdout(rendered.as_bytes()).map_err(|e| match &written {
+            Err(why) => anyhow::anyhow!("{why}, and {e}"),
+            Ok(()) => e,
+        })?;
     }
     if let Err(why) = written {
         anyhow::bail!("{why}; the report went to stdout instead");
@@ -332,13 +346,10 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                 Some(path) => std::fs::write(path, &text)
                     .map_err(|e| format!("cannot write {}: {e}", path.display())),
                 None => {
-                    let mut out = std::io::stdout().lock();
-                    if args.output.is_none() {
-                        let _ = out.write_all(b"\n"); // after the report
-                    }
-                    let _ = out.write_all(text.as_bytes());
-                    let _ = out.flush();
-                    Ok(())
+                    // After the report, when it went to stdout too.
+                    let gap = if args.output.is_none() { "\n" } else { "" };
+                    super::common::to_stdout(format!("{gap}{text}").as_bytes())
+                        .map_err(|e| e.to_string())
                 }
             };
             if let Err(why) = &wrote {
@@ -761,7 +772,7 @@ fn check_fd_limit(config: &LoadConfig) -> anyhow::Result<()> {
 
 /// A server closing a connection we are writing to is a counted event (EPIPE), not a reason
 /// to die: `main` restores SIGPIPE's default for `| head`, which would kill a load run.
-/// Writes to stdout ignore their errors, so a closed stdout pipe still ends quietly.
+/// Writes to stdout take a closed pipe for the reader's choice, so `| head` still ends quietly.
 fn ignore_sigpipe() {
     // SAFETY: setting a signal disposition; no handler code runs.
     unsafe {

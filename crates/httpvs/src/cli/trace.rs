@@ -41,8 +41,14 @@ pub struct Args {
     /// Request header "Name: value" (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     headers: Vec<String>,
-    /// Request body.
-    #[arg(short = 'd', long, value_name = "DATA", conflicts_with = "data_file")]
+    /// Request body (`@FILE` reads FILE; a body may start with `-`, as curl takes it).
+    #[arg(
+        short = 'd',
+        long,
+        value_name = "DATA",
+        conflicts_with = "data_file",
+        allow_hyphen_values = true
+    )]
     data: Option<String>,
     /// Request body read from FILE.
     #[arg(long, value_name = "FILE")]
@@ -132,9 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         trace::text::render(&traced)
     };
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(rendered.as_bytes());
-    let _ = out.flush();
+    super::common::to_stdout(rendered.as_bytes())?;
     if traced.interrupted {
         // Ctrl-C: what it saw is above; 130, as an interrupted `load`.
         let s = &traced.summary;
