@@ -125,6 +125,9 @@ fn resent_requests_are_named_in_the_per_request_bytes_note() {
     assert!(r.requests.retried.total >= 40, "{:?}", r.requests);
     let text = httpvs_load::report::text::render(&r);
     assert!(text.contains("resent ones) moved bytes too"), "{text}");
+    // h1's ways of closing, not h2's GOAWAY.
+    assert!(text.contains("(Connection: close "), "{text}");
+    assert!(!text.contains("GOAWAY"), "{text}");
 }
 
 #[test]

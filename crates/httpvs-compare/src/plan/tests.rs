@@ -92,6 +92,14 @@ fn bad_values_name_their_field_and_line() {
     assert_eq!("2h".parse::<Span>().map(|s| s.0.as_secs()), Ok(7200));
     let e = error_of(&format!("{MINIMAL}[shapes]\nh2c = \"4y32\"\n"));
     assert!(e.contains(":8: shapes.h2c: '4y32' is not a shape"), "{e}");
+    // Load's cap on requests in flight, said before the run (it ran the matrix, then said
+    // "did not run" under the row).
+    let e = error_of(&format!("{MINIMAL}[shapes]\nh2c = \"200x10000\"\n"));
+    assert!(
+        e.contains("shapes.h2c: '200x10000' has 2000000 requests in flight; at most 1000000"),
+        "{e}"
+    );
+    assert!("100x10000".parse::<Shape>().is_ok());
     let e = error_of(&MINIMAL.replace("name = \"small\"", "name = \"small\"\nsize = \"1q\""));
     assert!(e.contains("payloads[0].size: '1q' is not a size"), "{e}");
     assert!(!e.contains('\n'));

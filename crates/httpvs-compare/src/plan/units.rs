@@ -190,6 +190,15 @@ impl FromStr for Shape {
         if !(1..=10_000).contains(&connections) || !(1..=10_000).contains(&streams) {
             return Err(bad());
         }
+        // Load's own cap, said before the run: `200x10000` ran the whole matrix first and
+        // then said "did not run" under its row.
+        let in_flight = u64::from(connections) * u64::from(streams);
+        if in_flight > httpvs_load::config::MAX_IN_FLIGHT {
+            return Err(format!(
+                "'{text}' has {in_flight} requests in flight; at most {} can be",
+                httpvs_load::config::MAX_IN_FLIGHT
+            ));
+        }
         Ok(Shape {
             connections,
             streams,

@@ -57,6 +57,13 @@ fn fit_line(s: &IntervalSnapshot, asked: Option<f64>, columns: usize) -> String 
             shown[field] = false;
         }
     }
+    // Narrower still, the rate and then the count go whole: cut, "64,3" read as a rate.
+    for field in [2, 1] {
+        if fits(&join_shown(&short, &shown)) {
+            break;
+        }
+        shown[field] = false;
+    }
     fit(join_shown(&short, &shown), columns)
 }
 
@@ -289,8 +296,11 @@ mod tests {
             closed,
             "12.0s 600,000 done 50,000.0/s p50 1.20ms p99 8.00ms err 0"
         );
-        // Too narrow for even the three kept fields: cut, as before.
-        assert_eq!(fit_line(&s, None, 10).chars().count(), 9);
+        // Narrower, the rate and then the count go whole ("12.0s 600,000 done 50,0" read
+        // as a rate of 50.0); too narrow for the time alone, it is cut.
+        assert_eq!(fit_line(&s, None, 26), "12.0s 600,000 done");
+        assert_eq!(fit_line(&s, None, 18), "12.0s");
+        assert_eq!(fit_line(&s, None, 4).chars().count(), 3);
     }
 
     /// Cut to the terminal: a wrapped line left a row behind at every rewrite.

@@ -255,12 +255,19 @@ fn requests(out: &mut String, r: &Report) {
             0 => String::new(),
             n => format!(", behind a timed-out request {}", group(n)),
         };
+        // GOAWAY and refused streams are h2's and h3's.
+        let streams = match r.protocol.negotiated.starts_with("h1") {
+            true => String::new(),
+            false => format!(
+                "GOAWAY {}, refused stream {}, ",
+                group(q.retried.goaway),
+                group(q.retried.refused)
+            ),
+        };
         let _ = writeln!(
             out,
-            "Retried:      {} resends (each request counts once, as it ended; after GOAWAY {}, refused stream {}, connection closed {}{behind})",
+            "Retried:      {} resends (each request counts once, as it ended; after {streams}connection closed {}{behind})",
             group(q.retried.total),
-            group(q.retried.goaway),
-            group(q.retried.refused),
             group(q.retried.connection_closed)
         );
     }
@@ -718,22 +725,30 @@ fn connections(out: &mut String, r: &Report) {
         group(c.failed_to_open),
         group(c.reused_requests)
     );
-    // QUIC has no FIN: the plain close is the server's CONNECTION_CLOSE without an error.
+    // Each protocol's own ways: GOAWAY is h2's and h3's, `Connection: close` h1's, and QUIC
+    // has no FIN (its plain close is the server's CONNECTION_CLOSE without an error).
+    let h1 = r.protocol.negotiated.starts_with("h1");
     let fin = match r.protocol.negotiated.as_str() {
         "h3" => "CONNECTION_CLOSE",
         _ => "FIN",
     };
+    let announced = if h1 || (s.goaway == 0 && s.connection_close > 0) {
+        format!("Connection: close {}", group(s.connection_close))
+    } else {
+        format!(
+            "GOAWAY {}{}",
+            group(s.goaway),
+            match s.goaway_error {
+                0 => String::new(),
+                n if n == s.goaway => " all with an error code".to_string(),
+                n => format!(" of which {} with an error code", group(n)),
+            }
+        )
+    };
     let _ = writeln!(
         out,
-        "  closed by the server {} (GOAWAY {}{}, Connection: close {}, {fin} {}, reset {}); by us {}{}",
+        "  closed by the server {} ({announced}, {fin} {}, reset {}); by us {}{}",
         group(s.total),
-        group(s.goaway),
-        match s.goaway_error {
-            0 => String::new(),
-            n if n == s.goaway => " all with an error code".to_string(),
-            n => format!(" of which {} with an error code", group(n)),
-        },
-        group(s.connection_close),
         group(s.fin),
         group(s.reset),
         group(c.closed_locally),

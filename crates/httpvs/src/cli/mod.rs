@@ -157,6 +157,12 @@ fn peer_flag_hint(line: &str, subcommand: &str) -> Option<&'static str> {
     if subcommand == "compare" && flag == "-D" {
         return Some("h2load's -D is --duration here");
     }
+    if subcommand == "trace" && matches!(flag, "-n" | "-c" | "--connections") {
+        return Some(
+            "trace shows one connection: -m N sends N requests on it at once (load's -n is a \
+             total, -c its connections)",
+        );
+    }
     if subcommand != "load" {
         return None;
     }
@@ -215,8 +221,14 @@ fn clap_one_line(text: &str) -> String {
 
 /// clap's tip below its error, if any ("a similar argument exists: '--connections'"), for the
 /// same line.
-fn clap_tip(text: &str) -> Option<&str> {
-    text.lines().find_map(|l| l.trim().strip_prefix("tip: "))
+fn clap_tip(text: &str) -> Option<String> {
+    let tip = text.lines().find_map(|l| l.trim().strip_prefix("tip: "))?;
+    // "to pass '-1' as a value, use '-- -1'": past `--` it is the URL, not the flag's value;
+    // `--flag=-1` is what passes it.
+    if tip.starts_with("to pass '") && tip.contains("as a value, use '-- ") {
+        return Some("a value starting with '-' goes as --flag=VALUE".to_string());
+    }
+    Some(tip.to_string())
 }
 
 /// Says in words why a number was refused, where clap passes on the parser's own message
@@ -357,8 +369,26 @@ mod tests {
         );
         let text = "error: unexpected argument '--conections' found\n\n  tip: a similar argument exists: '--connections'\n\nUsage: httpvs load <URL>\n";
         assert_eq!(
-            clap_tip(text),
+            clap_tip(text).as_deref(),
             Some("a similar argument exists: '--connections'")
+        );
+        // Past `--` a value is the URL: the tip that sent `-d -- -1` there says `--flag=`.
+        let text = "error: unexpected argument '-1' found
+
+  tip: to pass '-1' as a value, use '-- -1'
+
+Usage: httpvs load <URL>
+";
+        assert_eq!(
+            clap_tip(text).as_deref(),
+            Some("a value starting with '-' goes as --flag=VALUE")
+        );
+        assert_eq!(
+            super::peer_flag_hint("unexpected argument '-n' found", "trace"),
+            Some(
+                "trace shows one connection: -m N sends N requests on it at once (load's -n \
+                 is a total, -c its connections)"
+            )
         );
     }
 
