@@ -380,3 +380,49 @@ fn a_report_to_a_fifo_reaches_its_reader_whole() {
     let report: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(report["requests"]["succeeded"], 5);
 }
+
+/// Against a server that answers one request a connection, pipelined requests turned away are
+/// answered on the next connections, not starved: the stream whose request had succeeded wrote
+/// first on each new connection, and the first three requests ended on connections 398-400 of
+/// 400 (their latency the whole run).
+#[test]
+fn requests_turned_away_by_a_one_request_server_are_not_starved() {
+    let server = httpvs_server::start(httpvs_server::ServeConfig {
+        limits: httpvs_server::Limits {
+            max_requests_per_conn: Some(1),
+            ..httpvs_server::Limits::default()
+        },
+        ..httpvs_server::ServeConfig::loopback_ephemeral()
+    })
+    .unwrap();
+    let url = format!("http://{}/", server.http_addr().unwrap());
+    let log = temp("one-request-server");
+    let out = httpvs(&[
+        &url,
+        "-p",
+        "h1",
+        "-n",
+        "200",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-m",
+        "4",
+        "--log-file",
+        log.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut rows = rows(&log);
+    let _ = std::fs::remove_file(&log);
+    assert_eq!(rows.len(), 200);
+    rows.sort_by_key(|r| r.start);
+    // The first four dispatched end on the first few connections (each carries one).
+    for row in &rows[..4] {
+        assert!(row.connection <= 8, "{row:?}");
+    }
+}

@@ -163,10 +163,12 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
                 let ready_at = ready.take().unwrap_or_else(Instant::now);
                 // The open model's uncorrected latency runs from the request's dispatch, its
                 // connection's set-up included, as the closed model's latency does.
+                let fresh = req.first_send.is_none();
                 req.first_send.get_or_insert(ready_at);
                 let (live, send_start) = match slot.usable() {
                     Some(live) => (live, ready_at),
-                    None => match slot.connection(req.measured).await {
+                    // Boxed: a reconnect is rare, and inlined its future sat in every stream.
+                    None => match Box::pin(connection_for(&slot, req.measured, fresh)).await {
                         Ok(live) => (live, Instant::now()),
                         Err(kind) => {
                             let end = Instant::now();
@@ -210,6 +212,29 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
             // Closed model: the next request is due when this one ended.
             ready = (!req.open).then_some(end);
         }
+    }
+}
+
+/// A connection when the slot has none usable. A new (`fresh`) request lets the slot's retries
+/// write first on it: the stream whose request had just succeeded opened the next connection
+/// and wrote on it at once, ahead of the streams refused on the last one, so against a server
+/// that answers one request a connection (HTTP/1.0, `keepalive_timeout 0`) the same pipelined
+/// requests were turned away again on each one, hundreds of times, until the schedule ran out.
+async fn connection_for<P: Protocol>(
+    slot: &Slot<P>,
+    measured: bool,
+    fresh: bool,
+) -> Result<Rc<LiveConn<P>>, ErrorKind> {
+    let live = slot.connection(measured).await?;
+    if !fresh || !slot.ctx.shared.options.keepalive {
+        return Ok(live);
+    }
+    drop(live);
+    // The streams waiting for this connection were woken as it opened: they run first.
+    tokio::task::yield_now().await;
+    match slot.usable() {
+        Some(live) => Ok(live),
+        None => slot.connection(measured).await,
     }
 }
 
