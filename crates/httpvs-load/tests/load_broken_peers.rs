@@ -467,3 +467,40 @@ fn without_keepalive_the_servers_resets_are_the_servers() {
         assert_eq!(c.closed_locally, by_us, "answer {answer}: {c:?}");
     }
 }
+
+/// Answers every request with `head` (then closes), however broken it is.
+fn serve_head(mut tcp: TcpStream, head: &'static [u8]) {
+    let _ = tcp.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut buf = [0u8; 4096];
+    if matches!(tcp.read(&mut buf), Ok(n) if n > 0) {
+        let _ = tcp.write_all(head);
+    }
+}
+
+/// A head the client refuses (a bad Content-Length, or over 64 KiB) was an HTTP answer all the
+/// same: its bytes count as header bytes received, and the run is not taken for one whose
+/// server never spoke HTTP ("http:// to a TLS port?", which made `load` exit 1).
+#[test]
+fn a_refused_h1_head_is_still_an_http_answer() {
+    let big: &'static [u8] = Box::leak(
+        [
+            &b"HTTP/1.1 200 OK\r\n"[..],
+            &b"X-Big: 0123456789abcdef\r\n".repeat(4000),
+            b"Content-Length: 0\r\n\r\n",
+        ]
+        .concat()
+        .into_boxed_slice(),
+    );
+    for head in [
+        &b"HTTP/1.1 200 OK\r\nContent-Length: 5, 5\r\n\r\nhello"[..],
+        big,
+    ] {
+        let addr = serve_each(move |tcp| serve_head(tcp, head));
+        let config = one_thread(addr, ProtocolKind::H1, (1, 1)).requests(3);
+        let r = httpvs_load::run(&config, &mut Quiet).expect("run starts");
+        assert_eq!(r.requests.failed, 3, "{:?}", r.errors);
+        assert_eq!(r.errors[0].kind, "protocol", "{:?}", r.errors);
+        assert!(r.wire.header_received > 0, "{:?}", r.wire);
+        assert!(!r.no_http_answer());
+    }
+}

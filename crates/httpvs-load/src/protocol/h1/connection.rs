@@ -662,7 +662,13 @@ async fn read_response(
         if !side.buf.is_empty() {
             seen.get_or_insert_with(Instant::now);
             let parsed = HeadMemo::with_shared(|memo| memo.parse(&side.buf, is_head));
-            match parsed.map_err(|kind| after_interim(protocol_failure(kind), interim_bytes))? {
+            let broken = |kind| {
+                after_interim(
+                    protocol_failure(kind),
+                    interim_bytes + refused_head(&side.buf),
+                )
+            };
+            match parsed.map_err(broken)? {
                 Some(head) if head.is_interim() => {
                     interim_bytes += head.head_len as u64;
                     heads.set(interim_bytes);
@@ -672,8 +678,7 @@ async fn read_response(
                 Some(head) => break head,
                 None if side.buf.len() > crate::protocol::MAX_RESPONSE_HEAD => {
                     // A head that never ends must not grow the buffer without bound.
-                    let failure = protocol_failure(ErrorKind::Protocol);
-                    return Err(after_interim(failure, interim_bytes));
+                    return Err(broken(ErrorKind::Protocol));
                 }
                 None => {}
             }
@@ -801,6 +806,22 @@ async fn read_more_body(side: &mut ReadSide) -> Result<(), ReadFailure> {
         Ok(_) => Ok(()),
         Err(e) => Err(io_failure(&e)),
     }
+}
+
+/// The bytes of a response head refused as broken (too long, a bad Content-Length) that began
+/// as one, with a status line: they count as header bytes received, so the run is not taken
+/// for one whose server never answered in HTTP ("http:// to a TLS port?", exit 1). Up to the
+/// head's end, or all that came of it.
+fn refused_head(buf: &[u8]) -> u64 {
+    if !buf.starts_with(b"HTTP/") {
+        return 0;
+    }
+    let head = &buf[..buf.len().min(crate::protocol::MAX_RESPONSE_HEAD)];
+    let end = head
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(head.len(), |at| at + 4);
+    end as u64
 }
 
 /// `failure` after interim (1xx) heads of `bytes` had come: they count as header bytes.
