@@ -23,9 +23,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The largest response head read (status line and headers, interim responses apart, or an
-/// HTTP/2 header block as sent): 64 KiB, h2load's and nginx's order of limit. A longer one is a
-/// protocol error, so a server that sends an endless header costs this much memory, not all of
-/// it. The h1 and h2 clients, Alt-Svc discovery and the trace all stop there.
+/// HTTP/2 header block as sent): 64 KiB, nginx's order of limit (curl and h2load take up to
+/// about 300 KB). A longer one is a protocol error, so a server that sends an endless header
+/// costs this much memory, not all of it. The h1 and h2 clients, Alt-Svc discovery and the
+/// trace all stop there; h2 says it in SETTINGS_MAX_HEADER_LIST_SIZE.
 pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
 
 /// A `content-length` value: digits only (RFC 9110 §8.6; HTTP/1.1's whitespace around it is the

@@ -144,9 +144,16 @@ impl ConnCore {
     /// (a WINDOW_UPDATE above its initial 65,535, when it is larger).
     pub fn new(counter: Arc<WireCounter>, windows: H2Windows) -> ConnCore {
         let mut out = Vec::with_capacity(256);
+        // The largest header block read, said up front (a block under this list size encodes
+        // smaller: an HPACK field costs less than the list's 32 bytes of overhead), so a
+        // server that honours it answers within it rather than have its answer refused.
         let settings = [
             (setting::ENABLE_PUSH, 0),
             (setting::INITIAL_WINDOW_SIZE, windows.stream),
+            (
+                setting::MAX_HEADER_LIST_SIZE,
+                crate::protocol::MAX_RESPONSE_HEAD as u32,
+            ),
         ];
         write::preface(&mut out, &settings, windows.connection);
         ConnCore {
