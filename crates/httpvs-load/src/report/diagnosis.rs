@@ -72,6 +72,13 @@ pub fn churn_diagnosis(
             )
         } else if stats.requests.failed == 0 && c.failed_to_open == 0 {
             "httpvs closed them itself (see Connections)".to_string()
+        } else if broke_protocol(stats) {
+            // Ours, each after the server broke the protocol: not a failure to open.
+            return Some(format!(
+                "{} connections opened for {} configured: httpvs closed each after the server broke the protocol on it (see errors; httpvs trace URL shows how)",
+                group(c.opened),
+                config.connections
+            ));
         } else {
             // Not "the server closed none": one that answers garbage and hangs up (http:// to
             // a TLS port) did close them, as a failure this client counts, not as a close.
@@ -178,6 +185,17 @@ pub fn churn_diagnosis(
     ))
 }
 
+/// Most failed requests failed as `protocol`: the server broke HTTP on their connections.
+fn broke_protocol(stats: &WorkerStats) -> bool {
+    let protocol = stats
+        .errors
+        .by_kind
+        .get(&crate::error::ErrorKind::Protocol)
+        .copied()
+        .unwrap_or(0);
+    protocol > 0 && protocol * 2 >= stats.requests.failed
+}
+
 /// Requests that failed as their connection closed or was reset under them, when they come to
 /// one for every other close or more: a server dropping what it was given, not a limit.
 fn lost_to_closes(stats: &WorkerStats, closed: u64) -> Option<u64> {
@@ -257,6 +275,23 @@ mod tests {
         assert!(churn_diagnosis(&config, &stats, ProtocolKind::H1).is_some());
         stats.connections.opened = 7;
         assert_eq!(churn_diagnosis(&config, &stats, ProtocolKind::H1), None);
+    }
+
+    /// Connections httpvs closed after protocol errors (a PUSH_PROMISE, bad padding) are not
+    /// ones that "failed or timed out".
+    #[test]
+    fn connections_closed_after_protocol_errors_say_so() {
+        let mut stats = WorkerStats::default();
+        stats.connections.opened = 50;
+        stats.requests.failed = 50;
+        for _ in 0..50 {
+            stats.errors.count(crate::error::ErrorKind::Protocol);
+        }
+        let d = churn_diagnosis(&shaped(2, 1), &stats, ProtocolKind::H2c).unwrap();
+        assert_eq!(
+            d,
+            "50 connections opened for 2 configured: httpvs closed each after the server broke the protocol on it (see errors; httpvs trace URL shows how)"
+        );
     }
 
     /// A server that closes with a bare FIN and loses a request each time is not reaching a
