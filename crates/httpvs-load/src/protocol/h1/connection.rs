@@ -882,6 +882,15 @@ impl crate::protocol::Connection for Http1Connection {
             return true;
         }
         let spoke = self.reader.borrow().as_ref().map(|r| r.io.peer_spoke());
+        if matches!(spoke, Some(Spoke::Closed | Spoke::Unasked)) {
+            // Bytes that came unasked (a 408 before a close too) were received all the same.
+            let unread = self
+                .reader
+                .borrow()
+                .as_ref()
+                .map_or(0, |r| r.io.discard_waiting());
+            self.counter.add_received(unread);
+        }
         match spoke {
             Some(Spoke::Closed) => {
                 self.retire(CloseCause::Fin);

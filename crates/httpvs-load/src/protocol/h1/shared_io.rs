@@ -134,6 +134,36 @@ impl IoHalf {
             Err(_) => Spoke::Closed,
         }
     }
+
+    /// Reads and drops what an idle plain connection's server sent unasked (an extra response,
+    /// a 408 before its close), without waiting; returns how many bytes, so they count as
+    /// received (totals are the socket's: a peek alone left them out). At most 1 MiB.
+    pub fn discard_waiting(&self) -> u64 {
+        let transport = self.0.borrow();
+        let Transport::Plain(tap) = &*transport else {
+            return 0;
+        };
+        let fd = tap.get_ref().as_raw_fd();
+        let mut scratch = [0u8; 16 * 1024];
+        let mut total = 0u64;
+        for _ in 0..64 {
+            // SAFETY: `fd` stays open while `transport` is borrowed; at most `scratch.len()`
+            // bytes into `scratch`.
+            let n = unsafe {
+                libc::recv(
+                    fd,
+                    scratch.as_mut_ptr().cast(),
+                    scratch.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            match u64::try_from(n) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+        }
+        total
+    }
 }
 
 impl AsyncRead for IoHalf {
