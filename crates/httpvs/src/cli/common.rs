@@ -250,6 +250,30 @@ fn is_host_and_port(value: &http::HeaderValue) -> bool {
     !text.contains('@') && port_ok
 }
 
+/// `-d` and `--data-file`, as `load` and `trace` take them.
+#[derive(clap::Args, Debug)]
+pub struct BodyFlags {
+    /// Request body (`@FILE` reads FILE; a body may start with `-`, as curl takes it).
+    #[arg(
+        short = 'd',
+        long,
+        value_name = "DATA",
+        conflicts_with = "data_file",
+        allow_hyphen_values = true
+    )]
+    pub data: Option<String>,
+    /// Request body read from FILE.
+    #[arg(long, value_name = "FILE")]
+    pub data_file: Option<std::path::PathBuf>,
+}
+
+impl BodyFlags {
+    /// Whether a body was given.
+    pub fn given(&self) -> bool {
+        self.data.is_some() || self.data_file.is_some()
+    }
+}
+
 /// `--window SIZE` and `--connection-window SIZE`, as `load` and `trace` take them. Boxed
 /// where they are flattened: `load`'s flags are the largest subcommand's.
 #[derive(clap::Args, Debug)]

@@ -84,18 +84,8 @@ pub struct Args {
     /// Request header "Name: value" (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     headers: Vec<String>,
-    /// Request body (`@FILE` reads FILE; a body may start with `-`, as curl takes it).
-    #[arg(
-        short = 'd',
-        long,
-        value_name = "DATA",
-        conflicts_with = "data_file",
-        allow_hyphen_values = true
-    )]
-    data: Option<String>,
-    /// Request body read from FILE.
-    #[arg(long, value_name = "FILE")]
-    data_file: Option<PathBuf>,
+    #[command(flatten)]
+    request_body: super::common::BodyFlags,
     /// A new connection for every request.
     #[arg(long, alias = "disable-keepalive")]
     no_keepalive: bool,
@@ -234,6 +224,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     // What the run reads must not be what it writes: -o or --log-file naming an input would
     // empty it (the URL list, the body, the CA) before the run, or after it for the next one.
     let data_at = args
+        .request_body
         .data
         .as_deref()
         .and_then(|d| d.strip_prefix('@'))
@@ -241,7 +232,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         .map(std::path::Path::new);
     let inputs = [
         ("--input-file", args.input_file.as_deref()),
-        ("--data-file", args.data_file.as_deref()),
+        ("--data-file", args.request_body.data_file.as_deref()),
         ("-d @FILE", data_at),
         ("--cacert", args.cacert.as_deref()),
         ("--cert", args.cert.as_deref()),
@@ -564,7 +555,7 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
         let spelled = typed_spelling(&["--warmup", "--warm-up-time"]);
         config.warmup = duration_flag(spelled, w)?;
     }
-    let with_body = args.data.is_some() || args.data_file.is_some();
+    let with_body = args.request_body.given();
     let method = args
         .method
         .as_deref()
@@ -597,7 +588,10 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
         }
         config.headers.push(basic_authorization(&credentials)?);
     }
-    config.body = request_body(args.data.as_deref(), args.data_file.as_deref())?;
+    config.body = request_body(
+        args.request_body.data.as_deref(),
+        args.request_body.data_file.as_deref(),
+    )?;
     check_content_length(&config.headers, &config.body)?;
     config.keepalive = !args.no_keepalive;
     let timeout = duration_flag("--timeout", &args.timeout)?;

@@ -41,18 +41,8 @@ pub struct Args {
     /// Request header "Name: value" (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     headers: Vec<String>,
-    /// Request body (`@FILE` reads FILE; a body may start with `-`, as curl takes it).
-    #[arg(
-        short = 'd',
-        long,
-        value_name = "DATA",
-        conflicts_with = "data_file",
-        allow_hyphen_values = true
-    )]
-    data: Option<String>,
-    /// Request body read from FILE.
-    #[arg(long, value_name = "FILE")]
-    data_file: Option<PathBuf>,
+    #[command(flatten)]
+    request_body: super::common::BodyFlags,
     /// Accept any TLS certificate.
     #[arg(short = 'k', long)]
     insecure: bool,
@@ -207,7 +197,10 @@ fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
                 .collect::<anyhow::Result<_>>()?,
             credentials,
         )?,
-        body: request_body(args.data.as_deref(), args.data_file.as_deref())?,
+        body: request_body(
+            args.request_body.data.as_deref(),
+            args.request_body.data_file.as_deref(),
+        )?,
     };
     check_content_length(&request.headers, &request.body)?;
     Ok(TraceConfig {
@@ -247,7 +240,7 @@ fn method(args: &Args) -> anyhow::Result<http::Method> {
     match &args.method {
         Some(m) => http::Method::from_bytes(m.as_bytes())
             .map_err(|_| usage(format!("invalid method {m:?}"))),
-        None if args.data.is_some() || args.data_file.is_some() => Ok(http::Method::POST),
+        None if args.request_body.given() => Ok(http::Method::POST),
         None => Ok(http::Method::GET),
     }
 }
