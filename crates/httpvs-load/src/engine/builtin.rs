@@ -141,7 +141,8 @@ fn run_kind(
 /// gone, and its connection ends then rather than after 30 s. UDP has no RST: a restarted
 /// server cannot tell us (its stateless-reset key is new), so until then every request sent on
 /// the dead connection would time out in turn. Shorter than the request timeout, keep-alive
-/// included (an unanswered keep-alive restarts the idle timer: 7/10 + 7/30 < 1): at the same
+/// included (an unanswered keep-alive restarts the idle timer: 7/10 + 7/30 < 1), for any
+/// `--timeout` of 1.43 s or more (below, the 1 s floor reaches it): at the same
 /// instant, the requests timed out first and their slots sent new ones on the connection about
 /// to end, each lost request read twice (a timeout, then an idle timeout 0.3 ms later). 1 s at
 /// least, 30 s at most (quinn's floor is 3 PTOs).

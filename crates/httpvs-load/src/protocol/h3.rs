@@ -122,6 +122,66 @@ pub struct Http3 {
     /// that at once instead of after [`REFUSED_PROBE_AFTER`], so a `-n` run against a server
     /// that went down fails its requests at the pace of TCP's refusals, not four a second.
     refused_last: Cell<bool>,
+    /// What this worker's connection watches share: one probe a second at most between them.
+    probes: Arc<ProbeGate>,
+}
+
+/// The reachability probes of one worker's connections: at most one a second between them,
+/// its refusal seen by every watch. A probe per connection per silent second was a socket and
+/// a datagram each (500 connections waiting on a slow answer made 500 a second), and behind
+/// the emulator's loopback forwarder a flow each, held for a minute, until its table was full
+/// and new connections went unanswered.
+#[derive(Default)]
+struct ProbeGate {
+    state: std::sync::Mutex<GateState>,
+}
+
+#[derive(Default)]
+struct GateState {
+    /// When the last probe went out.
+    last: Option<Instant>,
+    /// When a probe was last refused.
+    refused: Option<Instant>,
+}
+
+impl ProbeGate {
+    /// Whether the server's port refuses, as far as a probe in the last second says: a
+    /// refusal seen then counts for every watch, and the watch whose turn it is probes.
+    async fn refused(&self, addr: SocketAddr) -> bool {
+        let now = Instant::now();
+        let recent = |state: &GateState, now: Instant| {
+            state.refused.is_some_and(|at| now - at < WATCH_EVERY * 2)
+        };
+        let in_flight = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if recent(&state, now) {
+                return true;
+            }
+            match state.last {
+                Some(at) if now - at < WATCH_EVERY => Some(at),
+                _ => {
+                    state.last = Some(now);
+                    None
+                }
+            }
+        };
+        if let Some(at) = in_flight {
+            // Another watch's probe, maybe still waiting: its answer is this one's too (the
+            // watches of connections opened together tick together, and the next tick of
+            // those that only looked came a second later, often after the run).
+            if now - at < REFUSED_PROBE_AFTER {
+                tokio::time::sleep_until((at + REFUSED_PROBE_AFTER).into()).await;
+            }
+            let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            return recent(&state, Instant::now());
+        }
+        let refused = port_unreachable(addr, REFUSED_PROBE_AFTER).await;
+        if refused {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.refused = Some(Instant::now());
+        }
+        refused
+    }
 }
 
 impl Http3 {
@@ -170,6 +230,7 @@ impl Http3 {
             engine: H3Engine::Owned,
             last_failure: RefCell::new(None),
             refused_last: Cell::new(false),
+            probes: Arc::default(),
         })
     }
 
@@ -312,13 +373,19 @@ const WATCH_EVERY: Duration = Duration::from_secs(1);
 /// and quinn's shared socket does not surface the ICMP port-unreachable its datagrams then
 /// draw: the requests in flight would wait out the idle timeout (30 s) and a `-z` run would
 /// end with no error at all. When a second passes in which nothing came back while this side
-/// sent, or while a request waited, a connected probe asks the port; if it refuses, the
+/// sent, or while a request waited, a connected probe asks the port (one a second at most for
+/// all of a worker's connections: [`ProbeGate`]); if it refuses, the
 /// connection closes, its requests fail as `unreachable` (the connection counts as reset), and
 /// the slots' reconnects meet the refusal and count it. "While a request waited": a server
 /// killed after acknowledging every packet leaves quinn nothing to resend, and its retries of
 /// the rest back off to seconds apart; a connection watched only for sending was missed until
 /// its next keep-alive, often past the run's end.
-async fn watch_reachable(quic: quinn::Connection, addr: SocketAddr, watch: Arc<Watched>) {
+async fn watch_reachable(
+    quic: quinn::Connection,
+    addr: SocketAddr,
+    watch: Arc<Watched>,
+    probes: Arc<ProbeGate>,
+) {
     let traffic = |quic: &quinn::Connection| {
         let stats = quic.stats();
         (stats.udp_tx.datagrams, stats.udp_rx.datagrams)
@@ -333,7 +400,7 @@ async fn watch_reachable(quic: quinn::Connection, addr: SocketAddr, watch: Arc<W
         let waiting = watch.waiting.load(Ordering::Relaxed) > 0;
         let silent = now.1 == last.1 && (now.0 > last.0 || waiting);
         last = now;
-        if silent && port_unreachable(addr, REFUSED_PROBE_AFTER).await {
+        if silent && probes.refused(addr).await {
             watch.gone.store(true, Ordering::Release);
             quic.close(
                 quinn::VarInt::from_u32(H3_INTERNAL_ERROR),
@@ -417,7 +484,12 @@ impl Protocol for Http3 {
         };
         // Only once the connection exists: the watch holds a handle, and it is the connection's
         // close (the slot's, the probe's, its Drop) that ends the watch.
-        tokio::spawn(watch_reachable(watched, target.addr, conn.watched()));
+        tokio::spawn(watch_reachable(
+            watched,
+            target.addr,
+            conn.watched(),
+            self.probes.clone(),
+        ));
         let info = ConnectInfo {
             tcp_connect: super::PhaseTime::ZERO,
             handshake: handshake.into(),
@@ -431,5 +503,41 @@ impl Protocol for Http3 {
             server_max_streams: None,
         };
         Ok((conn, info))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The watches of a worker's connections probe once a second between them, and a refusal
+    /// counts for all: 500 connections waiting on a slow answer made 500 probes a second.
+    #[test]
+    fn a_worker_s_watches_share_one_probe_a_second() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            // A live port that ignores the probes' single bytes, as a QUIC server does.
+            let live = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+            let gate = ProbeGate::default();
+            for _ in 0..10 {
+                assert!(!gate.refused(live.local_addr().unwrap()).await);
+            }
+            let mut buf = [0u8; 8];
+            live.recv(&mut buf).await.unwrap();
+            let more = tokio::time::timeout(Duration::from_millis(100), live.recv(&mut buf));
+            assert!(more.await.is_err(), "one probe, not ten");
+            // A closed port: refused, and the next watch in the second reads that too (its
+            // turn to probe has not come).
+            let closed = std::net::UdpSocket::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap();
+            let gate = ProbeGate::default();
+            assert!(gate.refused(closed).await);
+            assert!(gate.refused(closed).await);
+        });
     }
 }
