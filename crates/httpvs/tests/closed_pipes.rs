@@ -174,11 +174,13 @@ fn a_full_stdout_is_one_line_and_a_failure() {
     }
     let server = httpvs_server::start(httpvs_server::ServeConfig::loopback_ephemeral()).unwrap();
     let url = format!("http://{}/", server.http_addr().unwrap());
-    let runs: [&[&str]; 4] = [
+    let runs: [&[&str]; 6] = [
         &["load", "-n", "1", "-c", "1", &url],
         &["trace", &url],
         &["compare", "--print-plan"],
         &["netem", "--profiles"],
+        &["--version"],
+        &["load", "--help"],
     ];
     for args in runs {
         let full = std::fs::OpenOptions::new()

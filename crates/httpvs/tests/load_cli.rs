@@ -1690,7 +1690,7 @@ fn an_open_model_short_of_connections_says_they_failed_to_open() {
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("of which failed to open (see Errors)"),
+        text.contains("waiting on connections that did not open ("),
         "{text}"
     );
     assert!(!text.contains("raise -c or -m"), "{text}");

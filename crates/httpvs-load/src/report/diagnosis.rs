@@ -156,8 +156,12 @@ pub fn churn_diagnosis(
     } else if let Some(lost) = lost_to_closes(stats, closed) {
         // A limit per connection ends it with GOAWAY or `Connection: close` and loses
         // nothing; these took requests with them.
+        let announced = match kind {
+            ProtocolKind::H1 => "Connection: close",
+            _ => "GOAWAY",
+        };
         return Some(format!(
-            "the server closed connections {} times {how}, about every {} requests, with requests in flight: {} failed as the connection closed under them (a limit per connection ends with GOAWAY or Connection: close and loses none); check the server's error log",
+            "the server closed connections {} times {how}, about every {} requests, with requests in flight: {} failed as the connection closed under them (a limit per connection ends with {announced} and loses none); check the server's error log",
             group(closed),
             group(every.round() as u64),
             group(lost)
@@ -309,7 +313,7 @@ mod tests {
         let d = churn_diagnosis(&config, &stats, ProtocolKind::H2c).unwrap();
         assert_eq!(
             d,
-            "the server closed connections 402 times with FIN, about every 9 requests, with requests in flight: 401 failed as the connection closed under them (a limit per connection ends with GOAWAY or Connection: close and loses none); check the server's error log"
+            "the server closed connections 402 times with FIN, about every 9 requests, with requests in flight: 401 failed as the connection closed under them (a limit per connection ends with GOAWAY and loses none); check the server's error log"
         );
         // A few lost among many closes are not the pattern.
         let mut stats = closed_every(402, CloseCause::Fin, 9);

@@ -289,15 +289,17 @@ fn requests(out: &mut String, r: &Report) {
     if let Some((asked, sent)) = send_rate(r) {
         if sent < 0.97 * asked {
             // Streams waiting on connections that never opened: more of them would not help.
-            let why = match r.connections.failed_to_open {
-                0 => "every one of the -c x -m streams was waiting on the server (raise -c or -m \
-                      if it can take more), or the client ran out of CPU"
-                    .to_string(),
-                failed => format!(
-                    "the streams were waiting on connections, {} of which failed to open (see \
-                     Errors)",
-                    group(failed)
-                ),
+            let c = &r.connections;
+            let why = if c.failed_to_open > 0 && c.opened < u64::from(r.shape.connections) {
+                format!(
+                    "the streams were waiting on connections that did not open ({} attempts \
+                     failed; see Errors)",
+                    group(c.failed_to_open)
+                )
+            } else {
+                "every one of the -c x -m streams was waiting on the server (raise -c or -m if \
+                 it can take more), or the client ran out of CPU"
+                    .to_string()
             };
             let _ = writeln!(
                 out,

@@ -150,20 +150,17 @@ pub async fn serve(socket: std::net::UdpSocket, host: &'static HostSockets, rele
             break;
         }
     }
-    // Every flow's task has its own handle on the socket: they end on the same signal, and
-    // the socket closes with the last. (One stuck past the wait leaves it bound: the next
-    // datagram then finds the port taken and leaves it to that socket, as before.)
+    // Every flow's task has its own handle on the socket: they end on the same signal (at
+    // their next await, each of which watches it), and the socket closes with the last. Only
+    // then is the destination forgotten: bound still, the next datagram would find the port
+    // taken and leave it to a socket no task reads, for good.
     flows.lock().unwrap_or_else(|e| e.into_inner()).clear();
-    let waited = Instant::now();
-    while Arc::strong_count(&local) > 1 && waited.elapsed() < CLOSE_WAIT {
+    while Arc::strong_count(&local) > 1 {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     drop(local);
     release.forget();
 }
-
-/// How long a closing destination waits for its flows' tasks to let go of its socket.
-const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 /// A new flow for `client`: a host socket connected to `target`, and a task carrying answers back.
 async fn open_flow(
@@ -221,8 +218,12 @@ async fn answers(
         };
         match received {
             Ok(Ok(meta)) => {
-                // A client gone is no reason to stop: it only loses its answers.
-                local.send_batch(client, &buf, &meta).await;
+                // A client gone is no reason to stop: it only loses its answers. A send that
+                // waits for room ends with the destination too, so its socket can close.
+                tokio::select! {
+                    _ = local.send_batch(client, &buf, &meta) => {}
+                    () = release.wait() => return,
+                }
             }
             Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                 release.refused();

@@ -112,16 +112,15 @@ pub fn one_line(err: &anyhow::Error) -> String {
 pub fn usage_error(err: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match err.kind() {
-        ErrorKind::DisplayHelp => {
-            let _ = err.print();
-            ExitCode::SUCCESS
-        }
+        ErrorKind::DisplayHelp => printed(err.print()),
         // The binary's name and version, whichever subcommand asked (clap said `httpvs-load
         // 0.1.0` for `httpvs load --version`).
         ErrorKind::DisplayVersion => {
             use std::io::Write as _;
-            let _ = writeln!(std::io::stdout(), "httpvs {}", env!("CARGO_PKG_VERSION"));
-            ExitCode::SUCCESS
+            let mut out = std::io::stdout();
+            printed(
+                writeln!(out, "httpvs {}", env!("CARGO_PKG_VERSION")).and_then(|()| out.flush()),
+            )
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             let _ = err.print();
@@ -142,6 +141,18 @@ pub fn usage_error(err: clap::Error) -> ExitCode {
             }
             ExitCode::from(2)
         }
+    }
+}
+
+/// Help or the version, printed: a closed pipe is the reader's choice, any other failure (a
+/// full disk) one line and exit 1, as for every report.
+fn printed(result: std::io::Result<()>) -> ExitCode {
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            say!("httpvs: cannot write to stdout: {e}");
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::SUCCESS,
     }
 }
 
@@ -224,9 +235,15 @@ fn clap_one_line(text: &str) -> String {
 fn clap_tip(text: &str) -> Option<String> {
     let tip = text.lines().find_map(|l| l.trim().strip_prefix("tip: "))?;
     // "to pass '-1' as a value, use '-- -1'": past `--` it is the URL, not the flag's value;
-    // `--flag=-1` is what passes it.
-    if tip.starts_with("to pass '") && tip.contains("as a value, use '-- ") {
-        return Some("a value starting with '-' goes as --flag=VALUE".to_string());
+    // `--flag=-1` is what passes it. clap says it of every unknown flag too (`--bogus`),
+    // where it is no advice at all.
+    if let Some(rest) = tip.strip_prefix("to pass '") {
+        let arg = rest.split('\'').next().unwrap_or("");
+        let looks_like_a_flag = arg
+            .trim_start_matches('-')
+            .starts_with(|c: char| c.is_ascii_alphabetic());
+        return (!looks_like_a_flag)
+            .then(|| "a value starting with '-' goes as --flag=VALUE".to_string());
     }
     Some(tip.to_string())
 }
@@ -383,6 +400,9 @@ Usage: httpvs load <URL>
             clap_tip(text).as_deref(),
             Some("a value starting with '-' goes as --flag=VALUE")
         );
+        // An unknown flag gets no such tip: it is no value.
+        let text = "error: unexpected argument '--bogus' found\n\n  tip: to pass '--bogus' as a value, use '-- --bogus'\n\nUsage: httpvs load <URL>\n";
+        assert_eq!(clap_tip(text), None);
         assert_eq!(
             super::peer_flag_hint("unexpected argument '-n' found", "trace"),
             Some(
