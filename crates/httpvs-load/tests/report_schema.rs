@@ -99,9 +99,23 @@ fn closed_open_and_quic_reports_validate() {
             cacert: None,
             client_identity: None,
         });
-    let r = httpvs_load::run(&quic, &mut Quiet).unwrap();
+    let mut r = httpvs_load::run(&quic, &mut Quiet).unwrap();
     assert!(r.quic.is_some());
     check(&r);
+    // QUIC's losses beside the link's: corrupted packets are lost as surely as dropped ones
+    // (42 declared lost beside 46 corrupted and 1 lost read as losses jitter made).
+    let mut net = network_section();
+    net.up.lost = 1;
+    net.up.corrupted = 46;
+    r.network = Some(net);
+    if let Some(q) = r.quic.as_mut() {
+        q.packets_lost = 42;
+    }
+    assert!(!text::render(&r).contains("QUIC declared"));
+    if let Some(n) = r.network.as_mut() {
+        n.up.corrupted = 0;
+    }
+    assert!(text::render(&r).contains("QUIC declared 42 of its packets lost"));
 }
 
 /// A network section as `httpvs load --net "delay 5ms loss 1%"` fills it.

@@ -522,3 +522,31 @@ fn zero_rtt_and_alt_svc_flags_are_checked() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
     }
 }
+
+/// A handshake QUIC's idle timer ends (a port that takes datagrams and never answers, with a
+/// `--timeout` shorter than `--connect-timeout`) names that timer, not `--connect-timeout`
+/// and its value, which raising did not help.
+#[test]
+fn a_handshake_ended_by_quic_s_idle_timer_names_it() {
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let url = format!("https://{}/", silent.local_addr().unwrap());
+    let out = Command::new(env!("CARGO_BIN_EXE_httpvs"))
+        .args([
+            "load",
+            "-p",
+            "h3",
+            "-k",
+            "--timeout",
+            "2s",
+            "--connect-timeout",
+            "10s",
+        ])
+        .args(["-n", "1", "--no-progress", &url])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("QUIC's idle timeout (1.4s"), "{stderr}");
+    assert!(!stderr.contains("within 10s"), "{stderr}");
+    drop(silent);
+}

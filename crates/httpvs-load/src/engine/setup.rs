@@ -105,6 +105,10 @@ pub fn connect_timeout_line(
     flag: Option<&str>,
 ) -> String {
     let flag = flag.map_or_else(String::new, |f| format!(" ({f})"));
+    if detail.starts_with(crate::protocol::h3::IDLE_ENDED_HANDSHAKE) {
+        // Not the connect timeout: naming it and its value sent users to raise it, in vain.
+        return format!("connection to {addr} not ready: {detail}");
+    }
     if detail.is_empty() {
         format!("no connection to {addr} within {timeout:?}{flag}")
     } else {

@@ -326,7 +326,17 @@ impl Http3 {
                 Ok(Ok(conn)) => Ok((conn, None)),
                 Ok(Err(e)) => {
                     // In words, as over TCP: a certificate's dates as days, not UNIX seconds.
-                    let said = crate::protocol::tls::plain_words(&e.to_string());
+                    let mut said = crate::protocol::tls::plain_words(&e.to_string());
+                    if matches!(e, quinn::ConnectionError::TimedOut) {
+                        // QUIC's idle timer, not the connect timeout, ended it: the line names
+                        // --connect-timeout, which raising would not help.
+                        said = format!(
+                            "{IDLE_ENDED_HANDSHAKE} ({:?}: 7/10 of --timeout, 1 s at least, and \
+                             at least 3 of QUIC's probe timeouts) ended the handshake before \
+                             --connect-timeout did; a longer --timeout gives it longer",
+                            self.options.idle_timeout
+                        );
+                    }
                     *self.last_failure.borrow_mut() = Some(said);
                     Err(classify::handshake_failure(&e))
                 }
@@ -362,6 +372,10 @@ fn transport_config(options: &H3Options) -> quinn::TransportConfig {
     transport.time_threshold(1.25);
     transport
 }
+
+/// How a handshake that QUIC's idle timer ended is said (it fails as `connect_timeout`, but the
+/// connect timeout's line would name the wrong limit).
+pub const IDLE_ENDED_HANDSHAKE: &str = "QUIC's idle timeout";
 
 /// H3_INTERNAL_ERROR (RFC 9114 §8.1): the code a connection closes with when its server is gone.
 const H3_INTERNAL_ERROR: u32 = 0x102;

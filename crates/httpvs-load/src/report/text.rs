@@ -880,12 +880,13 @@ fn network(out: &mut String, r: &Report) {
 /// the congestion window each time. TCP's RACK adapts its reordering window; QUIC here does not.
 fn spurious_quic_loss(r: &Report) -> Option<String> {
     let (q, n) = (r.quic.as_ref()?, r.network.as_ref()?);
-    let dropped = n.up.lost + n.up.queue_drops + n.up.rejected;
+    // A corrupted packet is dropped by its receiver (checksum, AEAD): lost as surely.
+    let dropped = n.up.lost + n.up.queue_drops + n.up.rejected + n.up.corrupted;
     (q.packets_lost > 2 * dropped + 10).then(|| {
         format!(
-            "QUIC declared {} of its packets lost while the link dropped {} on the way up: the \
-             others came late or out of order (jitter reorders packets), and QUIC's loss \
-             detection took them for lost and cut its window",
+            "QUIC declared {} of its packets lost while the link dropped or corrupted {} on the \
+             way up: the others came late or out of order (jitter and reorder move packets), \
+             and QUIC's loss detection took them for lost and cut its window",
             group(q.packets_lost),
             group(dropped)
         )
