@@ -840,6 +840,14 @@ fn spread_of(row: &Row) -> String {
 /// The share of the link's packets sent late by its relay above which a row is flagged.
 const LATE_SHARE: f64 = 0.01;
 
+/// "1 packet", "3,022 packets".
+fn packets(n: u64) -> String {
+    match n {
+        1 => "1 packet".to_string(),
+        n => format!("{} packets", count(n)),
+    }
+}
+
 /// A count with thousands separators, as the tables print them.
 fn count(n: u64) -> String {
     crate::render::format::thousands(n as f64)
@@ -983,18 +991,18 @@ pub fn anomalies(row: &Row, rows: &[Row], client_cpus: usize, repeats: usize) ->
     }
     if row.link_queue_drops > 0 {
         out.push(format!(
-            "{name}: the link's queue dropped {} packets ({} of those offered) on top of the \
+            "{name}: the link's queue dropped {} ({} of those offered) on top of the \
              condition's own loss: the traffic outran netem's queue (raise its `limit`)",
-            count(row.link_queue_drops),
+            packets(row.link_queue_drops),
             share_text(row.link_queue_drops, row.link_packets_in)
         ));
     }
     // A few late packets among thousands move no figure; 1% of them can.
     if row.link_late as f64 > LATE_SHARE * row.link_packets_in as f64 {
         out.push(format!(
-            "{name}: {} packets ({}) left the link's relay more than 1 ms after their time: \
+            "{name}: {} ({}) left the link's relay more than 1 ms after their time: \
              this machine could not keep up, so delays were longer than asked",
-            count(row.link_late),
+            packets(row.link_late),
             share_text(row.link_late, row.link_packets_in)
         ));
     }

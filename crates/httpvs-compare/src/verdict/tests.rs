@@ -524,6 +524,16 @@ fn anomalies_show_cut_offs_queue_drops_and_a_relay_that_could_not_keep_up() {
         )),
         "{a:?}"
     );
+    // One is one packet ("1 packets (2.0%)").
+    let mut few = r.clone();
+    few.link_packets_in = 50;
+    few.link_late = 1;
+    few.link_queue_drops = 0;
+    let a = anomalies(&few, std::slice::from_ref(&few), 1, 1);
+    assert!(
+        a.iter().any(|l| l.starts_with("h3: 1 packet (2.0%) left")),
+        "{a:?}"
+    );
     // 15 late of 37,000 move nothing: no line.
     r.link_late = 15;
     let a = anomalies(&r, std::slice::from_ref(&r), 1, 1);

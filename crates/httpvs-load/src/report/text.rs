@@ -297,8 +297,9 @@ fn requests(out: &mut String, r: &Report) {
                     group(c.failed_to_open)
                 )
             } else {
-                "every one of the -c x -m streams was waiting on the server (raise -c or -m if \
-                 it can take more), or the client ran out of CPU"
+                "every one of the -c x -m streams was waiting on its answer (the server, or an \
+                 emulated link's round trip: raise -c or -m if the server can take more), or the \
+                 client ran out of CPU"
                     .to_string()
             };
             let _ = writeln!(
