@@ -140,23 +140,18 @@ struct ProbeGate {
 struct GateState {
     /// When the last probe went out.
     last: Option<Instant>,
-    /// When a probe was last refused.
+    /// When the last probe that was refused went out (its `last`).
     refused: Option<Instant>,
 }
 
 impl ProbeGate {
-    /// Whether the server's port refuses, as far as a probe in the last second says: a
-    /// refusal seen then counts for every watch, and the watch whose turn it is probes.
+    /// Whether the server's port refuses, as the last probe (one in the last second) says:
+    /// its refusal counts for every watch, and the watch whose turn it is probes. Only the
+    /// latest probe's answer counts: a refusal before a restart is not the new server's.
     async fn refused(&self, addr: SocketAddr) -> bool {
         let now = Instant::now();
-        let recent = |state: &GateState, now: Instant| {
-            state.refused.is_some_and(|at| now - at < WATCH_EVERY * 2)
-        };
-        let in_flight = {
+        let probed = {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            if recent(&state, now) {
-                return true;
-            }
             match state.last {
                 Some(at) if now - at < WATCH_EVERY => Some(at),
                 _ => {
@@ -165,24 +160,28 @@ impl ProbeGate {
                 }
             }
         };
-        if let Some(at) = in_flight {
+        if let Some(at) = probed {
             // Another watch's probe, maybe still waiting: its answer is this one's too (the
             // watches of connections opened together tick together, and the next tick of
             // those that only looked came a second later, often after the run).
-            if now - at < REFUSED_PROBE_AFTER {
-                tokio::time::sleep_until((at + REFUSED_PROBE_AFTER).into()).await;
+            let answered = at + REFUSED_PROBE_AFTER + PROBE_SETUP;
+            if now < answered {
+                tokio::time::sleep_until(answered.into()).await;
             }
             let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            return recent(&state, Instant::now());
+            return state.refused == Some(at);
         }
         let refused = port_unreachable(addr, REFUSED_PROBE_AFTER).await;
         if refused {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            state.refused = Some(Instant::now());
+            state.refused = Some(now);
         }
         refused
     }
 }
+
+/// Slack for a probe's socket, connect and send before its wait for the refusal starts.
+const PROBE_SETUP: Duration = Duration::from_millis(10);
 
 impl Http3 {
     /// QUIC connections the endpoint holds now: handshaking, open, or closing and draining.
@@ -331,9 +330,8 @@ impl Http3 {
                         // QUIC's idle timer, not the connect timeout, ended it: the line names
                         // --connect-timeout, which raising would not help.
                         said = format!(
-                            "{IDLE_ENDED_HANDSHAKE} ({:?}: 7/10 of --timeout, 1 s at least, and \
-                             at least 3 of QUIC's probe timeouts) ended the handshake before \
-                             --connect-timeout did; a longer --timeout gives it longer",
+                            "{IDLE_ENDED_HANDSHAKE} ({:?}, and at least 3 of QUIC's probe \
+                             timeouts) ended the handshake before the connect timeout did",
                             self.options.idle_timeout
                         );
                     }
@@ -552,6 +550,13 @@ mod tests {
             let gate = ProbeGate::default();
             assert!(gate.refused(closed).await);
             assert!(gate.refused(closed).await);
+            // A server back on the port: the next probe's answer counts, not the refusal
+            // before it (a watch reading that closed a live connection as unreachable).
+            if let Ok(_back) = tokio::net::UdpSocket::bind(closed).await {
+                tokio::time::sleep(WATCH_EVERY).await;
+                assert!(!gate.refused(closed).await);
+                assert!(!gate.refused(closed).await);
+            }
         });
     }
 }

@@ -288,13 +288,14 @@ fn requests(out: &mut String, r: &Report) {
     );
     if let Some((asked, sent)) = send_rate(r) {
         if sent < 0.97 * asked {
-            // Streams waiting on connections that never opened: more of them would not help.
-            let c = &r.connections;
-            let why = if c.failed_to_open > 0 && c.opened < u64::from(r.shape.connections) {
+            // Streams waiting on connections that never opened (most failures were of
+            // requests that had none): more of them would not help.
+            let unconnected = unconnected_failures(r);
+            let why = if unconnected > 0 && unconnected * 2 >= r.requests.failed {
                 format!(
                     "the streams were waiting on connections that did not open ({} attempts \
                      failed; see Errors)",
-                    group(c.failed_to_open)
+                    group(r.connections.failed_to_open)
                 )
             } else {
                 "every one of the -c x -m streams was waiting on its answer (the server, or an \
@@ -676,10 +677,6 @@ fn wire(out: &mut String, r: &Report) {
     }
 }
 
-/// A note when the per-request figures count the bytes of many requests they do not divide
-/// by: every byte of the measured part is on the wire, but only succeeded requests divide it,
-/// so warm-up requests that finished in it, failed ones and those cut off at the end add bytes
-/// and no requests (at `-m 50` with a 1 s delay, 20 KiB/request for 10 KiB responses).
 /// Failure kinds of requests whose connection never opened: they moved no bytes.
 const NO_CONNECTION: [ErrorKind; 4] = [
     ErrorKind::Refused,
@@ -688,17 +685,24 @@ const NO_CONNECTION: [ErrorKind; 4] = [
     ErrorKind::OpenFiles,
 ];
 
+/// Requests that failed for want of a connection ([`NO_CONNECTION`]).
+fn unconnected_failures(r: &Report) -> u64 {
+    r.errors
+        .iter()
+        .filter(|e| NO_CONNECTION.iter().any(|k| k.to_string() == e.kind))
+        .map(|e| e.count)
+        .sum()
+}
+
+/// A note when the per-request figures count the bytes of many requests they do not divide
+/// by: every byte of the measured part is on the wire, but only succeeded requests divide it,
+/// so warm-up requests that finished in it, failed ones and those cut off at the end add bytes
+/// and no requests (at `-m 50` with a 1 s delay, 20 KiB/request for 10 KiB responses).
 fn per_request_skew(r: &Report) -> Option<String> {
     let q = &r.requests;
     // A request whose connection never opened moved nothing: a server killed mid-run gave
     // hundreds of refusals, and the note said the figures "may read up to 3.1x high".
-    let unsent: u64 = r
-        .errors
-        .iter()
-        .filter(|e| NO_CONNECTION.iter().any(|k| k.to_string() == e.kind))
-        .map(|e| e.count)
-        .sum();
-    let failed = q.failed.saturating_sub(unsent);
+    let failed = q.failed.saturating_sub(unconnected_failures(r));
     // A resent request (behind a GOAWAY or a close) was written twice or more.
     let others =
         q.from_warmup.finished + failed + q.cut_off + q.from_warmup.cut_off + q.retried.total;

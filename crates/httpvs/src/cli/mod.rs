@@ -233,19 +233,22 @@ fn clap_one_line(text: &str) -> String {
 /// clap's tip below its error, if any ("a similar argument exists: '--connections'"), for the
 /// same line.
 fn clap_tip(text: &str) -> Option<String> {
-    let tip = text.lines().find_map(|l| l.trim().strip_prefix("tip: "))?;
-    // "to pass '-1' as a value, use '-- -1'": past `--` it is the URL, not the flag's value;
-    // `--flag=-1` is what passes it. clap says it of every unknown flag too (`--bogus`),
-    // where it is no advice at all.
-    if let Some(rest) = tip.strip_prefix("to pass '") {
-        let arg = rest.split('\'').next().unwrap_or("");
-        let looks_like_a_flag = arg
-            .trim_start_matches('-')
-            .starts_with(|c: char| c.is_ascii_alphabetic());
-        return (!looks_like_a_flag)
-            .then(|| "a value starting with '-' goes as --flag=VALUE".to_string());
-    }
-    Some(tip.to_string())
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("tip: "))
+        .find_map(|tip| {
+            // "to pass '-1' as a value, use '-- -1'": past `--` it is the URL, not the flag's
+            // value; `--flag=-1` is what passes it. clap says it of every unknown flag too
+            // (`--bogus`), where it is no advice at all: the next tip, if any, is.
+            let Some(rest) = tip.strip_prefix("to pass '") else {
+                return Some(tip.to_string());
+            };
+            let arg = rest.split('\'').next().unwrap_or("");
+            let looks_like_a_flag = arg
+                .trim_start_matches('-')
+                .starts_with(|c: char| c.is_ascii_alphabetic());
+            (!looks_like_a_flag)
+                .then(|| "a value starting with '-' goes as --flag=VALUE".to_string())
+        })
 }
 
 /// Says in words why a number was refused, where clap passes on the parser's own message
