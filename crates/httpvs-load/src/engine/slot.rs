@@ -214,9 +214,20 @@ pub struct Slot<P: Protocol> {
     next_spec: Cell<u32>,
     /// Which of the worker's connections this is: the open model's sends for it are its own.
     pub lane: u32,
+    /// Requests refused on a connection (for a retry) that have no connection yet: a new
+    /// request lets them write first on the next one.
+    pub retrying: Cell<u32>,
 }
 
 impl<P: Protocol> Slot<P> {
+    /// A request's attempt has its connection, or none will come: a retry (not `fresh`) no
+    /// longer waits for one ([`Slot::retrying`]).
+    pub fn retry_connected(&self, fresh: bool) {
+        if !fresh {
+            self.retrying.set(self.retrying.get().saturating_sub(1));
+        }
+    }
+
     /// A slot with no connection yet, for `streams` streams: the worker's connection `lane`.
     pub fn new(ctx: Rc<WorkerCtx<P>>, streams: usize, lane: u32) -> Slot<P> {
         let timed = ctx.shared.timeout.is_some();
@@ -231,6 +242,7 @@ impl<P: Protocol> Slot<P> {
             consecutive_failures: Cell::new(0),
             next_spec: Cell::new(0),
             lane,
+            retrying: Cell::new(0),
         }
     }
 

@@ -171,6 +171,7 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
                     None => match Box::pin(connection_for(&slot, req.measured, fresh)).await {
                         Ok(live) => (live, Instant::now()),
                         Err(kind) => {
+                            slot.retry_connected(fresh);
                             let end = Instant::now();
                             req.fail(kind, end);
                             log_row(&slot.ctx, &req, (end, end), 0, Err(kind));
@@ -178,6 +179,7 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
                         }
                     },
                 };
+                slot.retry_connected(fresh);
                 let reused = live.note_request(req.measured);
                 let deadline = slot.ctx.shared.timeout.map(|limit| send_start + limit);
                 // Pinned where it is made and lent to the timer: moved into `within` by value,
@@ -206,7 +208,10 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
                 };
                 match settle(&slot.ctx, &mut req, sent, result) {
                     Attempt::Done => break end,
-                    Attempt::Retry => ready = Some(end),
+                    Attempt::Retry => {
+                        ready = Some(end);
+                        slot.retrying.set(slot.retrying.get() + 1);
+                    }
                 }
             };
             // Closed model: the next request is due when this one ended.
@@ -216,7 +221,7 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
 }
 
 /// A connection when the slot has none usable. A new (`fresh`) request lets the slot's retries
-/// write first on it: the stream whose request had just succeeded opened the next connection
+/// ([`Slot::retrying`]) write first on it: the stream whose request had just succeeded opened the next connection
 /// and wrote on it at once, ahead of the streams refused on the last one, so against a server
 /// that answers one request a connection (HTTP/1.0, `keepalive_timeout 0`) the same pipelined
 /// requests were turned away again on each one, hundreds of times, until the schedule ran out.
@@ -226,7 +231,7 @@ async fn connection_for<P: Protocol>(
     fresh: bool,
 ) -> Result<Rc<LiveConn<P>>, ErrorKind> {
     let live = slot.connection(measured).await?;
-    if !fresh || !slot.ctx.shared.options.keepalive {
+    if !fresh || !slot.ctx.shared.options.keepalive || slot.retrying.get() == 0 {
         return Ok(live);
     }
     drop(live);
