@@ -116,6 +116,19 @@ struct ReadFailure {
 }
 
 impl Http1Connection {
+    /// Bytes an idle connection's server sent unasked (a 408 before a close too) were
+    /// received all the same: read, dropped and counted. Off the path of a request.
+    #[cold]
+    #[inline(never)]
+    fn count_unread(&self) {
+        let unread = self
+            .reader
+            .borrow()
+            .as_ref()
+            .map_or(0, |r| r.io.discard_waiting());
+        self.counter.add_received(unread);
+    }
+
     pub(super) fn new(
         transport: Transport,
         counter: Arc<WireCounter>,
@@ -882,22 +895,15 @@ impl crate::protocol::Connection for Http1Connection {
             return true;
         }
         let spoke = self.reader.borrow().as_ref().map(|r| r.io.peer_spoke());
-        if matches!(spoke, Some(Spoke::Closed | Spoke::Unasked)) {
-            // Bytes that came unasked (a 408 before a close too) were received all the same.
-            let unread = self
-                .reader
-                .borrow()
-                .as_ref()
-                .map_or(0, |r| r.io.discard_waiting());
-            self.counter.add_received(unread);
-        }
         match spoke {
             Some(Spoke::Closed) => {
+                self.count_unread();
                 self.retire(CloseCause::Fin);
                 self.detail.set(Some(CloseDetail::Idle));
                 false
             }
             Some(Spoke::Unasked) => {
+                self.count_unread();
                 self.retire(CloseCause::Local);
                 self.detail.set(Some(CloseDetail::Unasked));
                 false
