@@ -221,10 +221,11 @@ pub fn run_stream<P: Protocol>(slot: Rc<Slot<P>>, index: usize) -> impl Future<O
 }
 
 /// A connection when the slot has none usable. A new (`fresh`) request lets the slot's retries
-/// ([`Slot::retrying`]) write first on it: the stream whose request had just succeeded opened the next connection
-/// and wrote on it at once, ahead of the streams refused on the last one, so against a server
-/// that answers one request a connection (HTTP/1.0, `keepalive_timeout 0`) the same pipelined
-/// requests were turned away again on each one, hundreds of times, until the schedule ran out.
+/// ([`Slot::retrying`]) write first on it: the stream whose request had just succeeded opened
+/// the next connection and wrote on it at once, ahead of the streams refused on the last one,
+/// so against a server that answers one request a connection (HTTP/1.0, `keepalive_timeout 0`)
+/// the same pipelined requests were turned away again on each one, hundreds of times, until
+/// the schedule ran out.
 async fn connection_for<P: Protocol>(
     slot: &Slot<P>,
     measured: bool,
