@@ -41,9 +41,10 @@ fn main() -> ExitCode {
     }
 }
 
-/// A closed stdout pipe (`httpvs ... | head`) ends the process quietly with success, as for any Unix
-/// filter; any other failure to print (a full disk) ends it with one line and exit 1. SIGPIPE itself stays ignored (Rust's default): resetting it would let a peer that closes
-/// its socket kill the server or the load generator, where a write error is the right outcome.
+/// A closed stdout pipe (`httpvs ... | head`) ends the process quietly with success, as for any
+/// Unix filter; any other failure to print (a full disk) ends it with one line and exit 1.
+/// SIGPIPE itself stays ignored (Rust's default): resetting it would let a peer that closes its
+/// socket kill the server or the load generator, where a write error is the right outcome.
 fn quiet_on_closed_stdout() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
