@@ -97,10 +97,17 @@ impl Report {
         let no_head = self.wire.header_received == 0;
         let hung_up = |kind: &str| matches!(kind, "protocol" | "connection_closed" | "reset");
         cleartext
-            && self.protocol.negotiated == "h1"
+            && self.protocol.is_h1()
             && answered_none
             && no_head
             && self.errors.iter().all(|e| hung_up(&e.kind))
+    }
+}
+
+impl ProtocolInfo {
+    /// Whether HTTP/1.1 was spoken (its closes and retries have no GOAWAY).
+    pub fn is_h1(&self) -> bool {
+        self.negotiated == "h1"
     }
 }
 

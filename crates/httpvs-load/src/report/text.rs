@@ -256,7 +256,7 @@ fn requests(out: &mut String, r: &Report) {
             n => format!(", behind a timed-out request {}", group(n)),
         };
         // GOAWAY and refused streams are h2's and h3's.
-        let streams = match r.protocol.negotiated.starts_with("h1") {
+        let streams = match r.protocol.is_h1() {
             true => String::new(),
             false => format!(
                 "GOAWAY {}, refused stream {}, ",
@@ -734,7 +734,7 @@ fn connections(out: &mut String, r: &Report) {
     );
     // Each protocol's own ways: GOAWAY is h2's and h3's, `Connection: close` h1's, and QUIC
     // has no FIN (its plain close is the server's CONNECTION_CLOSE without an error).
-    let h1 = r.protocol.negotiated.starts_with("h1");
+    let h1 = r.protocol.is_h1();
     let fin = match r.protocol.negotiated.as_str() {
         "h3" => "CONNECTION_CLOSE",
         _ => "FIN",

@@ -272,6 +272,37 @@ impl BodyFlags {
     pub fn given(&self) -> bool {
         self.data.is_some() || self.data_file.is_some()
     }
+
+    /// The file `-d @FILE` reads (not `@-`, stdin).
+    pub fn at_file(&self) -> Option<&std::path::Path> {
+        self.data
+            .as_deref()?
+            .strip_prefix('@')
+            .filter(|path| *path != "-")
+            .map(std::path::Path::new)
+    }
+
+    /// The request body (empty without either flag). `-d @FILE` reads FILE (`@-` stdin), as
+    /// curl's does.
+    pub fn body(&self) -> anyhow::Result<bytes::Bytes> {
+        let read = |named: &str, path: &std::path::Path| {
+            httpvs_load::files::read_bounded(path, MAX_BODY_FILE_BYTES)
+                .map(bytes::Bytes::from)
+                .map_err(|e| usage(format!("cannot read {named}: {e}")))
+        };
+        match (self.data.as_deref(), self.data_file.as_deref()) {
+            (Some("@-"), _) => read("-d @- (stdin)", std::path::Path::new("/dev/stdin")),
+            (Some(d), _) => match self.at_file() {
+                Some(path) => read(&format!("-d {d}"), path),
+                None => {
+                    check_body_is_meant(d, typed_spelling(&["--data", "-d"]))?;
+                    Ok(bytes::Bytes::from(d.to_owned().into_bytes()))
+                }
+            },
+            (None, Some(path)) => read(&format!("--data-file {}", path.display()), path),
+            (None, None) => Ok(bytes::Bytes::new()),
+        }
+    }
 }
 
 /// `--window SIZE` and `--connection-window SIZE`, as `load` and `trace` take them. Boxed
@@ -620,31 +651,6 @@ pub(super) fn check_cacert(path: &std::path::Path) -> anyhow::Result<()> {
 
 /// The largest `--data-file` (one copy is shared by every request).
 const MAX_BODY_FILE_BYTES: u64 = 256 << 20;
-
-/// The request body from `-d` or `--data-file` (empty without either). `-d @FILE` reads FILE
-/// (`@-` stdin), as curl's does.
-pub(super) fn request_body(
-    data: Option<&str>,
-    data_file: Option<&std::path::Path>,
-) -> anyhow::Result<bytes::Bytes> {
-    let read = |named: &str, path: &std::path::Path| {
-        httpvs_load::files::read_bounded(path, MAX_BODY_FILE_BYTES)
-            .map(bytes::Bytes::from)
-            .map_err(|e| usage(format!("cannot read {named}: {e}")))
-    };
-    match (data, data_file) {
-        (Some(d), _) => match d.strip_prefix('@') {
-            Some("-") => read("-d @- (stdin)", std::path::Path::new("/dev/stdin")),
-            Some(path) => read(&format!("-d {d}"), std::path::Path::new(path)),
-            None => {
-                check_body_is_meant(d, typed_spelling(&["--data", "-d"]))?;
-                Ok(bytes::Bytes::from(d.to_owned().into_bytes()))
-            }
-        },
-        (None, Some(path)) => read(&format!("--data-file {}", path.display()), path),
-        (None, None) => Ok(bytes::Bytes::new()),
-    }
-}
 
 /// `-d VALUE` is the body itself here, as in curl, hey and oha. Two peers spell other things
 /// `-d`: wrk's `-d 2s` is a duration, and h2load's `-d FILE` (or `-`) posts a file. Such a

@@ -7,8 +7,8 @@ mod net;
 
 use super::common::{
     basic_authorization, check_cacert, check_content_length, check_writable, client_identity,
-    cpu_list, duration_flag, file_id, interrupt_flag, parse_header, refuse_input, request_body,
-    take_userinfo, typed_spelling, WindowFlags,
+    cpu_list, duration_flag, file_id, interrupt_flag, parse_header, refuse_input, take_userinfo,
+    typed_spelling, WindowFlags,
 };
 use super::usage;
 use httpvs_load::config::{parse_url, StopAfter, TlsOptions};
@@ -223,17 +223,10 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     // user had there is emptied by a run that then fails).
     // What the run reads must not be what it writes: -o or --log-file naming an input would
     // empty it (the URL list, the body, the CA) before the run, or after it for the next one.
-    let data_at = args
-        .request_body
-        .data
-        .as_deref()
-        .and_then(|d| d.strip_prefix('@'))
-        .filter(|path| *path != "-")
-        .map(std::path::Path::new);
     let inputs = [
         ("--input-file", args.input_file.as_deref()),
         ("--data-file", args.request_body.data_file.as_deref()),
-        ("-d @FILE", data_at),
+        ("-d @FILE", args.request_body.at_file()),
         ("--cacert", args.cacert.as_deref()),
         ("--cert", args.cert.as_deref()),
         ("--key", args.key.as_deref()),
@@ -588,10 +581,7 @@ fn config_from(args: &Args) -> anyhow::Result<LoadConfig> {
         }
         config.headers.push(basic_authorization(&credentials)?);
     }
-    config.body = request_body(
-        args.request_body.data.as_deref(),
-        args.request_body.data_file.as_deref(),
-    )?;
+    config.body = args.request_body.body()?;
     check_content_length(&config.headers, &config.body)?;
     config.keepalive = !args.no_keepalive;
     let timeout = duration_flag("--timeout", &args.timeout)?;

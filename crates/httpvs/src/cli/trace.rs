@@ -6,7 +6,7 @@
 
 use super::common::{
     basic_authorization, check_cacert, check_content_length, client_identity, duration_flag,
-    parse_header, request_body, take_userinfo, WindowFlags,
+    parse_header, take_userinfo, WindowFlags,
 };
 use super::usage;
 use httpvs_load::config::{parse_url, TlsOptions};
@@ -197,10 +197,7 @@ fn config_from(args: &Args) -> anyhow::Result<TraceConfig> {
                 .collect::<anyhow::Result<_>>()?,
             credentials,
         )?,
-        body: request_body(
-            args.request_body.data.as_deref(),
-            args.request_body.data_file.as_deref(),
-        )?,
+        body: args.request_body.body()?,
     };
     check_content_length(&request.headers, &request.body)?;
     Ok(TraceConfig {
